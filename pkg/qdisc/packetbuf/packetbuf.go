@@ -1,0 +1,137 @@
+// Package packetbuf holds the bounded ring in which a qdisc queues packets.
+//
+// A Ring counts both packets and bytes (the sum of pkt.Size() at the time
+// each packet was pushed), so a qdisc can bound its backlog in bytes as
+// Linux's bfifo and tbf do, not only in packets as gVisor's upstream
+// PacketBufferCircularList does. Each packet's size is stored beside it, so
+// a qdisc that looks at the head packet's length many times (tbf) computes
+// it once.
+//
+// The ring's slots are allocated lazily: Init fixes the most packets it may
+// hold, and the slot array grows by doubling, up to that bound, only when a
+// push finds it full. A qdisc whose bound is set in bytes needs room for
+// many small packets (1.5 MB of 54-byte ACKs is 28,000 slots) but seldom
+// uses it; growth stops once the ring has seen its peak, so a warm ring
+// never allocates.
+//
+// A Ring is not safe for concurrent use: the qdisc that owns it locks it.
+package packetbuf
+
+import (
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
+)
+
+// initialSlots is the slot array's size before the first growth.
+const initialSlots = 64
+
+// Ring is a FIFO of packets with O(1) push and pop. The zero Ring holds
+// nothing; call Init first.
+type Ring struct {
+	pkts  []*stack.PacketBuffer
+	sizes []uint32
+	head  int // index of the front packet
+	n     int // packets queued
+	max   int // most packets the ring may hold
+	bytes uint64
+}
+
+// Init empties the ring and sets the most packets it may hold (at least 1).
+// It must not be called while packets are queued.
+func (r *Ring) Init(capacity int) {
+	if capacity < 1 {
+		capacity = 1
+	}
+	slots := min(capacity, initialSlots)
+	*r = Ring{
+		pkts:  make([]*stack.PacketBuffer, slots),
+		sizes: make([]uint32, slots),
+		max:   capacity,
+	}
+}
+
+// Cap returns the most packets the ring may hold.
+func (r *Ring) Cap() int { return r.max }
+
+// Len returns the number of packets queued.
+func (r *Ring) Len() int { return r.n }
+
+// Bytes returns the sum of the sizes of the packets queued.
+func (r *Ring) Bytes() uint64 { return r.bytes }
+
+// IsEmpty reports whether no packet is queued.
+func (r *Ring) IsEmpty() bool { return r.n == 0 }
+
+// HasSpace reports whether one more packet fits.
+func (r *Ring) HasSpace() bool { return r.n < r.max }
+
+// PushBack queues pkt at the back and takes the caller's reference to it.
+// It reports false, and takes nothing, when the ring is full.
+func (r *Ring) PushBack(pkt *stack.PacketBuffer) bool {
+	if r.n == len(r.pkts) {
+		if r.n >= r.max {
+			return false
+		}
+		r.grow()
+	}
+	i := r.head + r.n
+	if i >= len(r.pkts) {
+		i -= len(r.pkts)
+	}
+	size := uint32(pkt.Size())
+	r.pkts[i] = pkt
+	r.sizes[i] = size
+	r.n++
+	r.bytes += uint64(size)
+	return true
+}
+
+// grow doubles the slot array, up to max, keeping the packets in order.
+func (r *Ring) grow() {
+	slots := min(2*len(r.pkts), r.max)
+	pkts := make([]*stack.PacketBuffer, slots)
+	sizes := make([]uint32, slots)
+	k := copy(pkts, r.pkts[r.head:])
+	copy(pkts[k:], r.pkts[:r.head])
+	k = copy(sizes, r.sizes[r.head:])
+	copy(sizes[k:], r.sizes[:r.head])
+	r.pkts, r.sizes, r.head = pkts, sizes, 0
+}
+
+// PeekFront returns the front packet and the size it was queued with,
+// without removing it, or nil and 0 when the ring is empty. The ring keeps
+// its reference.
+func (r *Ring) PeekFront() (*stack.PacketBuffer, uint32) {
+	if r.n == 0 {
+		return nil, 0
+	}
+	return r.pkts[r.head], r.sizes[r.head]
+}
+
+// RemoveFront removes the front packet and hands its reference to the
+// caller, with the size it was queued with; nil and 0 when empty.
+func (r *Ring) RemoveFront() (*stack.PacketBuffer, uint32) {
+	if r.n == 0 {
+		return nil, 0
+	}
+	pkt, size := r.pkts[r.head], r.sizes[r.head]
+	r.pkts[r.head] = nil
+	r.head++
+	if r.head == len(r.pkts) {
+		r.head = 0
+	}
+	r.n--
+	r.bytes -= uint64(size)
+	return pkt, size
+}
+
+// Purge releases the reference of every queued packet, exactly once, and
+// empties the ring. It returns how many packets and bytes it dropped.
+func (r *Ring) Purge() (packets int, bytes uint64) {
+	packets, bytes = r.n, r.bytes
+	for r.n > 0 {
+		pkt, _ := r.RemoveFront()
+		pkt.DecRef()
+	}
+	r.head = 0
+	return packets, bytes
+}

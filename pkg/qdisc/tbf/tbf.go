@@ -1,0 +1,289 @@
+// Package tbf is a token bucket filter for gVisor's netstack, faithful to
+// Linux's net/sched/sch_tbf.c: a rate bucket of Burst bytes, an optional
+// peak-rate bucket of MTU bytes, and a backlog bounded in bytes by Limit or
+// by Latency, as `tc qdisc add ... tbf` configures them.
+//
+// Token accounting is tbf_dequeue's, in nanoseconds of credit. For the head
+// packet of length L at time now:
+//
+//	toks  = min(now - t_c, buffer)            buffer = TimeNS(Burst)
+//	ptoks = min(toks + ptokens, mtu) - TimeNS_peak(L)   (with a peak rate)
+//	toks  = min(toks + tokens, buffer) - TimeNS(L)
+//
+// and the packet leaves when both are >= 0 (then t_c = now, tokens = toks,
+// ptokens = ptoks); otherwise the dispatcher sleeps on one timer for the
+// larger deficit, max(-toks, -ptoks), and counts an overlimit. The largest
+// packet the bucket can pass is min(Burst, MTU): a larger one is refused at
+// WritePacket with ErrMessageTooLong and counted as a drop, and New refuses
+// a configuration that the lower link could send such packets through (its
+// MTU plus header, or its host-GSO maximum).
+//
+// The backlog is bounded in bytes, as tbf's inner bfifo is: Limit bytes,
+// or Latency, from which Limit = Rate*Latency + Burst (and, with a peak
+// rate, the smaller of that and PeakRate*Latency + MTU), as tc computes it.
+// With neither, the limit is 1000 full-size packets of the lower link,
+// runsc's queue length.
+//
+// Where this differs from gVisor's upstream tbf (pkg/tcpip/link/qdisc/tbf):
+//   - the peak-rate bucket (PeakRate, MTU) that upstream lacks;
+//   - the backlog bound in bytes (Limit) or time (Latency), where upstream
+//     counts packets and has no latency bound;
+//   - no division on the packet path: transmission times come from
+//     rate.Rate's precomputed multiplier and shift, as in Linux;
+//   - one clock reading per batch, not per packet under the queue lock;
+//   - one timer for the qdisc's life, re-armed with Reset, where upstream
+//     allocates a timer per wake; packets that arrive while the bucket is
+//     empty do not wake the dispatcher at all;
+//   - `tc -s`-style statistics (Stats), including overlimits;
+//   - every invalid Config is an error from New that names the setting to
+//     change (ConfigError), never a panic;
+//   - per-packet Overhead and MPU, as tc's tbf "overhead" and "mpu".
+//
+// Queues > 1 (several dispatchers sharing one bucket) is not supported yet.
+package tbf
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"gvisor.dev/gvisor/pkg/sync"
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
+
+	"github.com/netqdisc/netqdisc/pkg/qdisc"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/dispatch"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/rate"
+)
+
+// DefaultLimitPackets is the backlog, in full-size packets of the lower
+// link, when neither Limit nor Latency is given: runsc's queue length.
+const DefaultLimitPackets = 1000
+
+// minPacketBytes is the smallest packet the ring is sized for: an IPv4
+// header alone. The ring's packet bound is Limit/minPacketBytes, so the
+// byte limit is always the one that binds; the ring grows only as needed.
+const minPacketBytes = 20
+
+// Config is a token bucket filter's settings, in the units of
+// `tc qdisc add ... tbf`.
+type Config struct {
+	// Rate is the long-term rate in bytes per second. Required.
+	Rate uint64
+	// Burst is the rate bucket's depth in bytes: the most that may leave
+	// at once after an idle spell. Required; at least the lower link's
+	// largest packet.
+	Burst uint32
+	// PeakRate, if not 0, is a second bucket's rate in bytes per second,
+	// above Rate, that bounds how fast the Burst may leave.
+	PeakRate uint64
+	// MTU is the peak bucket's depth in bytes; required with PeakRate.
+	MTU uint32
+	// Limit is the most bytes that may wait in the queue.
+	Limit uint32
+	// Latency is the most time a packet may wait: Limit is computed from
+	// it. Give Limit or Latency, not both; with neither the limit is
+	// DefaultLimitPackets full-size packets.
+	Latency time.Duration
+	// Queues is the number of dispatchers sharing the one bucket; 0 means
+	// 1. Only 1 is supported for now.
+	Queues int
+	// Overhead is added to every packet's length before it is charged, and
+	// MPU is the least a packet is charged, as tc's "overhead" and "mpu".
+	Overhead int32
+	MPU      uint32
+}
+
+// ConfigError says which setting of a Config is wrong and what to change.
+// Field is one of "rate", "burst", "peakrate", "mtu", "limit", "latency",
+// "queues", "overhead": the names of tc's tbf options, so that a caller can
+// map it to its own flag.
+type ConfigError struct {
+	Field string
+	Msg   string
+}
+
+func (e *ConfigError) Error() string { return "tbf " + e.Field + ": " + e.Msg }
+
+func configErr(field, format string, args ...any) error {
+	return &ConfigError{Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Discipline is a token bucket filter qdisc.
+type Discipline struct {
+	cfg     Config // as given, with Limit filled in
+	maxSize uint32 // the largest packet the buckets can pass
+	lanes   []dispatch.Lane
+	bucket  bucket
+	wg      sync.WaitGroup
+	closed  atomic.Bool
+}
+
+var _ stack.QueueingDiscipline = (*Discipline)(nil)
+
+// New returns a token bucket filter on lower, timed by clock, and starts its
+// dispatcher. It returns a *ConfigError for every invalid cfg.
+func New(lower stack.LinkEndpoint, clock tcpip.Clock, cfg Config) (*Discipline, error) {
+	if lower == nil {
+		return nil, fmt.Errorf("tbf: no lower link endpoint")
+	}
+	if clock == nil {
+		return nil, fmt.Errorf("tbf: no clock")
+	}
+	cfg, maxSize, err := check(lower, cfg)
+	if err != nil {
+		return nil, err
+	}
+	d := &Discipline{
+		cfg:     cfg,
+		maxSize: maxSize,
+		lanes:   make([]dispatch.Lane, max(cfg.Queues, 1)),
+	}
+	d.bucket.init(cfg, clock)
+	for i := range d.lanes {
+		d.lanes[i].Init(dispatch.Config{
+			Lower:      lower,
+			MaxPackets: int(cfg.Limit/minPacketBytes) + 1,
+			MaxBytes:   uint64(cfg.Limit),
+			Gate:       &d.bucket,
+			Clock:      clock,
+		})
+	}
+	for i := range d.lanes {
+		d.lanes[i].Start(&d.wg)
+	}
+	return d, nil
+}
+
+// check validates cfg against lower and fills in its Limit. It returns the
+// largest packet the buckets can pass.
+func check(lower stack.LinkEndpoint, cfg Config) (Config, uint32, error) {
+	linkMax := uint64(lower.MTU()) + uint64(lower.MaxHeaderLength())
+	what := fmt.Sprintf("the lower link's largest packet (MTU %d + %d header bytes)", lower.MTU(), lower.MaxHeaderLength())
+	if gso, ok := lower.(stack.GSOEndpoint); ok && gso.SupportedGSO() == stack.HostGSOSupported {
+		if g := uint64(gso.GSOMaxSize()) + uint64(lower.MaxHeaderLength()); g > linkMax {
+			linkMax = g
+			what = fmt.Sprintf("the lower link's largest host-GSO packet (%d + %d header bytes; or disable host GSO)", gso.GSOMaxSize(), lower.MaxHeaderLength())
+		}
+	}
+	switch {
+	case cfg.Rate == 0:
+		return cfg, 0, configErr("rate", "the rate is 0; set a rate in bytes per second (for example 1250000, or 10mbit)")
+	case cfg.Burst == 0:
+		return cfg, 0, configErr("burst", "the burst is 0; set a bucket depth of at least %d bytes, %s", linkMax, what)
+	case uint64(cfg.Burst) < linkMax:
+		return cfg, 0, configErr("burst", "burst %d bytes is smaller than %s: such packets could never be sent; raise burst to at least %d bytes", cfg.Burst, what, linkMax)
+	case cfg.PeakRate != 0 && cfg.PeakRate <= cfg.Rate:
+		return cfg, 0, configErr("peakrate", "peakrate %s must be above rate %s; raise peakrate or leave it unset", rate.FormatRate(cfg.PeakRate), rate.FormatRate(cfg.Rate))
+	case cfg.PeakRate != 0 && cfg.MTU == 0:
+		return cfg, 0, configErr("mtu", "peakrate needs mtu, the peak bucket's depth; set mtu to at least %d bytes, %s", linkMax, what)
+	case cfg.PeakRate == 0 && cfg.MTU != 0:
+		return cfg, 0, configErr("mtu", "mtu %d is the peak bucket's depth and needs peakrate; set peakrate or leave mtu unset", cfg.MTU)
+	case cfg.PeakRate != 0 && uint64(cfg.MTU) < linkMax:
+		return cfg, 0, configErr("mtu", "mtu %d bytes is smaller than %s: such packets could never be sent; raise mtu to at least %d bytes", cfg.MTU, what, linkMax)
+	case cfg.Limit != 0 && cfg.Latency != 0:
+		return cfg, 0, configErr("latency", "limit and latency both bound the queue; give one of them, not both")
+	case cfg.Latency < 0:
+		return cfg, 0, configErr("latency", "latency %v is negative; give a positive duration such as 50ms", cfg.Latency)
+	case cfg.Queues < 0:
+		return cfg, 0, configErr("queues", "queues %d is negative; give 0 or 1", cfg.Queues)
+	case cfg.Queues > 1:
+		return cfg, 0, configErr("queues", "%d queues sharing one bucket is not yet supported; use 1", cfg.Queues)
+	case cfg.Overhead < -math.MaxUint16 || cfg.Overhead > math.MaxUint16:
+		return cfg, 0, configErr("overhead", "overhead %d is out of range; give a value in [-65535, 65535]", cfg.Overhead)
+	}
+	r := rate.New(cfg.Rate).WithOverhead(cfg.Overhead).WithMPU(cfg.MPU)
+	if r.TimeNS(cfg.Burst) == 0 {
+		return cfg, 0, configErr("burst", "burst %d bytes lasts less than 1 ns at rate %s; raise burst or lower rate", cfg.Burst, rate.FormatRate(cfg.Rate))
+	}
+	maxSize := cfg.Burst
+	if cfg.PeakRate != 0 {
+		maxSize = min(cfg.Burst, cfg.MTU)
+		p := rate.New(cfg.PeakRate).WithOverhead(cfg.Overhead).WithMPU(cfg.MPU)
+		if p.TimeNS(cfg.MTU) == 0 {
+			return cfg, 0, configErr("mtu", "mtu %d bytes lasts less than 1 ns at peakrate %s; raise mtu or lower peakrate", cfg.MTU, rate.FormatRate(cfg.PeakRate))
+		}
+	}
+	switch {
+	case cfg.Latency != 0:
+		limit := r.BytesIn(uint64(cfg.Latency)) + uint64(cfg.Burst)
+		if cfg.PeakRate != 0 {
+			limit = min(limit, rate.New(cfg.PeakRate).BytesIn(uint64(cfg.Latency))+uint64(cfg.MTU))
+		}
+		if limit > math.MaxUint32 {
+			return cfg, 0, configErr("latency", "latency %v at rate %s allows a backlog of %d bytes, more than the %d a limit can hold; lower latency", cfg.Latency, rate.FormatRate(cfg.Rate), limit, uint32(math.MaxUint32))
+		}
+		cfg.Limit = uint32(limit)
+	case cfg.Limit == 0:
+		limit := DefaultLimitPackets * (uint64(lower.MTU()) + uint64(lower.MaxHeaderLength()))
+		cfg.Limit = uint32(min(max(limit, uint64(maxSize)), math.MaxUint32))
+	}
+	if cfg.Limit < maxSize {
+		return cfg, 0, configErr("limit", "limit %d bytes cannot hold one packet of %d bytes; raise limit to at least %d", cfg.Limit, maxSize, maxSize)
+	}
+	return cfg, maxSize, nil
+}
+
+// WritePacket implements stack.QueueingDiscipline.WritePacket. It queues
+// pkt, taking a reference of its own, or answers ErrClosedForSend after
+// Close, ErrMessageTooLong for a packet larger than the buckets can pass,
+// and ErrNoBufferSpace when the backlog is full; the last two count drops.
+func (d *Discipline) WritePacket(pkt *stack.PacketBuffer) tcpip.Error {
+	if d.closed.Load() {
+		return &tcpip.ErrClosedForSend{}
+	}
+	l := &d.lanes[pkt.Hash%uint32(len(d.lanes))]
+	if size := pkt.Size(); size > int(d.maxSize) {
+		l.CountDrop()
+		return &tcpip.ErrMessageTooLong{}
+	}
+	return l.Enqueue(pkt)
+}
+
+// Close implements stack.QueueingDiscipline.Close. Packets still queued
+// are released and counted as drops; the dispatcher has exited when Close
+// returns. Close is idempotent and safe against concurrent WritePacket.
+func (d *Discipline) Close() {
+	d.closed.Store(true)
+	for i := range d.lanes {
+		d.lanes[i].Close()
+	}
+	d.wg.Wait()
+}
+
+// Stats returns the qdisc's counters.
+func (d *Discipline) Stats() qdisc.Stats {
+	var s qdisc.Stats
+	for i := range d.lanes {
+		s = s.Add(d.lanes[i].Stats())
+	}
+	return s
+}
+
+// Config returns the configuration in force, with Limit computed.
+func (d *Discipline) Config() Config { return d.cfg }
+
+// String prints the configuration as `tc qdisc show` does:
+// "tbf rate 10Mbit burst 12500b lat 50ms" or "... limit 75000b".
+func (d *Discipline) String() string {
+	c := d.cfg
+	var b strings.Builder
+	fmt.Fprintf(&b, "tbf rate %s burst %s", rate.FormatRate(c.Rate), rate.FormatSize(uint64(c.Burst)))
+	if c.PeakRate != 0 {
+		fmt.Fprintf(&b, " peakrate %s minburst %s", rate.FormatRate(c.PeakRate), rate.FormatSize(uint64(c.MTU)))
+	}
+	if c.Latency != 0 {
+		fmt.Fprintf(&b, " lat %v", c.Latency)
+	} else {
+		fmt.Fprintf(&b, " limit %s", rate.FormatSize(uint64(c.Limit)))
+	}
+	if c.Overhead != 0 {
+		fmt.Fprintf(&b, " overhead %d", c.Overhead)
+	}
+	if c.MPU != 0 {
+		fmt.Fprintf(&b, " mpu %s", rate.FormatSize(uint64(c.MPU)))
+	}
+	return b.String()
+}
