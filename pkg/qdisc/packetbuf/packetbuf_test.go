@@ -1,0 +1,120 @@
+package packetbuf
+
+import (
+	"os"
+	"testing"
+
+	"gvisor.dev/gvisor/pkg/refs"
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
+
+	"github.com/netqdisc/netqdisc/pkg/qdisc/qdisctest"
+)
+
+func TestMain(m *testing.M) {
+	refs.SetLeakMode(refs.LeaksPanic)
+	code := m.Run()
+	refs.DoLeakCheck()
+	os.Exit(code)
+}
+
+func TestRingAccounting(t *testing.T) {
+	for _, capacity := range []int{1, 3, 64, 65, 200} {
+		var r Ring
+		r.Init(capacity)
+		var want []uint64
+		var bytes uint64
+		next := uint64(0)
+		// Fill, half drain, refill: wraps the ring and grows it.
+		for round := 0; round < 3; round++ {
+			for r.HasSpace() {
+				size := 40 + int(next%1500)
+				if !r.PushBack(qdisctest.MakePacket(size, 0, next)) {
+					t.Fatalf("cap %d: PushBack refused with HasSpace", capacity)
+				}
+				want = append(want, next)
+				bytes += uint64(size)
+				next++
+			}
+			extra := qdisctest.MakePacket(100, 0, 999)
+			if r.PushBack(extra) {
+				t.Fatalf("cap %d: PushBack accepted a packet into a full ring", capacity)
+			}
+			if n := extra.ReadRefs(); n != 1 {
+				t.Fatalf("refused packet has %d references", n)
+			}
+			extra.DecRef()
+			if r.Len() != capacity || r.Bytes() != bytes {
+				t.Fatalf("cap %d: Len %d Bytes %d, want %d and %d", capacity, r.Len(), r.Bytes(), capacity, bytes)
+			}
+			for k := 0; k < (capacity+1)/2; k++ {
+				front, fsize := r.PeekFront()
+				pkt, size := r.RemoveFront()
+				if pkt != front || size != fsize || qdisctest.Seq(pkt) != want[0] || int(size) != pkt.Size() {
+					t.Fatalf("cap %d: removed %d (%d bytes), want %d", capacity, qdisctest.Seq(pkt), size, want[0])
+				}
+				want = want[1:]
+				bytes -= uint64(size)
+				pkt.DecRef()
+			}
+		}
+		var held []*stack.PacketBuffer
+		for i := 0; i < r.Len(); i++ {
+			pkt, _ := r.RemoveFront()
+			r.PushBack(pkt.IncRef())
+			held = append(held, pkt)
+		}
+		packets, purged := r.Purge()
+		if packets != len(want) || purged != bytes || !r.IsEmpty() || r.Bytes() != 0 {
+			t.Fatalf("cap %d: Purge dropped %d packets (%d bytes), want %d (%d); left %d", capacity, packets, purged, len(want), bytes, r.Len())
+		}
+		// Purge released the ring's reference, exactly once: ours is left.
+		for _, pkt := range held {
+			if n := pkt.ReadRefs(); n != 1 {
+				t.Fatalf("after Purge a packet has %d references, want 1", n)
+			}
+			pkt.DecRef()
+		}
+		if pkt, size := r.RemoveFront(); pkt != nil || size != 0 {
+			t.Fatalf("RemoveFront on an empty ring: %v, %d", pkt, size)
+		}
+		if pkt, _ := r.PeekFront(); pkt != nil {
+			t.Fatalf("PeekFront on an empty ring: %v", pkt)
+		}
+	}
+}
+
+func TestRingGrowsLazily(t *testing.T) {
+	var r Ring
+	r.Init(1 << 20)
+	if len(r.pkts) > initialSlots {
+		t.Fatalf("Init(1<<20) allocated %d slots up front", len(r.pkts))
+	}
+	for i := 0; i < 1000; i++ {
+		r.PushBack(qdisctest.MakePacket(60, 0, uint64(i)))
+	}
+	if len(r.pkts) != 1024 || r.Cap() != 1<<20 {
+		t.Fatalf("1000 packets in %d slots, want 1024", len(r.pkts))
+	}
+	for i := 0; i < 1000; i++ {
+		pkt, _ := r.RemoveFront()
+		if qdisctest.Seq(pkt) != uint64(i) {
+			t.Fatalf("packet %d out of order after growth", i)
+		}
+		pkt.DecRef()
+	}
+	// The ring holds references without touching them, so one packet can
+	// stand in for a thousand.
+	pkt := qdisctest.MakePacket(60, 0, 0)
+	defer pkt.DecRef()
+	if n := testing.AllocsPerRun(100, func() {
+		for i := 0; i < 1000; i++ {
+			r.PushBack(pkt)
+		}
+		for !r.IsEmpty() {
+			r.RemoveFront()
+		}
+	}); n != 0 {
+		t.Errorf("a warm ring allocated %.1f times per round", n)
+	}
+}
+

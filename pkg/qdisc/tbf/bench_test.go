@@ -1,0 +1,60 @@
+package tbf_test
+
+import (
+	"testing"
+
+	"gvisor.dev/gvisor/pkg/tcpip"
+
+	"github.com/netqdisc/netqdisc/pkg/qdisc/qdisctest"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/tbf"
+)
+
+// never is a ceiling far away: 100 Gbit/s with a 128 MiB bucket, the
+// gVisor pull request's setting.
+var never = tbf.Config{Rate: 100 * gbit, Burst: 128 << 20}
+
+func TestNoAllocationPerPacket(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  tbf.Config
+	}{
+		{"never limiting", never},
+		// Shaping at 10 Gbit/s: the dispatcher sleeps and its one timer is
+		// re-armed; still no allocation.
+		{"shaping", tbf.Config{Rate: 10 * gbit, Burst: 3028, Limit: 1 << 20}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			link := qdisctest.NewLink(nil)
+			link.Discard = true
+			d, err := tbf.New(link, tcpip.NewStdClock(), tc.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			if a := qdisctest.AllocsPerPacket(t, d, d); a != 0 {
+				t.Errorf("%.3f allocations per packet, want 0", a)
+			}
+		})
+	}
+}
+
+// BenchmarkWritePacket is the per-packet cost of a tbf that never limits,
+// from WritePacket to the lower link, with the producers given by -cpu.
+func BenchmarkWritePacket(b *testing.B) {
+	link := qdisctest.NewLink(nil)
+	link.Discard = true
+	d, err := tbf.New(link, tcpip.NewStdClock(), never)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer d.Close()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		pkt := qdisctest.MakePacket(1500, 0, 0)
+		defer pkt.DecRef()
+		for pb.Next() {
+			qdisctest.Feed(d, pkt, 1)
+		}
+	})
+	qdisctest.WaitQuiescent(b, d)
+}
