@@ -117,4 +117,3 @@ func TestRingGrowsLazily(t *testing.T) {
 		t.Errorf("a warm ring allocated %.1f times per round", n)
 	}
 }
-

@@ -39,9 +39,9 @@ func CloseRace(t *testing.T, mk func() StatsQdisc, writers, packets int) {
 	started := make(chan struct{})
 	var startOnce sync.Once
 	type result struct {
-		pkts                    []*stack.PacketBuffer
-		accepted, counted       int
-		afterClose, wrongAfter  int
+		pkts                   []*stack.PacketBuffer
+		accepted, counted      int
+		afterClose, wrongAfter int
 	}
 	results := make([]result, writers)
 	var wg sync.WaitGroup

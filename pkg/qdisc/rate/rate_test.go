@@ -164,7 +164,7 @@ func TestBytesIn(t *testing.T) {
 	for _, tc := range []struct {
 		rate, ns, want uint64
 	}{
-		{1_250_000, 50_000_000, 62_500},               // 10 Mbit/s for 50 ms
+		{1_250_000, 50_000_000, 62_500},                 // 10 Mbit/s for 50 ms
 		{12_500_000_000, 1_000_000_000, 12_500_000_000}, // 100 Gbit/s for 1 s
 		{3, 1, 0},
 		{^uint64(0), ^uint64(0), ^uint64(0)}, // saturates
