@@ -7,6 +7,7 @@ import (
 
 	"gvisor.dev/gvisor/pkg/refs"
 	"gvisor.dev/gvisor/pkg/tcpip"
+	upstreamfifo "gvisor.dev/gvisor/pkg/tcpip/link/qdisc/fifo"
 
 	"github.com/netqdisc/netqdisc/pkg/qdisc/fifo"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/qdisctest"
@@ -181,6 +182,29 @@ func TestNoAllocationPerPacket(t *testing.T) {
 	defer d.Close()
 	if a := qdisctest.AllocsPerPacket(t, d, d); a != 0 {
 		t.Errorf("%.3f allocations per packet, want 0", a)
+	}
+}
+
+// BenchmarkUpstreamWritePacket is gVisor's own fifo, for a ratio from one
+// run.
+func BenchmarkUpstreamWritePacket(b *testing.B) {
+	for _, queues := range []int{1, 2} {
+		b.Run(map[int]string{1: "1queue", 2: "2queues"}[queues], func(b *testing.B) {
+			link := qdisctest.NewLink(nil)
+			link.Discard = true
+			d := upstreamfifo.New(link, queues, 1000)
+			defer d.Close()
+			b.ReportAllocs()
+			var next uint32
+			b.RunParallel(func(pb *testing.PB) {
+				pkt := qdisctest.MakePacket(1500, next, 0)
+				next++
+				defer pkt.DecRef()
+				for pb.Next() {
+					qdisctest.Feed(d, pkt, 1)
+				}
+			})
+		})
 	}
 }
 
