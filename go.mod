@@ -2,7 +2,10 @@ module github.com/netqdisc/netqdisc
 
 go 1.26.3
 
-require gvisor.dev/gvisor v0.0.0-20260905035102-160fafc42237
+require (
+	github.com/google/go-cmp v0.7.0
+	gvisor.dev/gvisor v0.0.0-20260905035102-160fafc42237
+)
 
 require (
 	github.com/google/btree v1.1.2 // indirect

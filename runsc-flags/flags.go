@@ -1,0 +1,406 @@
+// Package runscflags is netqdisc's runtime configuration, as a sandbox
+// runtime (runsc or one like it) offers it: runsc's own flags --qdisc,
+// --qdisc-tbf-rate and --qdisc-tbf-burst, the Linux tbf knobs runsc lacks
+// (--qdisc-tbf-peakrate, --qdisc-tbf-mtu, --qdisc-tbf-limit,
+// --qdisc-tbf-latency), OCI annotations that let a container author make
+// shaping stricter, and one factory that builds the qdisc for a NIC.
+//
+// # Units
+//
+// Rates and sizes take runsc's bare numbers (bytes per second, bytes) or tc's
+// units: "10mbit", "1gbit", "125kbps" for rates, "64kb", "1mbit" for sizes
+// (see pkg/qdisc/rate). Latency is a Go duration: "50ms", "1s".
+//
+// # The annotation policy
+//
+// Flags belong to the operator; annotations (dev.gvisor.flag.<name>) belong to
+// whoever writes the container spec, who may be untrusted. Without
+// --allow-flag-override, annotations may only make shaping stricter:
+//
+//   - qdisc may only be set to tbf. A token bucket only ever delays or drops
+//     what fifo or none would have sent; any other choice could undo an
+//     operator's tbf.
+//   - rate, burst, peakrate, mtu, limit and latency may only be set to a
+//     valid, non-zero value no greater than the operator's, when the
+//     operator set one; with no operator value, any valid value. Each of
+//     these bounds traffic from above, so a smaller value is stricter. Zero
+//     is refused because in runsc's flags 0 means "unset", and unsetting a
+//     ceiling is the opposite of tightening it. A peak rate may be added:
+//     a second bucket only ever holds packets back.
+//   - allow-flag-override can never be set by an annotation: it is the
+//     operator's switch that turns the policy off.
+//   - The ceilings are the operator's flag values, never values set by
+//     earlier annotations, so the result does not depend on the order of the
+//     annotation map (upstream runsc compares against the Config as it
+//     changes, and accepts 0).
+//   - A set is applied atomically: if any annotation is refused, the Config
+//     is unchanged; the error names the annotation, its value, the ceiling
+//     and --allow-flag-override.
+//   - After applying, the Config must Validate: a pod that picks tbf where
+//     the operator gave no rate and burst must give them itself.
+//
+// With --allow-flag-override, any flag this package owns may be set by an
+// annotation; the result is validated all the same. Annotations for flags
+// this package does not own, and keys without the prefix, are ignored: the
+// runtime handles those.
+package runscflags
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"math"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
+
+	"github.com/netqdisc/netqdisc/pkg/qdisc/fifo"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/rate"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/tbf"
+)
+
+// Flag names.
+const (
+	FlagQDisc             = "qdisc"
+	FlagTBFRate           = "qdisc-tbf-rate"
+	FlagTBFBurst          = "qdisc-tbf-burst"
+	FlagTBFPeakRate       = "qdisc-tbf-peakrate"
+	FlagTBFMTU            = "qdisc-tbf-mtu"
+	FlagTBFLimit          = "qdisc-tbf-limit"
+	FlagTBFLatency        = "qdisc-tbf-latency"
+	FlagAllowFlagOverride = "allow-flag-override"
+)
+
+// AnnotationPrefix starts the OCI annotation keys that set flags.
+const AnnotationPrefix = "dev.gvisor.flag."
+
+// FIFOQueueLen is the packets each fifo queue holds, as in runsc.
+const FIFOQueueLen = 1000
+
+// QueueingDiscipline is the --qdisc choice.
+type QueueingDiscipline int
+
+const (
+	// QDiscNone sends packets straight to the link.
+	QDiscNone QueueingDiscipline = iota
+	// QDiscFIFO queues packets first in, first out: runsc's default.
+	QDiscFIFO
+	// QDiscTBF shapes packets with a token bucket filter.
+	QDiscTBF
+)
+
+var qdiscNames = []string{QDiscNone: "none", QDiscFIFO: "fifo", QDiscTBF: "tbf"}
+
+// Set implements flag.Value.Set.
+func (q *QueueingDiscipline) Set(v string) error {
+	for i, name := range qdiscNames {
+		if v == name {
+			*q = QueueingDiscipline(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("invalid qdisc %q: choose none, fifo or tbf", v)
+}
+
+// String implements flag.Value.String.
+func (q QueueingDiscipline) String() string {
+	if q >= 0 && int(q) < len(qdiscNames) {
+		return qdiscNames[q]
+	}
+	return fmt.Sprintf("QueueingDiscipline(%d)", int(q))
+}
+
+// Get implements flag.Getter.Get.
+func (q *QueueingDiscipline) Get() any { return *q }
+
+// Config is the qdisc configuration, with runsc's field names.
+type Config struct {
+	// QDisc is the queueing discipline: none, fifo (the default) or tbf.
+	QDisc QueueingDiscipline
+	// TBFRate and TBFPeakRate are in bytes per second; TBFBurst, TBFMTU and
+	// TBFLimit in bytes. 0 means unset.
+	TBFRate     uint64
+	TBFBurst    uint64
+	TBFPeakRate uint64
+	TBFMTU      uint64
+	TBFLimit    uint64
+	// TBFLatency bounds the time a packet may wait; 0 means unset.
+	TBFLatency time.Duration
+	// AllowFlagOverride lets annotations set any flag this package owns.
+	AllowFlagOverride bool
+
+	// operator holds the operator's values, the ceilings for annotations.
+	operator *Config
+}
+
+// rateValue is a flag.Value for a rate: bytes/s, or tc's units.
+type rateValue uint64
+
+func (v *rateValue) Set(s string) error {
+	n, err := rate.ParseRate(s)
+	*v = rateValue(n)
+	return err
+}
+func (v *rateValue) String() string { return fmt.Sprint(uint64(*v)) }
+func (v *rateValue) Get() any       { return uint64(*v) }
+
+// sizeValue is a flag.Value for a size: bytes, or tc's units.
+type sizeValue uint64
+
+func (v *sizeValue) Set(s string) error {
+	n, err := rate.ParseSize(s)
+	*v = sizeValue(n)
+	return err
+}
+func (v *sizeValue) String() string { return fmt.Sprint(uint64(*v)) }
+func (v *sizeValue) Get() any       { return uint64(*v) }
+
+const (
+	rateHelp = "bytes/s as a bare number (as runsc), or with tc's units: 10mbit, 1gbit, 125kbps"
+	sizeHelp = "bytes as a bare number (as runsc), or with tc's units: 64kb, 1mb, 1mbit"
+)
+
+// RegisterFlags registers the qdisc flags on fs.
+func RegisterFlags(fs *flag.FlagSet) {
+	q := QDiscFIFO
+	fs.Var(&q, FlagQDisc, "queueing discipline on the sandbox's non-loopback NICs: none, fifo or tbf.")
+	fs.Var(new(rateValue), FlagTBFRate, "tbf: egress rate limit; "+rateHelp+". Required with --qdisc=tbf.")
+	fs.Var(new(sizeValue), FlagTBFBurst, "tbf: bucket depth, the most sent at once; "+sizeHelp+". Required with --qdisc=tbf; at least the NIC's MTU plus header.")
+	fs.Var(new(rateValue), FlagTBFPeakRate, "tbf: optional peak rate of a second bucket that paces bursts, above --qdisc-tbf-rate; "+rateHelp+".")
+	fs.Var(new(sizeValue), FlagTBFMTU, "tbf: the peak bucket's depth (tc's mtu/minburst), required with --qdisc-tbf-peakrate; "+sizeHelp+".")
+	fs.Var(new(sizeValue), FlagTBFLimit, "tbf: most bytes queued; "+sizeHelp+". Default: 1000 full-size packets. Excludes --qdisc-tbf-latency.")
+	fs.Duration(FlagTBFLatency, 0, "tbf: most time a packet may wait (limit = rate*latency + burst), e.g. 50ms. Excludes --qdisc-tbf-limit.")
+	fs.Bool(FlagAllowFlagOverride, false, "allow OCI annotations (dev.gvisor.flag.*) to set any qdisc flag, not only to tighten shaping.")
+}
+
+// NewFromFlags returns the Config that fs's qdisc flags give, validated.
+// RegisterFlags must have registered them and fs must have been parsed.
+func NewFromFlags(fs *flag.FlagSet) (*Config, error) {
+	c := &Config{}
+	get := func(name string) (any, error) {
+		f := fs.Lookup(name)
+		if f == nil {
+			return nil, fmt.Errorf("flag --%s is not registered; call RegisterFlags first", name)
+		}
+		return f.Value.(flag.Getter).Get(), nil
+	}
+	var errs []error
+	for _, f := range []struct {
+		name string
+		set  func(any)
+	}{
+		{FlagQDisc, func(v any) { c.QDisc = v.(QueueingDiscipline) }},
+		{FlagTBFRate, func(v any) { c.TBFRate = v.(uint64) }},
+		{FlagTBFBurst, func(v any) { c.TBFBurst = v.(uint64) }},
+		{FlagTBFPeakRate, func(v any) { c.TBFPeakRate = v.(uint64) }},
+		{FlagTBFMTU, func(v any) { c.TBFMTU = v.(uint64) }},
+		{FlagTBFLimit, func(v any) { c.TBFLimit = v.(uint64) }},
+		{FlagTBFLatency, func(v any) { c.TBFLatency = v.(time.Duration) }},
+		{FlagAllowFlagOverride, func(v any) { c.AllowFlagOverride = v.(bool) }},
+	} {
+		v, err := get(f.name)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		f.set(v)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	c.operator = c.snapshot()
+	return c, nil
+}
+
+// snapshot returns a copy of c's values, without its operator snapshot.
+func (c *Config) snapshot() *Config {
+	s := *c
+	s.operator = nil
+	return &s
+}
+
+// Validate checks that the Config describes a qdisc that can be built: tbf
+// needs a rate and a burst; a peak rate needs an MTU and must exceed the
+// rate; limit and latency exclude each other; sizes fit what tbf.Config
+// holds. Every error names the flag to change.
+func (c *Config) Validate() error {
+	if c.QDisc < QDiscNone || c.QDisc > QDiscTBF {
+		return fmt.Errorf("--%s: invalid value %v: choose none, fifo or tbf", FlagQDisc, c.QDisc)
+	}
+	for _, s := range []struct {
+		flag string
+		v    uint64
+	}{{FlagTBFBurst, c.TBFBurst}, {FlagTBFMTU, c.TBFMTU}, {FlagTBFLimit, c.TBFLimit}} {
+		if s.v > math.MaxUint32 {
+			return fmt.Errorf("--%s=%d: at most %d bytes (4 GiB) can be configured", s.flag, s.v, uint64(math.MaxUint32))
+		}
+	}
+	switch {
+	case c.TBFLatency < 0:
+		return fmt.Errorf("--%s=%v: latency must be positive", FlagTBFLatency, c.TBFLatency)
+	case c.TBFLimit != 0 && c.TBFLatency != 0:
+		return fmt.Errorf("--%s and --%s both bound the queue; give one of them", FlagTBFLimit, FlagTBFLatency)
+	case c.TBFPeakRate != 0 && c.TBFMTU == 0:
+		return fmt.Errorf("--%s needs --%s, the peak bucket's depth (for example the NIC's MTU plus header, 1514)", FlagTBFPeakRate, FlagTBFMTU)
+	case c.TBFPeakRate == 0 && c.TBFMTU != 0:
+		return fmt.Errorf("--%s is the peak bucket's depth and needs --%s", FlagTBFMTU, FlagTBFPeakRate)
+	case c.TBFPeakRate != 0 && c.TBFRate != 0 && c.TBFPeakRate <= c.TBFRate:
+		return fmt.Errorf("--%s=%s must be above --%s=%s", FlagTBFPeakRate, rate.FormatRate(c.TBFPeakRate), FlagTBFRate, rate.FormatRate(c.TBFRate))
+	}
+	if c.QDisc == QDiscTBF {
+		if c.TBFRate == 0 {
+			return fmt.Errorf("--%s=tbf requires --%s (bytes/s, or with units such as 10mbit)", FlagQDisc, FlagTBFRate)
+		}
+		if c.TBFBurst == 0 {
+			return fmt.Errorf("--%s=tbf requires --%s (bytes, at least the NIC's MTU plus header, such as 1514)", FlagQDisc, FlagTBFBurst)
+		}
+	}
+	return nil
+}
+
+// knob is an annotation-settable flag: how to read a value, and where it
+// goes in a Config.
+type knob struct {
+	parse func(string) (uint64, error)
+	field func(*Config) *uint64
+	show  func(uint64) string
+}
+
+var ceilingKnobs = map[string]knob{
+	FlagTBFRate:     {rate.ParseRate, func(c *Config) *uint64 { return &c.TBFRate }, showRate},
+	FlagTBFBurst:    {rate.ParseSize, func(c *Config) *uint64 { return &c.TBFBurst }, showSize},
+	FlagTBFPeakRate: {rate.ParseRate, func(c *Config) *uint64 { return &c.TBFPeakRate }, showRate},
+	FlagTBFMTU:      {rate.ParseSize, func(c *Config) *uint64 { return &c.TBFMTU }, showSize},
+	FlagTBFLimit:    {rate.ParseSize, func(c *Config) *uint64 { return &c.TBFLimit }, showSize},
+}
+
+func showRate(v uint64) string { return fmt.Sprintf("%d bytes/s (%s)", v, rate.FormatRate(v)) }
+func showSize(v uint64) string { return fmt.Sprintf("%d bytes", v) }
+
+// ApplyAnnotations applies the dev.gvisor.flag.* annotations this package
+// owns, under the policy in the package doc. It is atomic: on error the
+// Config is unchanged.
+func (c *Config) ApplyAnnotations(annotations map[string]string) error {
+	if c.operator == nil {
+		c.operator = c.snapshot()
+	}
+	op := c.operator
+	next := *c
+	keys := make([]string, 0, len(annotations))
+	for k := range annotations {
+		if strings.HasPrefix(k, AnnotationPrefix) {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys) // the first error is the same whatever the map order
+	var applied []string
+	for _, key := range keys {
+		name, value := strings.TrimPrefix(key, AnnotationPrefix), annotations[key]
+		refuse := func(format string, args ...any) error {
+			return fmt.Errorf("annotation %s=%q: %s", key, value, fmt.Sprintf(format, args...))
+		}
+		override := fmt.Sprintf("requires the runtime flag --%s", FlagAllowFlagOverride)
+		switch name {
+		case FlagAllowFlagOverride:
+			return refuse("--%s is the operator's and cannot be set by an annotation", FlagAllowFlagOverride)
+		case FlagQDisc:
+			var q QueueingDiscipline
+			if err := q.Set(value); err != nil {
+				return refuse("%v", err)
+			}
+			if q != QDiscTBF && !op.AllowFlagOverride {
+				return refuse("only tbf, which can only tighten shaping, may be selected; qdisc=%s %s", q, override)
+			}
+			next.QDisc = q
+		case FlagTBFLatency:
+			d, err := time.ParseDuration(value)
+			if err != nil || d <= 0 {
+				return refuse("want a positive duration such as 50ms")
+			}
+			if !op.AllowFlagOverride && op.TBFLatency != 0 && d > op.TBFLatency {
+				return refuse("exceeds the operator's ceiling --%s=%v; raising it %s", FlagTBFLatency, op.TBFLatency, override)
+			}
+			next.TBFLatency = d
+		default:
+			k, ok := ceilingKnobs[name]
+			if !ok {
+				continue // a flag the runtime owns
+			}
+			v, err := k.parse(value)
+			if err != nil {
+				return refuse("%v", err)
+			}
+			if v == 0 && !op.AllowFlagOverride {
+				return refuse("0 would unset --%s; only a non-zero value no greater than the operator's may be set, or the change %s", name, override)
+			}
+			if ceiling := *k.field(op); !op.AllowFlagOverride && ceiling != 0 && v > ceiling {
+				return refuse("%s exceeds the operator's ceiling --%s=%s; raising it %s", k.show(v), name, k.show(ceiling), override)
+			}
+			*k.field(&next) = v
+		}
+		applied = append(applied, key)
+	}
+	if err := next.Validate(); err != nil {
+		return fmt.Errorf("annotations %s give an invalid configuration: %w", strings.Join(applied, ", "), err)
+	}
+	*c = next
+	return nil
+}
+
+// NewQueueingDiscipline builds the qdisc the Config describes for lower:
+// nil for none (the NIC then writes straight to the link), fifo with one
+// queue per GOMAXPROCS of FIFOQueueLen packets, as runsc does, or tbf. An
+// error from tbf.New names the flag to change.
+func (c *Config) NewQueueingDiscipline(lower stack.LinkEndpoint, clock tcpip.Clock) (stack.QueueingDiscipline, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	switch c.QDisc {
+	case QDiscNone:
+		return nil, nil
+	case QDiscFIFO:
+		return fifo.New(lower, runtime.GOMAXPROCS(0), FIFOQueueLen), nil
+	}
+	q, err := tbf.New(lower, clock, c.TBFConfig())
+	if err != nil {
+		var ce *tbf.ConfigError
+		if errors.As(err, &ce) {
+			return nil, fmt.Errorf("--%s: %s", tbfFlags[ce.Field], ce.Msg)
+		}
+		return nil, err
+	}
+	return q, nil
+}
+
+// TBFConfig returns the tbf.Config the flags describe. Validate first: it
+// assumes sizes fit in 32 bits.
+func (c *Config) TBFConfig() tbf.Config {
+	return tbf.Config{
+		Rate:     c.TBFRate,
+		Burst:    uint32(c.TBFBurst),
+		PeakRate: c.TBFPeakRate,
+		MTU:      uint32(c.TBFMTU),
+		Limit:    uint32(c.TBFLimit),
+		Latency:  c.TBFLatency,
+		Queues:   1,
+	}
+}
+
+// tbfFlags maps tbf.ConfigError fields to flags.
+var tbfFlags = map[string]string{
+	"rate":     FlagTBFRate,
+	"burst":    FlagTBFBurst,
+	"peakrate": FlagTBFPeakRate,
+	"mtu":      FlagTBFMTU,
+	"limit":    FlagTBFLimit,
+	"latency":  FlagTBFLatency,
+	"queues":   FlagQDisc,
+	"overhead": FlagTBFBurst,
+}

@@ -1,0 +1,293 @@
+package runscflags
+
+import (
+	"flag"
+	"io"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"gvisor.dev/gvisor/pkg/tcpip/faketime"
+
+	"github.com/netqdisc/netqdisc/pkg/qdisc/fifo"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/qdisctest"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/tbf"
+)
+
+// parse registers the flags on a new FlagSet and parses args.
+func parse(t *testing.T, args ...string) (*Config, error) {
+	t.Helper()
+	fs := flag.NewFlagSet("runsc", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	RegisterFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	return NewFromFlags(fs)
+}
+
+var ignoreOperator = cmpopts.IgnoreUnexported(Config{})
+
+func TestFlags(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want Config
+	}{
+		{"defaults: fifo as runsc", nil, Config{QDisc: QDiscFIFO}},
+		{"none", []string{"--qdisc=none"}, Config{QDisc: QDiscNone}},
+		{"runsc bare numbers", []string{"--qdisc=tbf", "--qdisc-tbf-rate=1250000", "--qdisc-tbf-burst=12500"},
+			Config{QDisc: QDiscTBF, TBFRate: 1250000, TBFBurst: 12500}},
+		{"tc units", []string{"--qdisc=tbf", "--qdisc-tbf-rate=8mbit", "--qdisc-tbf-burst=64kb", "--qdisc-tbf-peakrate=100mbit", "--qdisc-tbf-mtu=1514", "--qdisc-tbf-latency=50ms"},
+			Config{QDisc: QDiscTBF, TBFRate: 1_000_000, TBFBurst: 65536, TBFPeakRate: 12_500_000, TBFMTU: 1514, TBFLatency: 50 * time.Millisecond}},
+		{"limit and override", []string{"--qdisc=tbf", "--qdisc-tbf-rate=1gbit", "--qdisc-tbf-burst=1mb", "--qdisc-tbf-limit=4mb", "--allow-flag-override"},
+			Config{QDisc: QDiscTBF, TBFRate: 125_000_000, TBFBurst: 1 << 20, TBFLimit: 4 << 20, AllowFlagOverride: true}},
+		{"ceilings prepared for pods that pick tbf", []string{"--qdisc-tbf-rate=10mbit"}, Config{QDisc: QDiscFIFO, TBFRate: 1_250_000}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := parse(t, tc.args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, *c, ignoreOperator); diff != "" {
+				t.Errorf("config (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestFlagErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		says []string
+	}{
+		{"unknown qdisc", []string{"--qdisc=red"}, []string{`"red"`, "none, fifo or tbf"}},
+		{"bad rate unit", []string{"--qdisc-tbf-rate=10mbits"}, []string{"qdisc-tbf-rate", `"10mbits"`, "unknown unit"}},
+		{"negative burst", []string{"--qdisc-tbf-burst=-1"}, []string{"qdisc-tbf-burst", "negative"}},
+		{"tbf without rate", []string{"--qdisc=tbf", "--qdisc-tbf-burst=12500"}, []string{"--qdisc-tbf-rate"}},
+		{"tbf without burst", []string{"--qdisc=tbf", "--qdisc-tbf-rate=10mbit"}, []string{"--qdisc-tbf-burst"}},
+		{"peakrate without mtu", []string{"--qdisc=tbf", "--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500", "--qdisc-tbf-peakrate=100mbit"}, []string{"--qdisc-tbf-mtu"}},
+		{"mtu without peakrate", []string{"--qdisc-tbf-mtu=1514"}, []string{"--qdisc-tbf-mtu", "--qdisc-tbf-peakrate"}},
+		{"peakrate not above rate", []string{"--qdisc=tbf", "--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500", "--qdisc-tbf-peakrate=10mbit", "--qdisc-tbf-mtu=1514"}, []string{"--qdisc-tbf-peakrate", "above"}},
+		{"limit and latency", []string{"--qdisc-tbf-limit=100kb", "--qdisc-tbf-latency=50ms"}, []string{"--qdisc-tbf-limit", "--qdisc-tbf-latency"}},
+		{"negative latency", []string{"--qdisc-tbf-latency=-5ms"}, []string{"--qdisc-tbf-latency"}},
+		{"burst past 32 bits", []string{"--qdisc-tbf-burst=5gb"}, []string{"--qdisc-tbf-burst", "4 GiB"}},
+		{"limit past 32 bits", []string{"--qdisc-tbf-limit=4294967296"}, []string{"--qdisc-tbf-limit"}},
+		{"mtu past 32 bits", []string{"--qdisc-tbf-peakrate=1gbit", "--qdisc-tbf-mtu=8gb"}, []string{"--qdisc-tbf-mtu"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := parse(t, tc.args...)
+			if err == nil {
+				t.Fatalf("parse(%q) = %+v, nil; want an error", tc.args, c)
+			}
+			for _, s := range tc.says {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("error %q does not say %q", err, s)
+				}
+			}
+		})
+	}
+}
+
+func TestNewFromFlagsNeedsRegisteredFlags(t *testing.T) {
+	if _, err := NewFromFlags(flag.NewFlagSet("x", flag.ContinueOnError)); err == nil || !strings.Contains(err.Error(), "RegisterFlags") {
+		t.Errorf("NewFromFlags on an empty FlagSet: %v; want an error naming RegisterFlags", err)
+	}
+}
+
+func TestHelpSaysUnits(t *testing.T) {
+	fs := flag.NewFlagSet("runsc", flag.ContinueOnError)
+	RegisterFlags(fs)
+	for name, unit := range map[string]string{
+		FlagTBFRate: "mbit", FlagTBFBurst: "kb", FlagTBFPeakRate: "bytes/s", FlagTBFMTU: "bytes",
+		FlagTBFLimit: "bytes", FlagTBFLatency: "50ms", FlagQDisc: "none, fifo or tbf",
+	} {
+		if u := fs.Lookup(name).Usage; !strings.Contains(u, unit) {
+			t.Errorf("--%s help %q does not say %q", name, u, unit)
+		}
+	}
+}
+
+func a(kv ...string) map[string]string {
+	m := map[string]string{}
+	for i := 0; i < len(kv); i += 2 {
+		m[AnnotationPrefix+kv[i]] = kv[i+1]
+	}
+	return m
+}
+
+func TestApplyAnnotations(t *testing.T) {
+	operatorTBF := []string{"--qdisc=tbf", "--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500", "--qdisc-tbf-latency=50ms"}
+	for _, tc := range []struct {
+		name        string
+		flags       []string
+		annotations map[string]string
+		want        *Config  // nil: refused
+		says        []string // when refused
+	}{
+		{"lower rate", operatorTBF, a("qdisc-tbf-rate", "5mbit"),
+			&Config{QDisc: QDiscTBF, TBFRate: 625_000, TBFBurst: 12500, TBFLatency: 50 * time.Millisecond}, nil},
+		{"equal rate", operatorTBF, a("qdisc-tbf-rate", "1250000"),
+			&Config{QDisc: QDiscTBF, TBFRate: 1_250_000, TBFBurst: 12500, TBFLatency: 50 * time.Millisecond}, nil},
+		{"raise rate", operatorTBF, a("qdisc-tbf-rate", "20mbit"), nil,
+			[]string{"dev.gvisor.flag.qdisc-tbf-rate", `"20mbit"`, "1250000 bytes/s (10Mbit)", "--allow-flag-override"}},
+		{"zero rate unsets", operatorTBF, a("qdisc-tbf-rate", "0"), nil, []string{"0 would unset", "--allow-flag-override"}},
+		{"raise burst", operatorTBF, a("qdisc-tbf-burst", "64kb"), nil, []string{"qdisc-tbf-burst", "12500 bytes"}},
+		{"lower burst", operatorTBF, a("qdisc-tbf-burst", "3028"),
+			&Config{QDisc: QDiscTBF, TBFRate: 1_250_000, TBFBurst: 3028, TBFLatency: 50 * time.Millisecond}, nil},
+		{"raise latency", operatorTBF, a("qdisc-tbf-latency", "1s"), nil, []string{"qdisc-tbf-latency", "50ms", "--allow-flag-override"}},
+		{"lower latency", operatorTBF, a("qdisc-tbf-latency", "20ms"),
+			&Config{QDisc: QDiscTBF, TBFRate: 1_250_000, TBFBurst: 12500, TBFLatency: 20 * time.Millisecond}, nil},
+		{"bad latency", operatorTBF, a("qdisc-tbf-latency", "soon"), nil, []string{"positive duration"}},
+		{"add peak rate", operatorTBF, a("qdisc-tbf-peakrate", "100mbit", "qdisc-tbf-mtu", "1514"),
+			&Config{QDisc: QDiscTBF, TBFRate: 1_250_000, TBFBurst: 12500, TBFPeakRate: 12_500_000, TBFMTU: 1514, TBFLatency: 50 * time.Millisecond}, nil},
+		{"peak rate without mtu", operatorTBF, a("qdisc-tbf-peakrate", "100mbit"), nil, []string{"invalid configuration", "--qdisc-tbf-mtu"}},
+		{"leave tbf for fifo", operatorTBF, a("qdisc", "fifo"), nil, []string{"only tbf", "--allow-flag-override"}},
+		{"leave tbf for none", operatorTBF, a("qdisc", "none"), nil, []string{"only tbf"}},
+		{"unknown qdisc", operatorTBF, a("qdisc", "cake"), nil, []string{`"cake"`, "none, fifo or tbf"}},
+		{"set override", operatorTBF, a("allow-flag-override", "true"), nil, []string{"allow-flag-override", "operator"}},
+		{"override cannot be set even with override", append([]string{"--allow-flag-override"}, operatorTBF...), a("allow-flag-override", "false"), nil, []string{"cannot be set"}},
+		{"pick tbf under fifo with ceilings", []string{"--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500"}, a("qdisc", "tbf", "qdisc-tbf-rate", "5mbit"),
+			&Config{QDisc: QDiscTBF, TBFRate: 625_000, TBFBurst: 12500}, nil},
+		{"pick tbf without rate and burst", nil, a("qdisc", "tbf"), nil, []string{"invalid configuration", "--qdisc-tbf-rate"}},
+		{"pick tbf and give rate and burst", nil, a("qdisc", "tbf", "qdisc-tbf-rate", "100mbit", "qdisc-tbf-burst", "64kb"),
+			&Config{QDisc: QDiscTBF, TBFRate: 12_500_000, TBFBurst: 65536}, nil},
+		{"no ceiling: any valid value", []string{"--qdisc=none"}, a("qdisc-tbf-limit", "1mb"), &Config{QDisc: QDiscNone, TBFLimit: 1 << 20}, nil},
+		{"limit beside operator latency", operatorTBF, a("qdisc-tbf-limit", "10kb"), nil, []string{"--qdisc-tbf-limit and --qdisc-tbf-latency"}},
+		{"one bad annotation refuses the set", operatorTBF, a("qdisc-tbf-rate", "5mbit", "qdisc-tbf-burst", "1mb"), nil, []string{"qdisc-tbf-burst"}},
+		{"bad unit", operatorTBF, a("qdisc-tbf-rate", "5 furlongs"), nil, []string{`"5 furlongs"`, "unknown unit"}},
+		{"keys without the prefix and flags we do not own are ignored", operatorTBF,
+			map[string]string{"qdisc": "none", "io.kubernetes.foo": "x", AnnotationPrefix + "network": "host", AnnotationPrefix + "debug": "true"},
+			&Config{QDisc: QDiscTBF, TBFRate: 1_250_000, TBFBurst: 12500, TBFLatency: 50 * time.Millisecond}, nil},
+		{"override: raise and leave tbf", append([]string{"--allow-flag-override"}, operatorTBF...), a("qdisc", "fifo", "qdisc-tbf-rate", "1gbit", "qdisc-tbf-latency", "0s"), nil, []string{"positive duration"}},
+		{"override: anything valid", append([]string{"--allow-flag-override"}, operatorTBF...), a("qdisc", "fifo", "qdisc-tbf-rate", "1gbit", "qdisc-tbf-burst", "1mb"),
+			&Config{QDisc: QDiscFIFO, TBFRate: 125_000_000, TBFBurst: 1 << 20, TBFLatency: 50 * time.Millisecond, AllowFlagOverride: true}, nil},
+		{"override: still validated", append([]string{"--allow-flag-override"}, operatorTBF...), a("qdisc-tbf-rate", "0"), nil, []string{"--qdisc-tbf-rate"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := parse(t, tc.flags...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := *c
+			err = c.ApplyAnnotations(tc.annotations)
+			if tc.want == nil {
+				if err == nil {
+					t.Fatalf("ApplyAnnotations(%v) accepted: %+v", tc.annotations, *c)
+				}
+				for _, s := range tc.says {
+					if !strings.Contains(err.Error(), s) {
+						t.Errorf("error %q does not say %q", err, s)
+					}
+				}
+				if diff := cmp.Diff(before, *c, cmp.AllowUnexported(Config{})); diff != "" {
+					t.Errorf("a refused set changed the Config (-before +after):\n%s", diff)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("ApplyAnnotations(%v): %v", tc.annotations, err)
+			}
+			if diff := cmp.Diff(*tc.want, *c, ignoreOperator); diff != "" {
+				t.Errorf("config (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestCeilingsAreTheOperators applies two annotation sets in turn: the
+// second may raise a value the first lowered, up to the operator's value
+// and no further.
+func TestCeilingsAreTheOperators(t *testing.T) {
+	c, err := parse(t, "--qdisc=tbf", "--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ApplyAnnotations(a("qdisc-tbf-rate", "2mbit")); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ApplyAnnotations(a("qdisc-tbf-rate", "10mbit")); err != nil || c.TBFRate != 1_250_000 {
+		t.Errorf("second set up to the operator's rate: %v, rate %d", err, c.TBFRate)
+	}
+	if err := c.ApplyAnnotations(a("qdisc-tbf-rate", "11mbit")); err == nil {
+		t.Errorf("a second set raised the rate past the operator's ceiling")
+	}
+}
+
+func TestNewQueueingDiscipline(t *testing.T) {
+	clock := faketime.NewManualClock()
+	t.Run("none", func(t *testing.T) {
+		c, _ := parse(t, "--qdisc=none")
+		q, err := c.NewQueueingDiscipline(qdisctest.NewLink(clock), clock)
+		if q != nil || err != nil {
+			t.Errorf("none: %v, %v; want nil, nil", q, err)
+		}
+	})
+	t.Run("fifo", func(t *testing.T) {
+		c, _ := parse(t)
+		q, err := c.NewQueueingDiscipline(qdisctest.NewLink(clock), clock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer q.Close()
+		f, ok := q.(*fifo.Discipline)
+		if !ok || f.Queues() != runtime.GOMAXPROCS(0) {
+			t.Errorf("fifo: %T with %d queues; want *fifo.Discipline with GOMAXPROCS=%d", q, f.Queues(), runtime.GOMAXPROCS(0))
+		}
+	})
+	t.Run("tbf default limit", func(t *testing.T) {
+		c, _ := parse(t, "--qdisc=tbf", "--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500")
+		q, err := c.NewQueueingDiscipline(qdisctest.NewLink(clock), clock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer q.Close()
+		d := q.(*tbf.Discipline)
+		if got := d.Config(); got.Rate != 1_250_000 || got.Burst != 12500 || got.Limit != 1000*1514 {
+			t.Errorf("tbf config %+v; want rate 1250000, burst 12500, limit 1000 packets of 1514", got)
+		}
+	})
+	t.Run("tbf from annotations", func(t *testing.T) {
+		c, _ := parse(t, "--qdisc=tbf", "--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500", "--qdisc-tbf-latency=50ms")
+		if err := c.ApplyAnnotations(a("qdisc-tbf-rate", "5mbit", "qdisc-tbf-latency", "20ms")); err != nil {
+			t.Fatal(err)
+		}
+		q, err := c.NewQueueingDiscipline(qdisctest.NewLink(clock), clock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer q.Close()
+		if got, want := q.(*tbf.Discipline).String(), "tbf rate 5Mbit burst 12500b lat 20ms"; got != want {
+			t.Errorf("qdisc %q, want %q", got, want)
+		}
+	})
+	for _, tc := range []struct {
+		name string
+		args []string
+		flag string
+	}{
+		{"burst below the link's packets", []string{"--qdisc=tbf", "--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=1000"}, "--qdisc-tbf-burst: "},
+		{"mtu below the link's packets", []string{"--qdisc=tbf", "--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500", "--qdisc-tbf-peakrate=1gbit", "--qdisc-tbf-mtu=1000"}, "--qdisc-tbf-mtu: "},
+		{"limit below a packet", []string{"--qdisc=tbf", "--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500", "--qdisc-tbf-limit=5000"}, "--qdisc-tbf-limit: "},
+		{"latency too long", []string{"--qdisc=tbf", "--qdisc-tbf-rate=100gbit", "--qdisc-tbf-burst=12500", "--qdisc-tbf-latency=1h"}, "--qdisc-tbf-latency: "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := parse(t, tc.args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			q, err := c.NewQueueingDiscipline(qdisctest.NewLink(clock), clock)
+			if err == nil {
+				q.Close()
+				t.Fatalf("built a qdisc; want an error naming %s", tc.flag)
+			}
+			if !strings.HasPrefix(err.Error(), tc.flag) {
+				t.Errorf("error %q does not start with %q", err, tc.flag)
+			}
+		})
+	}
+}

@@ -1,0 +1,214 @@
+package runscflags
+
+import (
+	"fmt"
+	"math/rand"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// randomOperator returns flags for a valid operator configuration without
+// --allow-flag-override.
+func randomOperator(rng *rand.Rand) []string {
+	var args []string
+	q := []string{"none", "fifo", "tbf"}[rng.Intn(3)]
+	args = append(args, "--qdisc="+q)
+	rateV := uint64(0)
+	if q == "tbf" || rng.Intn(2) == 0 {
+		rateV = uint64(1+rng.Intn(1000)) * 125_000
+		args = append(args, fmt.Sprintf("--qdisc-tbf-rate=%d", rateV))
+	}
+	if q == "tbf" || rng.Intn(2) == 0 {
+		args = append(args, fmt.Sprintf("--qdisc-tbf-burst=%d", 1514+rng.Intn(1<<20)))
+	}
+	if rng.Intn(3) == 0 {
+		args = append(args, fmt.Sprintf("--qdisc-tbf-peakrate=%d", rateV+uint64(1+rng.Intn(1<<30))), fmt.Sprintf("--qdisc-tbf-mtu=%d", 1514+rng.Intn(9000)))
+	}
+	switch rng.Intn(3) {
+	case 0:
+		args = append(args, fmt.Sprintf("--qdisc-tbf-limit=%d", 1514+rng.Intn(1<<22)))
+	case 1:
+		args = append(args, fmt.Sprintf("--qdisc-tbf-latency=%dms", 1+rng.Intn(1000)))
+	}
+	return args
+}
+
+// randomValue is a value near ceiling: below, equal, above, zero, or text
+// that is not a number, in bare numbers and in tc's units.
+func randomValue(rng *rand.Rand, ceiling uint64, isRate bool) string {
+	if ceiling == 0 {
+		ceiling = uint64(1 + rng.Intn(1<<24))
+	}
+	switch rng.Intn(9) {
+	case 0:
+		return "0"
+	case 1:
+		return "garbage"
+	case 2:
+		return fmt.Sprint(ceiling)
+	case 3:
+		return fmt.Sprint(ceiling + 1)
+	case 4:
+		if isRate {
+			return fmt.Sprintf("%dbit", ceiling*8+8)
+		}
+		return fmt.Sprintf("%dkb", ceiling/1024+1)
+	case 5:
+		if isRate {
+			return fmt.Sprintf("%dbit", (ceiling/2+1)*8)
+		}
+		return fmt.Sprintf("%db", ceiling/2+1)
+	default:
+		return fmt.Sprint(1 + rng.Uint64()%ceiling)
+	}
+}
+
+func randomAnnotations(rng *rand.Rand, op *Config) map[string]string {
+	m := map[string]string{}
+	for _, name := range []string{FlagQDisc, FlagTBFRate, FlagTBFBurst, FlagTBFPeakRate, FlagTBFMTU, FlagTBFLimit, FlagTBFLatency, FlagAllowFlagOverride, "debug"} {
+		if rng.Intn(3) != 0 {
+			continue
+		}
+		var v string
+		switch name {
+		case FlagQDisc:
+			v = []string{"none", "fifo", "tbf", "tbf", "tbf", "red"}[rng.Intn(6)]
+		case FlagTBFLatency:
+			c := op.TBFLatency
+			if c == 0 {
+				c = 100 * time.Millisecond
+			}
+			v = []string{(c / 2).String(), c.String(), (c + time.Millisecond).String(), "0s", "x"}[rng.Intn(5)]
+		case FlagAllowFlagOverride:
+			v = "true"
+		case "debug":
+			v = "true"
+		default:
+			k := ceilingKnobs[name]
+			v = randomValue(rng, *k.field(op), name == FlagTBFRate || name == FlagTBFPeakRate)
+		}
+		m[AnnotationPrefix+name] = v
+	}
+	return m
+}
+
+// TestPolicyProperty: for thousands of random operator configurations and
+// annotation sets, an accepted set never raises a ceiling, never unsets
+// one, never leaves tbf, never sets override; a refused set changes
+// nothing; and every order of the same set gives the same outcome.
+func TestPolicyProperty(t *testing.T) {
+	rng := rand.New(rand.NewSource(42))
+	accepted, refused := 0, 0
+	for i := 0; i < 5000; i++ {
+		args := randomOperator(rng)
+		c, err := parse(t, args...)
+		if err != nil {
+			t.Fatalf("operator %q: %v", args, err)
+		}
+		op := c.snapshot()
+		set := randomAnnotations(rng, op)
+
+		var first *Config
+		var firstErr string
+		keys := make([]string, 0, len(set))
+		for k := range set {
+			keys = append(keys, k)
+		}
+		for perm := 0; perm < 4; perm++ {
+			rng.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
+			m := make(map[string]string, len(keys))
+			for _, k := range keys {
+				m[k] = set[k]
+			}
+			cc, _ := parse(t, args...)
+			err := cc.ApplyAnnotations(m)
+			es := ""
+			if err != nil {
+				es = err.Error()
+			}
+			if perm == 0 {
+				first, firstErr = cc, es
+			} else if es != firstErr || !cmp.Equal(first, cc, cmp.AllowUnexported(Config{})) {
+				t.Fatalf("operator %q, annotations %v: order changed the outcome: %q %+v vs %q %+v", args, set, firstErr, *first, es, *cc)
+			}
+		}
+		got := first
+		if firstErr != "" {
+			refused++
+			if *got.snapshot() != *op {
+				t.Fatalf("operator %q, annotations %v refused (%s) but the Config changed: %+v", args, set, firstErr, *got)
+			}
+			if !strings.Contains(firstErr, AnnotationPrefix) {
+				t.Fatalf("refusal %q does not name the annotation", firstErr)
+			}
+			continue
+		}
+		accepted++
+		if got.AllowFlagOverride {
+			t.Fatalf("annotations %v set allow-flag-override", set)
+		}
+		if op.QDisc == QDiscTBF && got.QDisc != QDiscTBF {
+			t.Fatalf("operator %q, annotations %v: left tbf for %v", args, set, got.QDisc)
+		}
+		if _, ok := set[AnnotationPrefix+FlagQDisc]; ok && got.QDisc != QDiscTBF {
+			t.Fatalf("annotations %v selected %v", set, got.QDisc)
+		}
+		for name, k := range ceilingKnobs {
+			if ceiling, v := *k.field(op), *k.field(got); ceiling != 0 && (v > ceiling || v == 0) {
+				t.Fatalf("operator %q, annotations %v: --%s went from %d to %d", args, set, name, ceiling, v)
+			}
+		}
+		if op.TBFLatency != 0 && (got.TBFLatency > op.TBFLatency || got.TBFLatency == 0) {
+			t.Fatalf("operator %q, annotations %v: latency went from %v to %v", args, set, op.TBFLatency, got.TBFLatency)
+		}
+		if err := got.Validate(); err != nil {
+			t.Fatalf("accepted annotations %v give an invalid Config: %v", set, err)
+		}
+	}
+	t.Logf("%d sets accepted, %d refused", accepted, refused)
+	if accepted < 500 || refused < 500 {
+		t.Errorf("%d accepted, %d refused: the generator does not exercise both outcomes", accepted, refused)
+	}
+}
+
+// FuzzApplyAnnotations: no annotation value makes ApplyAnnotations panic,
+// loosen the operator's tbf, or change the Config when it refuses.
+func FuzzApplyAnnotations(f *testing.F) {
+	for _, s := range [][7]string{
+		{"tbf", "5mbit", "3028", "", "", "", "20ms"},
+		{"fifo", "20mbit", "", "", "", "", ""},
+		{"", "0", "0", "0", "0", "0", "0s"},
+		{"tbf", "1250000", "12500", "100mbit", "1514", "", ""},
+		{"", "", "", "", "", "10kb", ""},
+		{"none", "-1", "1e6", "18446744073709551616", "4gb", "99999999999999999999", "-5ms"},
+		{"tbf", "1.5mbit", "1.5kb", "1.5gbit", "1.5k", "1.5mb", "1.5ms"},
+	} {
+		f.Add(s[0], s[1], s[2], s[3], s[4], s[5], s[6])
+	}
+	f.Fuzz(func(t *testing.T, qdisc, rateV, burst, peak, mtu, limit, latency string) {
+		c, err := parse(t, "--qdisc=tbf", "--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500", "--qdisc-tbf-peakrate=100mbit", "--qdisc-tbf-mtu=9000", "--qdisc-tbf-latency=50ms")
+		if err != nil {
+			t.Fatal(err)
+		}
+		op := c.snapshot()
+		m := map[string]string{}
+		for name, v := range map[string]string{FlagQDisc: qdisc, FlagTBFRate: rateV, FlagTBFBurst: burst, FlagTBFPeakRate: peak, FlagTBFMTU: mtu, FlagTBFLimit: limit, FlagTBFLatency: latency} {
+			if v != "" {
+				m[AnnotationPrefix+name] = v
+			}
+		}
+		if err := c.ApplyAnnotations(m); err != nil {
+			if *c.snapshot() != *op {
+				t.Fatalf("refused (%v) but changed the Config", err)
+			}
+			return
+		}
+		if c.QDisc != QDiscTBF || c.TBFRate > op.TBFRate || c.TBFBurst > op.TBFBurst || c.TBFPeakRate > op.TBFPeakRate ||
+			c.TBFMTU > op.TBFMTU || c.TBFLatency > op.TBFLatency || c.TBFRate == 0 || c.TBFBurst == 0 {
+			t.Fatalf("annotations %v loosened %+v to %+v", m, *op, *c)
+		}
+	})
+}
