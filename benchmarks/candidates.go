@@ -1,0 +1,77 @@
+package benchmarks
+
+import (
+	"fmt"
+	"runtime"
+
+	"gvisor.dev/gvisor/pkg/tcpip"
+	upstreamfifo "gvisor.dev/gvisor/pkg/tcpip/link/qdisc/fifo"
+	upstreamtbf "gvisor.dev/gvisor/pkg/tcpip/link/qdisc/tbf"
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
+
+	"github.com/netqdisc/netqdisc/pkg/qdisc"
+	"github.com/netqdisc/netqdisc/runsc-flags"
+)
+
+// Candidate is one qdisc under test.
+type Candidate struct {
+	// QDisc is none, fifo or tbf; Impl is netqdisc or upstream.
+	QDisc, Impl string
+	// Rate is the configured rate in bytes/s (0 for none and fifo).
+	Rate uint64
+	// Make builds the qdisc for the sender's NIC (nil: no qdisc).
+	Make func(lower stack.LinkEndpoint, clock tcpip.Clock) (stack.QueueingDiscipline, error)
+}
+
+// Name is "netqdisc tbf", "upstream fifo", "none".
+func (c Candidate) Name() string {
+	if c.QDisc == "none" {
+		return "none"
+	}
+	return c.Impl + " " + c.QDisc
+}
+
+// statser is a qdisc with tc -s statistics (netqdisc's).
+type statser interface{ Stats() qdisc.Stats }
+
+// FromConfig is netqdisc's qdisc as the runsc flags describe it.
+func FromConfig(cfg *runscflags.Config) Candidate {
+	c := Candidate{QDisc: cfg.QDisc.String(), Impl: "netqdisc", Make: cfg.NewQueueingDiscipline}
+	if cfg.QDisc == runscflags.QDiscTBF {
+		c.Rate = cfg.TBFRate
+	}
+	return c
+}
+
+// Upstream is gVisor's own qdisc on the same settings: its fifo with
+// GOMAXPROCS queues of 1000 packets, or its tbf with a 1000-packet queue
+// (it has no peak rate, limit or latency; those settings are ignored).
+func Upstream(cfg *runscflags.Config) Candidate {
+	c := Candidate{QDisc: cfg.QDisc.String(), Impl: "upstream"}
+	switch cfg.QDisc {
+	case runscflags.QDiscNone:
+		c.Make = func(stack.LinkEndpoint, tcpip.Clock) (stack.QueueingDiscipline, error) { return nil, nil }
+	case runscflags.QDiscFIFO:
+		c.Make = func(lower stack.LinkEndpoint, _ tcpip.Clock) (stack.QueueingDiscipline, error) {
+			return upstreamfifo.New(lower, runtime.GOMAXPROCS(0), runscflags.FIFOQueueLen), nil
+		}
+	case runscflags.QDiscTBF:
+		c.Rate = cfg.TBFRate
+		rate, burst := cfg.TBFRate, cfg.TBFBurst
+		c.Make = func(lower stack.LinkEndpoint, clock tcpip.Clock) (stack.QueueingDiscipline, error) {
+			return upstreamtbf.New(lower, clock, rate, uint32(burst), runscflags.FIFOQueueLen)
+		}
+	default:
+		panic(fmt.Sprintf("unknown qdisc %v", cfg.QDisc))
+	}
+	return c
+}
+
+// SideBySide returns none, netqdisc fifo and tbf, and upstream fifo and tbf,
+// the tbfs with rate and burst.
+func SideBySide(rate, burst uint64) []Candidate {
+	tbfCfg := &runscflags.Config{QDisc: runscflags.QDiscTBF, TBFRate: rate, TBFBurst: burst}
+	fifoCfg := &runscflags.Config{QDisc: runscflags.QDiscFIFO}
+	none := &runscflags.Config{QDisc: runscflags.QDiscNone}
+	return []Candidate{FromConfig(none), FromConfig(fifoCfg), Upstream(fifoCfg), FromConfig(tbfCfg), Upstream(tbfCfg)}
+}

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestBadInputExits2BeforeTraffic(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		says string
+	}{
+		{"unknown flag", []string{"--rate=10mbit"}, "flag provided but not defined"},
+		{"bad qdisc", []string{"--qdisc=cake"}, "none, fifo or tbf"},
+		{"bad rate", []string{"--qdisc-tbf-rate=fast"}, `"fast"`},
+		{"tbf without burst", []string{"--qdisc-tbf-burst=0"}, "--qdisc-tbf-burst"},
+		{"annotation raising the rate", []string{"--annotation", "dev.gvisor.flag.qdisc-tbf-rate=1gbit"}, "--allow-flag-override"},
+		{"annotation leaving tbf", []string{"--annotation", "qdisc=fifo"}, "only tbf"},
+		{"annotation without =", []string{"--annotation", "qdisc"}, "key=value"},
+		{"bad pace", []string{"--pace=lots"}, "--pace"},
+		{"no streams", []string{"--streams=0"}, "--streams"},
+		{"stray argument", []string{"extra"}, "unexpected argument"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errb strings.Builder
+			if code := run(tc.args, &out, &errb); code != 2 {
+				t.Fatalf("run(%q) = %d, want 2; stderr:\n%s", tc.args, code, errb.String())
+			}
+			if !strings.Contains(errb.String(), tc.says) {
+				t.Errorf("stderr %q does not say %q", errb.String(), tc.says)
+			}
+			if strings.Contains(out.String(), "on-wire") {
+				t.Errorf("traffic ran before the error:\n%s", out.String())
+			}
+		})
+	}
+}
+
+// TestShortRun runs the command briefly with an annotation that lowers the
+// rate, and checks its table, JSON and chart. It asserts no speed.
+func TestShortRun(t *testing.T) {
+	dir := t.TempDir()
+	jsonPath, chartPath := filepath.Join(dir, "r.json"), filepath.Join(dir, "r.svg")
+	var out, errb strings.Builder
+	args := []string{"--annotation", "qdisc-tbf-rate=20mbit", "--streams=2", "--warmup=200ms", "--duration=1100ms", "--json", jsonPath, "--chart", chartPath}
+	if code := run(args, &out, &errb); code != 0 {
+		t.Fatalf("run = %d; stderr:\n%s", code, errb.String())
+	}
+	for _, s := range []string{"tbf rate 20Mbit", "configured rate      20.00 Mbit/s", "on-wire", "RTT loaded", "tc -s qdisc", "Sent ", "backlog"} {
+		if !strings.Contains(out.String(), s) {
+			t.Errorf("output lacks %q:\n%s", s, out.String())
+		}
+	}
+	b, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var j struct {
+		Runs []struct {
+			QDisc   string           `json:"qdisc"`
+			Impl    string           `json:"impl"`
+			Streams int              `json:"streams"`
+			Rate    uint64           `json:"rate_Bps"`
+			Wire    float64          `json:"wire_Bps"`
+			Rounds  []map[string]any `json:"rounds"`
+		} `json:"runs"`
+	}
+	if err := json.Unmarshal(b, &j); err != nil {
+		t.Fatal(err)
+	}
+	if len(j.Runs) != 1 || j.Runs[0].QDisc != "tbf" || j.Runs[0].Impl != "netqdisc" || j.Runs[0].Streams != 2 || j.Runs[0].Rate != 2_500_000 || j.Runs[0].Wire == 0 || len(j.Runs[0].Rounds) != 1 {
+		t.Errorf("JSON: %s", b)
+	}
+	if svg, err := os.ReadFile(chartPath); err != nil || !strings.Contains(string(svg), "<svg") {
+		t.Errorf("chart: %v", err)
+	}
+}

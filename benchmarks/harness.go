@@ -1,0 +1,525 @@
+// Package benchmarks measures qdiscs the way a sandbox uses them: two gVisor
+// netstacks joined by an in-memory link, the qdisc under test on the
+// sender's NIC, N bulk TCP streams and a small request/response probe
+// through it. It reports goodput, the bytes the qdisc handed the link per
+// second against the configured rate, probe RTT idle and under load, drops,
+// the qdisc's statistics and process CPU per GB. Every stream's content is
+// checked byte by byte at the receiver.
+//
+// The link is gVisor's pipe behind Ethernet framing, so a full-size packet
+// is 1514 bytes as on a veth, and the bytes counted under the qdisc are L2
+// bytes, as a peer's rx_bytes would count them.
+//
+// With a qdisc, packets reach the receiving stack on the qdisc's dispatcher
+// goroutine, in batches; without one, on the sender's goroutine. The
+// receiver dominates CPU, so ratios against "none" at 1-2 streams measure
+// that difference as much as the qdisc: compare qdiscs with each other.
+package benchmarks
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
+	"gvisor.dev/gvisor/pkg/tcpip/link/ethernet"
+	"gvisor.dev/gvisor/pkg/tcpip/link/pipe"
+	"gvisor.dev/gvisor/pkg/tcpip/network/arp"
+	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
+	"gvisor.dev/gvisor/pkg/tcpip/transport/tcp"
+
+	"github.com/netqdisc/netqdisc/pkg/qdisc"
+)
+
+// Options shape one run.
+type Options struct {
+	// Streams is the number of bulk TCP streams (at least 1).
+	Streams int
+	// Warmup runs before measuring; Duration is measured.
+	Warmup, Duration time.Duration
+	// Pace, if not 0, is the total bytes/s the streams offer, split evenly;
+	// 0 sends as fast as TCP allows.
+	Pace uint64
+	// Probe is the pause between RTT probes (default 10 ms).
+	Probe time.Duration
+	// Sample is the period of the timeline (default 100 ms).
+	Sample time.Duration
+	// Progress, if set, is called once a second with the last second.
+	Progress func(Progress)
+}
+
+// Progress is one second of a run, for a live line.
+type Progress struct {
+	Elapsed time.Duration
+	WireBps float64
+	RTT     time.Duration // median probe RTT in the second (0: none)
+	Drops   uint64        // so far
+	Warmup  bool
+}
+
+// Point is one timeline sample.
+type Point struct {
+	At      time.Duration // since the streams started
+	WireBps float64
+}
+
+// Result is what one run measured over its Duration.
+type Result struct {
+	Candidate  Candidate
+	Streams    int
+	Pace       uint64
+	Elapsed    time.Duration
+	WireBps    float64 // bytes the qdisc handed the link, per second
+	GoodputBps float64 // stream bytes received, per second
+	RTTIdle    time.Duration
+	RTTP50     time.Duration
+	RTTP99     time.Duration
+	RTTMax     time.Duration
+	RTTSamples int
+	// Drops counts packets the qdisc refused or dropped in the window
+	// (the NIC's count of ErrNoBufferSpace for qdiscs without Stats).
+	Drops uint64
+	// Describe is the qdisc's own description ("tbf rate 100Mbit ..."),
+	// when it has one.
+	Describe string
+	// Stats is the qdisc's own statistics at the end, when it has them.
+	Stats    qdisc.Stats
+	HasStats bool
+	CPU      time.Duration // process CPU time in the window
+	Timeline []Point
+	Received uint64 // stream bytes received and checked, in all
+}
+
+// Ratio is WireBps over the configured rate (0 without one).
+func (r Result) Ratio() float64 {
+	if r.Candidate.Rate == 0 {
+		return 0
+	}
+	return r.WireBps / float64(r.Candidate.Rate)
+}
+
+// CPUSecPerGB is process CPU seconds per 10^9 bytes on the wire.
+func (r Result) CPUSecPerGB() float64 {
+	wire := r.WireBps * r.Elapsed.Seconds()
+	if wire == 0 {
+		return 0
+	}
+	return r.CPU.Seconds() / (wire / 1e9)
+}
+
+// CPUPercent is process CPU time over the window, in percent of one core.
+func (r Result) CPUPercent() float64 { return 100 * r.CPU.Seconds() / r.Elapsed.Seconds() }
+
+const (
+	nicID     = 1
+	bulkPort  = 5001
+	probePort = 5002
+	probeSize = 64
+	mtu       = 1500
+)
+
+var (
+	// The two stacks exist only in this process, joined by a pipe; no
+	// packet reaches the host's network.
+	addrA = tcpip.AddrFrom4([4]byte{10, 99, 0, 1})
+	addrB = tcpip.AddrFrom4([4]byte{10, 99, 0, 2})
+	macA  = tcpip.LinkAddress("\x02\x00\x00\x00\x00\x01")
+	macB  = tcpip.LinkAddress("\x02\x00\x00\x00\x00\x02")
+)
+
+// tap counts what the qdisc hands the link.
+type tap struct {
+	stack.LinkEndpoint
+	bytes atomic.Uint64
+}
+
+func (t *tap) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) {
+	var sizes [64]int
+	list := pkts.AsSlice()
+	for i, p := range list {
+		if i < len(sizes) {
+			sizes[i] = p.Size()
+		}
+	}
+	n, err := t.LinkEndpoint.WritePackets(pkts)
+	var b uint64
+	for i := 0; i < n && i < len(list); i++ {
+		if i < len(sizes) {
+			b += uint64(sizes[i])
+		} else {
+			b += uint64(list[i].Size())
+		}
+	}
+	t.bytes.Add(b)
+	return n, err
+}
+
+func newStack() *stack.Stack {
+	s := stack.New(stack.Options{
+		NetworkProtocols:   []stack.NetworkProtocolFactory{ipv4.NewProtocol, arp.NewProtocol},
+		TransportProtocols: []stack.TransportProtocolFactory{tcp.NewProtocol},
+	})
+	sack := tcpip.TCPSACKEnabled(true)
+	s.SetTransportProtocolOption(tcp.ProtocolNumber, &sack)
+	snd := tcpip.TCPSendBufferSizeRangeOption{Min: 4096, Default: 1 << 20, Max: 4 << 20}
+	s.SetTransportProtocolOption(tcp.ProtocolNumber, &snd)
+	rcv := tcpip.TCPReceiveBufferSizeRangeOption{Min: 4096, Default: 1 << 20, Max: 4 << 20}
+	s.SetTransportProtocolOption(tcp.ProtocolNumber, &rcv)
+	return s
+}
+
+func setupNIC(s *stack.Stack, ep stack.LinkEndpoint, q stack.QueueingDiscipline, local, remote tcpip.Address, remoteMAC tcpip.LinkAddress) error {
+	if err := s.CreateNICWithOptions(nicID, ep, stack.NICOptions{QDisc: q}); err != nil {
+		return fmt.Errorf("CreateNIC: %s", err)
+	}
+	pa := tcpip.ProtocolAddress{Protocol: ipv4.ProtocolNumber, AddressWithPrefix: local.WithPrefix()}
+	pa.AddressWithPrefix.PrefixLen = 24
+	if err := s.AddProtocolAddress(nicID, pa, stack.AddressProperties{}); err != nil {
+		return fmt.Errorf("AddProtocolAddress: %s", err)
+	}
+	if err := s.AddStaticNeighbor(nicID, ipv4.ProtocolNumber, remote, remoteMAC); err != nil {
+		return fmt.Errorf("AddStaticNeighbor: %s", err)
+	}
+	s.SetRouteTable([]tcpip.Route{{Destination: pa.AddressWithPrefix.Subnet(), NIC: nicID}})
+	return nil
+}
+
+func cpuNow() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// rtts collects probe samples with their times.
+type rtts struct {
+	mu      sync.Mutex
+	samples []sample
+}
+
+type sample struct {
+	at  time.Time
+	rtt time.Duration
+}
+
+func (r *rtts) add(at time.Time, d time.Duration) {
+	r.mu.Lock()
+	r.samples = append(r.samples, sample{at, d})
+	r.mu.Unlock()
+}
+
+// between returns the sorted RTTs sampled in [from, to).
+func (r *rtts) between(from, to time.Time) []time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var d []time.Duration
+	for _, s := range r.samples {
+		if !s.at.Before(from) && s.at.Before(to) {
+			d = append(d, s.rtt)
+		}
+	}
+	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+	return d
+}
+
+// quantile of sorted durations (0 when empty).
+func quantile(d []time.Duration, q float64) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	i := int(q * float64(len(d)-1))
+	return d[i]
+}
+
+// Run measures candidate c under o.
+func Run(c Candidate, o Options) (Result, error) {
+	o.Streams = max(o.Streams, 1)
+	if o.Probe == 0 {
+		o.Probe = 10 * time.Millisecond
+	}
+	if o.Sample == 0 {
+		o.Sample = 100 * time.Millisecond
+	}
+	res := Result{Candidate: c, Streams: o.Streams, Pace: o.Pace}
+
+	sa, sb := newStack(), newStack()
+	pa, pb := pipe.New(macA, macB, mtu+header.EthernetMinimumSize)
+	wire := &tap{LinkEndpoint: ethernet.New(pa)}
+	q, err := c.Make(wire, sa.Clock())
+	if err != nil {
+		sa.Destroy()
+		sb.Destroy()
+		return res, fmt.Errorf("%s: %w", c.Name(), err)
+	}
+	if err := setupNIC(sa, wire, q, addrA, addrB, macB); err != nil {
+		return res, err
+	}
+	if err := setupNIC(sb, ethernet.New(pb), nil, addrB, addrA, macA); err != nil {
+		return res, err
+	}
+	var closers []io.Closer
+	var wg sync.WaitGroup
+	var stopping atomic.Bool
+	cleanup := func() {
+		stopping.Store(true)
+		for _, c := range closers {
+			c.Close()
+		}
+		wg.Wait()
+		sa.Destroy()
+		sb.Destroy()
+	}
+
+	// Receivers and the echo server on B.
+	bulkL, err := gonet.ListenTCP(sb, tcpip.FullAddress{NIC: nicID, Addr: addrB, Port: bulkPort}, ipv4.ProtocolNumber)
+	if err != nil {
+		cleanup()
+		return res, err
+	}
+	closers = append(closers, bulkL)
+	probeL, err := gonet.ListenTCP(sb, tcpip.FullAddress{NIC: nicID, Addr: addrB, Port: probePort}, ipv4.ProtocolNumber)
+	if err != nil {
+		cleanup()
+		return res, err
+	}
+	closers = append(closers, probeL)
+	var received atomic.Uint64
+	var contentErr atomic.Pointer[error]
+	var connMu sync.Mutex
+	track := func(c net.Conn) {
+		connMu.Lock()
+		closers = append(closers, c)
+		connMu.Unlock()
+	}
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		for {
+			conn, err := bulkL.Accept()
+			if err != nil {
+				return
+			}
+			track(conn)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := receive(conn, &received); err != nil && !stopping.Load() {
+					contentErr.CompareAndSwap(nil, &err)
+				}
+			}()
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		conn, err := probeL.Accept()
+		if err != nil {
+			return
+		}
+		track(conn)
+		buf := make([]byte, probeSize)
+		for {
+			if _, err := io.ReadFull(conn, buf); err != nil {
+				return
+			}
+			if _, err := conn.Write(buf); err != nil {
+				return
+			}
+		}
+	}()
+
+	// The probe client on A.
+	probe, err := gonet.DialTCP(sa, tcpip.FullAddress{NIC: nicID, Addr: addrB, Port: probePort}, ipv4.ProtocolNumber)
+	if err != nil {
+		cleanup()
+		return res, fmt.Errorf("probe: %v", err)
+	}
+	track(probe)
+	var rt rtts
+	ping := func() (time.Duration, error) {
+		buf := make([]byte, probeSize)
+		t0 := time.Now()
+		if _, err := probe.Write(buf); err != nil {
+			return 0, err
+		}
+		if _, err := io.ReadFull(probe, buf); err != nil {
+			return 0, err
+		}
+		return time.Since(t0), nil
+	}
+	var idle []time.Duration
+	for i := 0; i < 20; i++ {
+		d, err := ping()
+		if err != nil {
+			cleanup()
+			return res, fmt.Errorf("probe: %v", err)
+		}
+		idle = append(idle, d)
+		time.Sleep(o.Probe / 2)
+	}
+	sort.Slice(idle, func(i, j int) bool { return idle[i] < idle[j] })
+	res.RTTIdle = quantile(idle, 0.5)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for !stopping.Load() {
+			d, err := ping()
+			if err != nil {
+				return
+			}
+			rt.add(time.Now(), d)
+			time.Sleep(o.Probe)
+		}
+	}()
+
+	// The bulk senders on A.
+	start := time.Now()
+	for i := 0; i < o.Streams; i++ {
+		conn, err := gonet.DialTCP(sa, tcpip.FullAddress{NIC: nicID, Addr: addrB, Port: bulkPort}, ipv4.ProtocolNumber)
+		if err != nil {
+			cleanup()
+			return res, fmt.Errorf("stream %d: %v", i, err)
+		}
+		track(conn)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			send(conn, uint64(i)+1, o.Pace/uint64(o.Streams), start)
+		}()
+	}
+
+	// The timeline and the live line.
+	drops := func() uint64 {
+		if s, ok := q.(statser); ok {
+			return s.Stats().Drops
+		}
+		return sa.Stats().NICs.TxPacketsDroppedNoBufferSpace.Value()
+	}
+	end := start.Add(o.Warmup + o.Duration)
+	measureFrom := start.Add(o.Warmup)
+	var wireAt0, recvAt0, drops0 uint64
+	var cpu0 time.Duration
+	lastSec, lastBytes := start, wire.bytes.Load()
+	prevAt, prevBytes := start, wire.bytes.Load()
+	measuring := false
+	for now := time.Now(); now.Before(end); now = time.Now() {
+		time.Sleep(min(o.Sample, end.Sub(now), max(0, measureFrom.Sub(now))+boolDur(measuring, o.Sample)))
+		now = time.Now()
+		b := wire.bytes.Load()
+		if !measuring && !now.Before(measureFrom) {
+			measuring = true
+			wireAt0, recvAt0, drops0, cpu0 = b, received.Load(), drops(), cpuNow()
+			measureFrom = now
+		}
+		if dt := now.Sub(prevAt); dt > 0 {
+			res.Timeline = append(res.Timeline, Point{At: now.Sub(start), WireBps: float64(b-prevBytes) / dt.Seconds()})
+		}
+		prevAt, prevBytes = now, b
+		if o.Progress != nil && now.Sub(lastSec) >= time.Second {
+			r := rt.between(lastSec, now)
+			o.Progress(Progress{Elapsed: now.Sub(start), WireBps: float64(b-lastBytes) / now.Sub(lastSec).Seconds(), RTT: quantile(r, 0.5), Drops: drops(), Warmup: !measuring})
+			lastSec, lastBytes = now, b
+		}
+	}
+	stopAt := time.Now()
+	res.Elapsed = stopAt.Sub(measureFrom)
+	res.CPU = cpuNow() - cpu0
+	res.WireBps = float64(wire.bytes.Load()-wireAt0) / res.Elapsed.Seconds()
+	res.GoodputBps = float64(received.Load()-recvAt0) / res.Elapsed.Seconds()
+	res.Drops = drops() - drops0
+	loaded := rt.between(measureFrom, stopAt)
+	res.RTTSamples = len(loaded)
+	res.RTTP50, res.RTTP99, res.RTTMax = quantile(loaded, 0.5), quantile(loaded, 0.99), quantile(loaded, 1)
+	if s, ok := q.(statser); ok {
+		res.Stats, res.HasStats = s.Stats(), true
+	}
+	if s, ok := q.(fmt.Stringer); ok {
+		res.Describe = s.String()
+	}
+	cleanup()
+	res.Received = received.Load()
+	if p := contentErr.Load(); p != nil {
+		return res, fmt.Errorf("%s: stream content: %w", c.Name(), *p)
+	}
+	return res, nil
+}
+
+func boolDur(b bool, d time.Duration) time.Duration {
+	if b {
+		return d
+	}
+	return 0
+}
+
+// send writes stream id's content to conn until it fails: as fast as TCP
+// takes it, or paced at pace bytes/s.
+func send(conn net.Conn, id, pace uint64, start time.Time) {
+	var hdr [8]byte
+	for i := range hdr {
+		hdr[i] = byte(id >> (8 * i))
+	}
+	if _, err := conn.Write(hdr[:]); err != nil {
+		return
+	}
+	chunk := uint64(64 << 10)
+	if pace != 0 {
+		chunk = min(chunk, max(1024, pace/200))
+	}
+	buf := make([]byte, chunk)
+	var off uint64
+	for {
+		fill(buf, id, off)
+		if _, err := conn.Write(buf); err != nil {
+			return
+		}
+		off += chunk
+		if pace != 0 {
+			if ahead := time.Duration(float64(off)/float64(pace)*1e9) - time.Since(start); ahead > 0 {
+				time.Sleep(ahead)
+			}
+		}
+	}
+}
+
+// receive reads a stream and checks every byte against its content.
+func receive(conn net.Conn, received *atomic.Uint64) error {
+	var hdr [8]byte
+	if _, err := io.ReadFull(conn, hdr[:]); err != nil {
+		return nil // closed before it began
+	}
+	var id uint64
+	for i := range hdr {
+		id |= uint64(hdr[i]) << (8 * i)
+	}
+	buf := make([]byte, 64<<10)
+	want := make([]byte, 64<<10)
+	var off uint64
+	for {
+		n, err := conn.Read(buf)
+		if n > 0 {
+			fill(want[:n], id, off)
+			for i := 0; i < n; i++ {
+				if buf[i] != want[i] {
+					return fmt.Errorf("stream %d: byte %d is %#x, want %#x", id, off+uint64(i), buf[i], want[i])
+				}
+			}
+			off += uint64(n)
+			received.Add(uint64(n))
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return nil // reset at the end of the run
+		}
+	}
+}

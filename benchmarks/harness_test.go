@@ -1,0 +1,128 @@
+package benchmarks
+
+import (
+	"io"
+	"net"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"gvisor.dev/gvisor/pkg/refs"
+
+	"github.com/netqdisc/netqdisc/runsc-flags"
+)
+
+func TestMain(m *testing.M) {
+	refs.SetLeakMode(refs.LeaksPanic)
+	m.Run()
+	// The netstacks' own packet pools outlive a run; the qdisc tests check
+	// references exactly.
+}
+
+func TestFillIsPositional(t *testing.T) {
+	whole := make([]byte, 1000)
+	fill(whole, 7, 0)
+	part := make([]byte, 333)
+	fill(part, 7, 101)
+	if string(part) != string(whole[101:434]) {
+		t.Fatal("fill at an offset differs from the same bytes of a fill from 0")
+	}
+	other := make([]byte, 1000)
+	fill(other, 8, 0)
+	if string(other) == string(whole) {
+		t.Fatal("two streams have the same content")
+	}
+}
+
+// TestReceiveDetectsCorruption feeds receive a stream with one byte changed.
+func TestReceiveDetectsCorruption(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		corrupt int // -1: none
+	}{{"intact", -1}, {"corrupt", 70_000}} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b := net.Pipe()
+			go func() {
+				defer a.Close()
+				a.Write([]byte{3, 0, 0, 0, 0, 0, 0, 0})
+				data := make([]byte, 200_000)
+				fill(data, 3, 0)
+				if tc.corrupt >= 0 {
+					data[tc.corrupt] ^= 1
+				}
+				a.Write(data)
+			}()
+			var n atomic.Uint64
+			err := receive(b, &n)
+			if (err != nil) != (tc.corrupt >= 0) {
+				t.Fatalf("receive: %v", err)
+			}
+			if err != nil && !strings.Contains(err.Error(), "byte 70000") {
+				t.Errorf("error %q does not say which byte", err)
+			}
+		})
+	}
+}
+
+// TestRun runs each kind of candidate briefly and checks that traffic flowed
+// with its content intact and the figures are filled in. It asserts no
+// speed.
+func TestRun(t *testing.T) {
+	tbfCfg := &runscflags.Config{QDisc: runscflags.QDiscTBF, TBFRate: 10 * Mbit, TBFBurst: 12500, TBFLatency: 20 * time.Millisecond}
+	for _, c := range []Candidate{
+		FromConfig(tbfCfg), Upstream(tbfCfg),
+		FromConfig(&runscflags.Config{QDisc: runscflags.QDiscFIFO}), Upstream(&runscflags.Config{QDisc: runscflags.QDiscFIFO}),
+		FromConfig(&runscflags.Config{QDisc: runscflags.QDiscNone}),
+	} {
+		t.Run(slug(c.Name()), func(t *testing.T) {
+			var ticks int
+			r, err := Run(c, Options{Streams: 2, Warmup: 100 * time.Millisecond, Duration: 1100 * time.Millisecond, Pace: 20 * Mbit, Progress: func(Progress) { ticks++ }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Received == 0 || r.WireBps == 0 || r.GoodputBps == 0 || r.RTTIdle == 0 || r.RTTSamples == 0 || len(r.Timeline) == 0 || ticks == 0 {
+				t.Errorf("missing figures: %+v (%d progress calls)", r, ticks)
+			}
+			if (c.Impl == "netqdisc" && c.QDisc != "none") != r.HasStats {
+				t.Errorf("HasStats = %v for %s", r.HasStats, c.Name())
+			}
+			if r.HasStats && r.Stats.Packets == 0 {
+				t.Errorf("qdisc stats show nothing sent: %v", r.Stats)
+			}
+		})
+	}
+}
+
+func TestRunRefusesBadConfig(t *testing.T) {
+	c := FromConfig(&runscflags.Config{QDisc: runscflags.QDiscTBF, TBFRate: 10 * Mbit, TBFBurst: 1000})
+	if _, err := Run(c, Options{Duration: time.Second}); err == nil || !strings.Contains(err.Error(), "--qdisc-tbf-burst") {
+		t.Errorf("Run with a burst below the MTU: %v; want an error naming --qdisc-tbf-burst", err)
+	}
+}
+
+func TestTablesAndJSON(t *testing.T) {
+	r := func(wire, good float64) Result {
+		return Result{WireBps: wire, GoodputBps: good, Elapsed: time.Second, Streams: 4, RTTP50: 5 * time.Millisecond, CPU: time.Second / 10}
+	}
+	cands := SideBySide(FarRate, FarBurst)
+	var sums []Summary
+	for i, c := range cands {
+		sums = append(sums, Summary{Suite: "throughput", Setting: "4", Candidate: c, Rounds: []Result{r(float64(100+i), float64(90+i)), r(float64(110+i), float64(92+i))}})
+	}
+	var sb strings.Builder
+	WriteTables(&sb, sums)
+	if !strings.Contains(sb.String(), "tbf/fifo netqdisc") {
+		t.Errorf("throughput table:\n%s", sb.String())
+	}
+	b, err := JSON(sums)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, field := range []string{`"runs"`, `"qdisc"`, `"impl"`, `"streams"`, `"rate_Bps"`, `"wire_Bps"`, `"goodput_Bps"`, `"rtt_idle_ms"`, `"rtt_p50_ms"`, `"rtt_p99_ms"`, `"drops"`, `"cpu_s_per_GB"`, `"rounds"`} {
+		if !strings.Contains(string(b), field) {
+			t.Errorf("JSON lacks %s", field)
+		}
+	}
+	_ = io.Discard
+}

@@ -1,0 +1,277 @@
+package benchmarks
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/netqdisc/netqdisc/pkg/qdisc/rate"
+	"github.com/netqdisc/netqdisc/runsc-flags"
+)
+
+// Mbit is 1 Mbit/s in bytes per second.
+const Mbit = 125_000
+
+// The settings of the gVisor pull request's tables (seeds/001): a ceiling
+// far away, 100 Gbit/s with a 128 MiB bucket.
+const (
+	FarRate  = 100_000 * Mbit
+	FarBurst = 128 << 20
+)
+
+// Suite is a set of settings, each run with several candidates.
+type Suite struct {
+	Name string
+	// Settings are run in order, each with every candidate, in rounds.
+	Settings []Setting
+}
+
+// Setting is one row of a suite's table.
+type Setting struct {
+	Label      string
+	Candidates []Candidate
+	Options    Options
+}
+
+// Summary is one candidate at one setting, over rounds.
+type Summary struct {
+	Suite, Setting string
+	Candidate      Candidate
+	Rounds         []Result
+}
+
+// Median of f over the rounds, and its spread (min, max).
+func (s Summary) Median(f func(Result) float64) (med, lo, hi float64) {
+	v := make([]float64, len(s.Rounds))
+	for i, r := range s.Rounds {
+		v[i] = f(r)
+	}
+	if len(v) == 0 {
+		return 0, 0, 0
+	}
+	sort.Float64s(v)
+	if n := len(v); n%2 == 1 {
+		med = v[n/2]
+	} else {
+		med = (v[n/2-1] + v[n/2]) / 2
+	}
+	return med, v[0], v[len(v)-1]
+}
+
+// ThroughputSuite is the pull request's first table: every candidate at a
+// far ceiling, at each stream count.
+func ThroughputSuite(streams []int, o Options) Suite {
+	s := Suite{Name: "throughput"}
+	for _, n := range streams {
+		oo := o
+		oo.Streams = n
+		s.Settings = append(s.Settings, Setting{Label: fmt.Sprintf("%d", n), Candidates: SideBySide(FarRate, FarBurst), Options: oo})
+	}
+	return s
+}
+
+// AccuracyBurst is the burst the accuracy suite uses: 10 ms of the rate,
+// and at least two full-size packets.
+func AccuracyBurst(r uint64) uint64 { return max(r/100, 2*1514) }
+
+// AccuracySuite runs netqdisc's and upstream's tbf at each rate.
+func AccuracySuite(rates []uint64, o Options) Suite {
+	s := Suite{Name: "accuracy"}
+	for _, r := range rates {
+		cfg := &runscflags.Config{QDisc: runscflags.QDiscTBF, TBFRate: r, TBFBurst: AccuracyBurst(r)}
+		s.Settings = append(s.Settings, Setting{Label: rate.FormatRate(r), Candidates: []Candidate{FromConfig(cfg), Upstream(cfg)}, Options: o})
+	}
+	return s
+}
+
+// PacedSuite is the pull request's third table: streams paced to a target
+// total rate, every candidate at a far ceiling; it measures CPU.
+func PacedSuite(targets []uint64, o Options) Suite {
+	s := Suite{Name: "paced"}
+	for _, t := range targets {
+		oo := o
+		oo.Pace = t
+		s.Settings = append(s.Settings, Setting{Label: rate.FormatRate(t), Candidates: SideBySide(FarRate, FarBurst), Options: oo})
+	}
+	return s
+}
+
+// RunSuites runs the suites' settings with every candidate, interleaved in
+// rounds (round 1 of everything, then round 2, ...), so that drift in the
+// machine's speed touches every candidate alike. status, if set, is told
+// each run as it starts.
+func RunSuites(suites []Suite, rounds int, status func(string)) ([]Summary, error) {
+	var out []Summary
+	index := map[string]int{}
+	for round := 0; round < max(rounds, 1); round++ {
+		for _, s := range suites {
+			for _, set := range s.Settings {
+				for _, c := range set.Candidates {
+					key := s.Name + "/" + set.Label + "/" + c.Name()
+					if status != nil {
+						status(fmt.Sprintf("round %d/%d  %-10s %-8s %s", round+1, rounds, s.Name, set.Label, c.Name()))
+					}
+					r, err := Run(c, set.Options)
+					if err != nil {
+						return out, fmt.Errorf("%s: %w", key, err)
+					}
+					i, ok := index[key]
+					if !ok {
+						i = len(out)
+						index[key] = i
+						out = append(out, Summary{Suite: s.Name, Setting: set.Label, Candidate: c})
+					}
+					out[i].Rounds = append(out[i].Rounds, r)
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// Mbps is a Result's field in Mbit/s.
+func Mbps(f func(Result) float64) func(Result) float64 {
+	return func(r Result) float64 { return f(r) * 8 / 1e6 }
+}
+
+// Goodput, Wire, Ratio, CPUPct, CPUPerGB and RTT50 pick a Result's figures.
+var (
+	Goodput  = func(r Result) float64 { return r.GoodputBps }
+	Wire     = func(r Result) float64 { return r.WireBps }
+	Ratio    = func(r Result) float64 { return r.Ratio() }
+	CPUPct   = func(r Result) float64 { return r.CPUPercent() }
+	CPUPerGB = func(r Result) float64 { return r.CPUSecPerGB() }
+	RTT50    = func(r Result) float64 { return float64(r.RTTP50) / float64(time.Millisecond) }
+	RTT99    = func(r Result) float64 { return float64(r.RTTP99) / float64(time.Millisecond) }
+)
+
+// cell prints a median with its spread when rounds differ.
+func cell(s Summary, f func(Result) float64, format string) string {
+	med, lo, hi := s.Median(f)
+	if len(s.Rounds) < 2 {
+		return fmt.Sprintf(format, med)
+	}
+	return fmt.Sprintf(format+" ["+format+"–"+format+"]", med, lo, hi)
+}
+
+// find returns the summary for suite, setting and candidate name.
+func find(sums []Summary, suite, setting, name string) (Summary, bool) {
+	for _, s := range sums {
+		if s.Suite == suite && s.Setting == setting && s.Candidate.Name() == name {
+			return s, true
+		}
+	}
+	return Summary{}, false
+}
+
+// ratioCell prints the median of a/b over rounds, pairing round i of each.
+func ratioCell(a, b Summary, f func(Result) float64) string {
+	n := min(len(a.Rounds), len(b.Rounds))
+	if n == 0 {
+		return "–"
+	}
+	r := Summary{}
+	for i := 0; i < n; i++ {
+		x, y := f(a.Rounds[i]), f(b.Rounds[i])
+		if y == 0 {
+			return "–"
+		}
+		r.Rounds = append(r.Rounds, Result{WireBps: x / y})
+	}
+	return cell(r, Wire, "%.2f")
+}
+
+// WriteTables prints a table per suite present in sums.
+func WriteTables(w io.Writer, sums []Summary) {
+	suites := map[string][]string{} // suite -> settings in order
+	var order []string
+	for _, s := range sums {
+		if _, ok := suites[s.Suite]; !ok {
+			order = append(order, s.Suite)
+		}
+		if l := suites[s.Suite]; len(l) == 0 || l[len(l)-1] != s.Setting && !contains(l, s.Setting) {
+			suites[s.Suite] = append(l, s.Setting)
+		}
+	}
+	for _, suite := range order {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		switch suite {
+		case "throughput":
+			fmt.Fprintf(w, "\nThroughput, goodput in Mbit/s (ceiling %s, burst %s); median [min–max] over rounds\n", rate.FormatRate(FarRate), rate.FormatSize(FarBurst))
+			fmt.Fprintln(tw, "streams\tnone\tnetqdisc fifo\tupstream fifo\tnetqdisc tbf\tupstream tbf\ttbf/fifo netqdisc\ttbf/fifo upstream\t")
+			for _, set := range suites[suite] {
+				row := []string{set}
+				for _, name := range []string{"none", "netqdisc fifo", "upstream fifo", "netqdisc tbf", "upstream tbf"} {
+					if s, ok := find(sums, suite, set, name); ok {
+						row = append(row, cell(s, Mbps(Goodput), "%.0f"))
+					} else {
+						row = append(row, "–")
+					}
+				}
+				for _, impl := range []string{"netqdisc", "upstream"} {
+					t, ok1 := find(sums, suite, set, impl+" tbf")
+					f, ok2 := find(sums, suite, set, impl+" fifo")
+					if ok1 && ok2 {
+						row = append(row, ratioCell(t, f, Goodput))
+					} else {
+						row = append(row, "–")
+					}
+				}
+				fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
+			}
+		case "accuracy":
+			fmt.Fprintf(w, "\nAccuracy: on-wire bytes / configured rate (burst 10 ms of rate, at least 3028 B), and loaded RTT p50 in ms\n")
+			fmt.Fprintln(tw, "rate\tnetqdisc tbf\tupstream tbf\tRTT netqdisc\tRTT upstream\t")
+			for _, set := range suites[suite] {
+				row := []string{set}
+				for _, col := range []struct {
+					f      func(Result) float64
+					format string
+				}{{Ratio, "%.4f"}, {RTT50, "%.1f"}} {
+					for _, name := range []string{"netqdisc tbf", "upstream tbf"} {
+						if s, ok := find(sums, suite, set, name); ok {
+							row = append(row, cell(s, col.f, col.format))
+						} else {
+							row = append(row, "–")
+						}
+					}
+				}
+				fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
+			}
+		case "paced":
+			fmt.Fprintf(w, "\nCPU at paced targets (ceiling %s): process CPU in %% of one core, and CPU seconds per GB on the wire\n", rate.FormatRate(FarRate))
+			fmt.Fprintln(tw, "target\tnone\tnetqdisc fifo\tupstream fifo\tnetqdisc tbf\tupstream tbf\ts/GB netqdisc tbf\ts/GB netqdisc fifo\ts/GB upstream tbf\t")
+			for _, set := range suites[suite] {
+				row := []string{set}
+				for _, name := range []string{"none", "netqdisc fifo", "upstream fifo", "netqdisc tbf", "upstream tbf"} {
+					if s, ok := find(sums, suite, set, name); ok {
+						row = append(row, cell(s, CPUPct, "%.1f"))
+					} else {
+						row = append(row, "–")
+					}
+				}
+				for _, name := range []string{"netqdisc tbf", "netqdisc fifo", "upstream tbf"} {
+					if s, ok := find(sums, suite, set, name); ok {
+						row = append(row, cell(s, CPUPerGB, "%.1f"))
+					} else {
+						row = append(row, "–")
+					}
+				}
+				fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
+			}
+		}
+		tw.Flush()
+	}
+}
+
+func contains(l []string, s string) bool {
+	for _, x := range l {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
