@@ -10,6 +10,7 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 
 	"github.com/netqdisc/netqdisc/pkg/qdisc"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/rate"
 	"github.com/netqdisc/netqdisc/runsc-flags"
 )
 
@@ -44,8 +45,10 @@ func FromConfig(cfg *runscflags.Config) Candidate {
 }
 
 // Upstream is gVisor's own qdisc on the same settings: its fifo with
-// GOMAXPROCS queues of 1000 packets, or its tbf with a 1000-packet queue
-// (it has no peak rate, limit or latency; those settings are ignored).
+// GOMAXPROCS queues of 1000 packets, or its tbf with rate and burst and a
+// queue of as many full-size (1514-byte) packets as the limit or latency
+// allows, 1000 when neither is set. (Upstream counts its queue in packets
+// and has no peak rate; a peak rate is ignored.)
 func Upstream(cfg *runscflags.Config) Candidate {
 	c := Candidate{QDisc: cfg.QDisc.String(), Impl: "upstream"}
 	switch cfg.QDisc {
@@ -57,9 +60,16 @@ func Upstream(cfg *runscflags.Config) Candidate {
 		}
 	case runscflags.QDiscTBF:
 		c.Rate = cfg.TBFRate
-		rate, burst := cfg.TBFRate, cfg.TBFBurst
+		r, burst := cfg.TBFRate, cfg.TBFBurst
+		queue := uint64(runscflags.FIFOQueueLen)
+		switch {
+		case cfg.TBFLimit != 0:
+			queue = max(1, cfg.TBFLimit/1514)
+		case cfg.TBFLatency != 0:
+			queue = max(1, (rate.New(r).BytesIn(uint64(cfg.TBFLatency))+burst)/1514)
+		}
 		c.Make = func(lower stack.LinkEndpoint, clock tcpip.Clock) (stack.QueueingDiscipline, error) {
-			return upstreamtbf.New(lower, clock, rate, uint32(burst), runscflags.FIFOQueueLen)
+			return upstreamtbf.New(lower, clock, r, uint32(burst), uint32(queue))
 		}
 	default:
 		panic(fmt.Sprintf("unknown qdisc %v", cfg.QDisc))

@@ -257,8 +257,8 @@ func Run(c Candidate, o Options) (Result, error) {
 	wire := &tap{LinkEndpoint: ethernet.New(pa)}
 	q, err := c.Make(wire, sa.Clock())
 	if err != nil {
-		sa.Destroy()
 		sb.Destroy()
+		sa.Destroy()
 		return res, fmt.Errorf("%s: %w", c.Name(), err)
 	}
 	if err := setupNIC(sa, wire, q, addrA, addrB, macB); err != nil {
@@ -276,8 +276,13 @@ func Run(c Candidate, o Options) (Result, error) {
 			c.Close()
 		}
 		wg.Wait()
-		sa.Destroy()
+		// The receiver first: the pipe delivers synchronously, so a batch
+		// in the sender's qdisc can run into the receiver, whose answer
+		// (an RST) runs straight back into the sender. Destroying the
+		// sender first would hold its lock while its qdisc's Close waits
+		// for that batch, which waits for the lock.
 		sb.Destroy()
+		sa.Destroy()
 	}
 
 	// Receivers and the echo server on B.

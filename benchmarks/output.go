@@ -158,8 +158,7 @@ func throughputPlot(sums []Summary) (*plot.Plot, bool) {
 	p.X.Scale = plot.LogScale{}
 	p.X.Tick.Marker = plot.ConstantTicks(streamTicks(series))
 	p.Y.Min = 0
-	p.Legend.Top = true
-	p.Legend.Left = true
+	p.Legend.Left = false
 	for i, name := range names {
 		l, pts, err := plotter.NewLinePoints(series[name])
 		if err != nil {
