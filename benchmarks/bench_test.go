@@ -3,6 +3,8 @@ package benchmarks
 import (
 	"flag"
 	"fmt"
+	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -119,13 +121,13 @@ func BenchmarkPerPacket(b *testing.B) {
 				w = q.WritePacket
 			}
 			b.ReportAllocs()
-			var hash uint32
+			var hash atomic.Uint32
 			b.RunParallel(func(pb *testing.PB) {
-				hash++
-				pkt := qdisctest.MakePacket(1500, hash, 0)
+				pkt := qdisctest.MakePacket(1500, hash.Add(1), 0)
 				defer pkt.DecRef()
 				for pb.Next() {
 					for w(pkt) != nil {
+						runtime.Gosched() // a full queue: let the dispatcher drain it
 					}
 				}
 			})
