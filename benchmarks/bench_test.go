@@ -40,6 +40,11 @@ func report(b *testing.B, c Candidate, o Options) {
 		b.ReportMetric(r.CPUPercent(), "cpu-%")
 		b.ReportMetric(r.CPUSecPerGB(), "cpu-s/GB")
 		b.ReportMetric(float64(r.Drops), "drops")
+		b.ReportMetric(float64(r.CPUPerPacket())/1e3, "cpu-µs/pkt")
+		if r.HasLateness && r.Lateness.Count() > 0 {
+			b.ReportMetric(float64(r.Lateness.Quantile(0.5))/1e3, "wake-late-p50-µs")
+			b.ReportMetric(float64(r.Lateness.Quantile(0.99))/1e3, "wake-late-p99-µs")
+		}
 	}
 }
 
@@ -132,5 +137,32 @@ func BenchmarkPerPacket(b *testing.B) {
 				}
 			})
 		})
+	}
+}
+
+// BenchmarkSmallBurst is on-wire bytes over the rate with a bucket of one
+// or two packets, at 10 and 100 Mbit/s, netqdisc's tbf beside upstream's,
+// with the dispatcher's wake-up lateness (p50, p99).
+func BenchmarkSmallBurst(b *testing.B) {
+	for _, set := range SmallBurstSuite([]uint64{10 * Mbit, 100 * Mbit}, []uint64{1514, 3028}, benchOptions(4)).Settings {
+		for _, c := range set.Candidates {
+			b.Run(slug(c.Name()+" "+set.Label), func(b *testing.B) {
+				o := set.Options
+				o.Duration *= 2
+				report(b, c, o)
+			})
+		}
+	}
+}
+
+// BenchmarkShapedCPU is CPU per packet with the streams paced to the tbf's
+// rate (burst 1514 B), beside fifo carrying the same load.
+func BenchmarkShapedCPU(b *testing.B) {
+	for _, set := range ShapedCPUSuite([]uint64{10 * Mbit, 100 * Mbit}, 1514, benchOptions(4)).Settings {
+		for _, c := range set.Candidates {
+			b.Run(slug(c.Name()+" "+set.Label), func(b *testing.B) {
+				report(b, c, set.Options)
+			})
+		}
 	}
 }

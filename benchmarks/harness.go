@@ -94,9 +94,13 @@ type Result struct {
 	// Stats is the qdisc's own statistics at the end, when it has them.
 	Stats    qdisc.Stats
 	HasStats bool
-	CPU      time.Duration // process CPU time in the window
-	Timeline []Point
-	Received uint64 // stream bytes received and checked, in all
+	// Lateness is how late the qdisc's timer wake-ups ran, over the whole
+	// run, when it records that (netqdisc's tbf).
+	Lateness    qdisc.HistogramSnapshot
+	HasLateness bool
+	CPU         time.Duration // process CPU time in the window
+	Timeline    []Point
+	Received    uint64 // stream bytes received and checked, in all
 }
 
 // Ratio is WireBps over the configured rate (0 without one).
@@ -114,6 +118,12 @@ func (r Result) CPUSecPerGB() float64 {
 		return 0
 	}
 	return r.CPU.Seconds() / (wire / 1e9)
+}
+
+// CPUPerPacket is process CPU time per full-size (1514-byte) packet on the
+// wire.
+func (r Result) CPUPerPacket() time.Duration {
+	return time.Duration(r.CPUSecPerGB() * 1514)
 }
 
 // CPUPercent is process CPU time over the window, in percent of one core.
@@ -449,6 +459,11 @@ func Run(c Candidate, o Options) (Result, error) {
 	}
 	if s, ok := q.(fmt.Stringer); ok {
 		res.Describe = s.String()
+	}
+	if l, ok := q.(interface {
+		Lateness() qdisc.HistogramSnapshot
+	}); ok {
+		res.Lateness, res.HasLateness = l.Lateness(), true
 	}
 	cleanup()
 	res.Received = received.Load()

@@ -36,6 +36,8 @@ type JSONRun struct {
 	Drops       uint64      `json:"drops"`
 	CPUsPerGB   float64     `json:"cpu_s_per_GB"`
 	CPUPercent  float64     `json:"cpu_percent"`
+	LateP50us   float64     `json:"wake_late_p50_us,omitempty"`
+	LateP99us   float64     `json:"wake_late_p99_us,omitempty"`
 	Rounds      []JSONRound `json:"rounds"`
 	Description string      `json:"description,omitempty"`
 }

@@ -99,6 +99,68 @@ func PacedSuite(targets []uint64, o Options) Suite {
 	return s
 }
 
+// SmallBurstSuite runs netqdisc's and upstream's tbf at each rate with
+// each burst (bytes), bulk streams: how close to the rate a bucket of one
+// or two packets holds.
+func SmallBurstSuite(rates, bursts []uint64, o Options) Suite {
+	s := Suite{Name: "smallburst"}
+	for _, r := range rates {
+		for _, b := range bursts {
+			cfg := &runscflags.Config{QDisc: runscflags.QDiscTBF, TBFRate: r, TBFBurst: b}
+			s.Settings = append(s.Settings, Setting{Label: fmt.Sprintf("%s burst %d", rate.FormatRate(r), b), Candidates: []Candidate{FromConfig(cfg), Upstream(cfg)}, Options: o})
+		}
+	}
+	return s
+}
+
+// ShapedCPUSuite paces the streams to each rate and runs fifo, and
+// netqdisc's and upstream's tbf at that rate with burst bytes: the CPU a
+// packet costs when the tbf shapes, against fifo carrying the same load.
+func ShapedCPUSuite(rates []uint64, burst uint64, o Options) Suite {
+	s := Suite{Name: "shapedcpu"}
+	fifoCfg := &runscflags.Config{QDisc: runscflags.QDiscFIFO}
+	for _, r := range rates {
+		cfg := &runscflags.Config{QDisc: runscflags.QDiscTBF, TBFRate: r, TBFBurst: burst}
+		oo := o
+		oo.Pace = r
+		s.Settings = append(s.Settings, Setting{Label: rate.FormatRate(r), Candidates: []Candidate{FromConfig(fifoCfg), FromConfig(cfg), Upstream(cfg)}, Options: oo})
+	}
+	return s
+}
+
+// Suites returns the named suites with their default settings for
+// qdiscbench --compare: throughput, accuracy, paced, smallburst,
+// shapedcpu. d is how long each run measures.
+func Suites(names []string, d time.Duration) ([]Suite, error) {
+	o := Options{Warmup: 500 * time.Millisecond, Duration: d}
+	four := o
+	four.Streams = 4
+	var out []Suite
+	for _, n := range names {
+		switch n {
+		case "throughput":
+			out = append(out, ThroughputSuite([]int{1, 2, 4, 8, 16, 32}, o))
+		case "accuracy":
+			oa := four
+			oa.Duration = 2 * d
+			out = append(out, AccuracySuite([]uint64{1 * Mbit, 10 * Mbit, 100 * Mbit, 1000 * Mbit}, oa))
+		case "paced":
+			out = append(out, PacedSuite([]uint64{10 * Mbit, 100 * Mbit, 250 * Mbit, 500 * Mbit}, four))
+		case "smallburst":
+			oa := four
+			oa.Duration = 2 * d
+			out = append(out, SmallBurstSuite([]uint64{10 * Mbit, 100 * Mbit}, []uint64{1514, 3028}, oa))
+		case "shapedcpu":
+			oa := four
+			oa.Duration = 2 * d
+			out = append(out, ShapedCPUSuite([]uint64{10 * Mbit, 100 * Mbit}, 1514, oa))
+		default:
+			return nil, fmt.Errorf("unknown suite %q: choose throughput, accuracy, paced, smallburst or shapedcpu", n)
+		}
+	}
+	return out, nil
+}
+
 // RunSuites runs the suites' settings with every candidate, interleaved in
 // rounds (round 1 of everything, then round 2, ...), so that drift in the
 // machine's speed touches every candidate alike. status, if set, is told
@@ -146,6 +208,11 @@ var (
 	CPUPerGB = func(r Result) float64 { return r.CPUSecPerGB() }
 	RTT50    = func(r Result) float64 { return float64(r.RTTP50) / float64(time.Millisecond) }
 	RTT99    = func(r Result) float64 { return float64(r.RTTP99) / float64(time.Millisecond) }
+	// CPUPerPkt is µs of CPU per 1514-byte packet; LateP50 and LateP99
+	// are timer wake-up lateness in µs.
+	CPUPerPkt = func(r Result) float64 { return float64(r.CPUPerPacket()) / float64(time.Microsecond) }
+	LateP50   = func(r Result) float64 { return float64(r.Lateness.Quantile(0.5)) / float64(time.Microsecond) }
+	LateP99   = func(r Result) float64 { return float64(r.Lateness.Quantile(0.99)) / float64(time.Microsecond) }
 )
 
 // cell prints a median with its spread when rounds differ.
@@ -238,6 +305,48 @@ func WriteTables(w io.Writer, sums []Summary) {
 							row = append(row, "–")
 						}
 					}
+				}
+				fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
+			}
+		case "smallburst":
+			fmt.Fprintf(w, "\nSmall bursts: on-wire bytes / configured rate (4 bulk streams), and netqdisc's timer wake-up lateness\n")
+			fmt.Fprintln(tw, "setting\tnetqdisc tbf\tupstream tbf\tlateness p50\tlateness p99\t")
+			for _, set := range suites[suite] {
+				row := []string{set}
+				for _, name := range []string{"netqdisc tbf", "upstream tbf"} {
+					if s, ok := find(sums, suite, set, name); ok {
+						row = append(row, cell(s, Ratio, "%.4f"))
+					} else {
+						row = append(row, "–")
+					}
+				}
+				if s, ok := find(sums, suite, set, "netqdisc tbf"); ok {
+					row = append(row, cell(s, LateP50, "%.0fµs"), cell(s, LateP99, "%.0fµs"))
+				}
+				fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
+			}
+		case "shapedcpu":
+			fmt.Fprintf(w, "\nCPU per packet with the streams paced to the tbf's rate (burst 1514 B), against fifo carrying the same load, in µs of process CPU per 1514-byte packet\n")
+			fmt.Fprintln(tw, "rate\tnetqdisc fifo\tnetqdisc tbf\tupstream tbf\ttbf/fifo netqdisc\ttbf/fifo upstream\ton-wire netqdisc tbf\t")
+			for _, set := range suites[suite] {
+				row := []string{set}
+				for _, name := range []string{"netqdisc fifo", "netqdisc tbf", "upstream tbf"} {
+					if s, ok := find(sums, suite, set, name); ok {
+						row = append(row, cell(s, CPUPerPkt, "%.1f"))
+					} else {
+						row = append(row, "–")
+					}
+				}
+				f, okf := find(sums, suite, set, "netqdisc fifo")
+				for _, name := range []string{"netqdisc tbf", "upstream tbf"} {
+					if s, ok := find(sums, suite, set, name); ok && okf {
+						row = append(row, ratioCell(s, f, CPUPerPkt))
+					} else {
+						row = append(row, "–")
+					}
+				}
+				if s, ok := find(sums, suite, set, "netqdisc tbf"); ok {
+					row = append(row, cell(s, Ratio, "%.4f"))
 				}
 				fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
 			}

@@ -379,8 +379,9 @@ func (c *Config) NewQueueingDiscipline(lower stack.LinkEndpoint, clock tcpip.Clo
 	return q, nil
 }
 
-// TBFConfig returns the tbf.Config the flags describe. Validate first: it
-// assumes sizes fit in 32 bits.
+// TBFConfig returns the tbf.Config the flags describe, with one queue per
+// GOMAXPROCS, as runsc gives fifo. Validate first: it assumes sizes fit in
+// 32 bits.
 func (c *Config) TBFConfig() tbf.Config {
 	return tbf.Config{
 		Rate:     c.TBFRate,
@@ -389,7 +390,7 @@ func (c *Config) TBFConfig() tbf.Config {
 		MTU:      uint32(c.TBFMTU),
 		Limit:    uint32(c.TBFLimit),
 		Latency:  c.TBFLatency,
-		Queues:   1,
+		Queues:   min(runtime.GOMAXPROCS(0), tbf.MaxQueues),
 	}
 }
 

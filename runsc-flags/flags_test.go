@@ -247,8 +247,8 @@ func TestNewQueueingDiscipline(t *testing.T) {
 		}
 		defer q.Close()
 		d := q.(*tbf.Discipline)
-		if got := d.Config(); got.Rate != 1_250_000 || got.Burst != 12500 || got.Limit != 1000*1514 {
-			t.Errorf("tbf config %+v; want rate 1250000, burst 12500, limit 1000 packets of 1514", got)
+		if got := d.Config(); got.Rate != 1_250_000 || got.Burst != 12500 || got.Limit != 1000*1514 || d.Queues() != runtime.GOMAXPROCS(0) {
+			t.Errorf("tbf config %+v with %d queues; want rate 1250000, burst 12500, limit 1000 packets of 1514, GOMAXPROCS queues", got, d.Queues())
 		}
 	})
 	t.Run("tbf from annotations", func(t *testing.T) {

@@ -64,7 +64,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	warmup := fs.Duration("warmup", time.Second, "how long to run before measuring")
 	pace := fs.String("pace", "", "pace the streams to this total rate (tc units, e.g. 50mbit); default: as fast as TCP goes")
 	upstream := fs.Bool("upstream", false, "run gVisor's upstream qdisc with the same settings instead of netqdisc's")
-	compare := fs.Bool("compare", false, "run the side-by-side tables (throughput at 1-32 streams, accuracy at 1-1000 Mbit/s, CPU at paced targets) against gVisor's upstream qdiscs")
+	compare := fs.Bool("compare", false, "run the side-by-side tables (--suites) against gVisor's upstream qdiscs")
+	suiteNames := fs.String("suites", "throughput,accuracy,paced", "with --compare: the suites to run, of throughput, accuracy, paced, smallburst (1-2 packet bursts at 10 and 100 Mbit/s), shapedcpu (CPU per packet when shaping, against fifo)")
 	rounds := fs.Int("rounds", 0, "rounds, interleaved (default 1; with --compare 2)")
 	cmpDuration := fs.Duration("compare-duration", time.Second, "with --compare: how long to measure each run")
 	jsonPath := fs.String("json", "", "write machine-readable results to this file")
@@ -112,14 +113,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if n == 0 {
 			n = 2
 		}
-		o := benchmarks.Options{Warmup: 500 * time.Millisecond, Duration: *cmpDuration}
-		oa := o
-		oa.Streams = 4
-		oa.Duration = 2 * *cmpDuration
-		suites := []benchmarks.Suite{
-			benchmarks.ThroughputSuite([]int{1, 2, 4, 8, 16, 32}, o),
-			benchmarks.AccuracySuite([]uint64{1 * benchmarks.Mbit, 10 * benchmarks.Mbit, 100 * benchmarks.Mbit, 1000 * benchmarks.Mbit}, oa),
-			benchmarks.PacedSuite([]uint64{10 * benchmarks.Mbit, 100 * benchmarks.Mbit, 250 * benchmarks.Mbit, 500 * benchmarks.Mbit}, benchmarks.Options{Streams: 4, Warmup: o.Warmup, Duration: o.Duration}),
+		suites, err := benchmarks.Suites(strings.Split(*suiteNames, ","), *cmpDuration)
+		if err != nil {
+			fmt.Fprintf(stderr, "qdiscbench: --suites: %v\n", err)
+			return 2
 		}
 		fmt.Fprintf(stdout, "qdiscbench --compare: %d rounds, interleaved; every figure is from this run, on this machine\n", n)
 		sums, err = benchmarks.RunSuites(suites, n, status)
@@ -222,7 +219,10 @@ func writeRun(w io.Writer, s benchmarks.Summary) {
 	row("RTT idle", msec(time.Duration(med(func(r benchmarks.Result) float64 { return float64(r.RTTIdle) }))))
 	row("RTT loaded", fmt.Sprintf("p50 %s  p99 %s  max %s  (%d probes)", msec(r.RTTP50), msec(r.RTTP99), msec(r.RTTMax), r.RTTSamples))
 	row("drops", fmt.Sprint(r.Drops))
-	row("CPU", fmt.Sprintf("%.1f s/GB  (%.0f%% of a core)", med(benchmarks.CPUPerGB), med(benchmarks.CPUPct)))
+	row("CPU", fmt.Sprintf("%.1f s/GB, %.1f µs per 1514-byte packet  (%.0f%% of a core)", med(benchmarks.CPUPerGB), med(benchmarks.CPUPerPkt), med(benchmarks.CPUPct)))
+	if r.HasLateness {
+		row("timer wake-ups", fmt.Sprintf("%d, late by p50 %v  p99 %v  max %v", r.Lateness.Count(), r.Lateness.Quantile(0.5), r.Lateness.Quantile(0.99), r.Lateness.Quantile(1)))
+	}
 	row("stream content", fmt.Sprintf("%d bytes received, every byte checked", r.Received))
 	if len(s.Rounds) > 1 {
 		_, lo, hi := s.Median(benchmarks.Wire)

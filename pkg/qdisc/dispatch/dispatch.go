@@ -17,7 +17,12 @@
 //   - A waiting lane arms one timer, created once and Reset thereafter: no
 //     allocation per wake.
 //   - A Gate is asked with one clock reading per batch, not per packet.
-//   - The backlog is bounded in packets and, optionally, bytes.
+//   - A Gate is told, for each packet, when the lane first saw it, so a
+//     dispatcher that wakes late can send what an on-time one would have
+//     sent by now (see Gate).
+//   - The backlog is bounded in packets and, optionally, bytes, also
+//     across lanes (Budget).
+//   - How late each timer wake-up runs is recorded (Lateness).
 //   - Close is safe against concurrent Enqueue: the closed flag and the
 //     ring share one lock, so a packet is either queued before Close (and
 //     released by it) or refused with ErrClosedForSend.
@@ -40,11 +45,41 @@ import (
 // Gate decides when the head packet of a lane may leave.
 type Gate interface {
 	// Admit is asked, with the lane's lock held, whether a packet of size
-	// bytes may leave at now (nanoseconds on the lane's clock). It answers
-	// 0, and takes the packet's tokens, if it may; otherwise how many
-	// nanoseconds until it may, and takes nothing.
-	Admit(now int64, size uint32) (wait int64)
+	// bytes may leave by now (nanoseconds on the lane's clock). seen <= now
+	// is a time by which the packet had certainly arrived: when the lane
+	// first saw it queued. A gate may date the packet's departure, in its
+	// own books, as early as seen, if the packet would have been allowed
+	// then: a dispatcher whose timer fired late then sends what an on-time
+	// one would already have sent. Admit answers 0, and takes the packet's
+	// tokens, if it may leave; otherwise how many nanoseconds from now
+	// until it may, and takes nothing. Gates shared by several lanes must
+	// be safe for concurrent use.
+	Admit(now, seen int64, size uint32) (wait int64)
 }
+
+// Budget is a bound on the bytes queued across lanes that share it.
+type Budget struct {
+	limit uint64
+	used  atomic.Uint64
+}
+
+// NewBudget returns a Budget of limit bytes.
+func NewBudget(limit uint64) *Budget { return &Budget{limit: limit} }
+
+// take reserves n bytes, or reports false when they would pass the limit.
+// Near the limit, two racing takes may both fail; neither can pass it.
+func (b *Budget) take(n uint64) bool {
+	if b.used.Add(n) > b.limit {
+		b.used.Add(-n)
+		return false
+	}
+	return true
+}
+
+func (b *Budget) give(n uint64) { b.used.Add(-n) }
+
+// Used returns the bytes reserved now.
+func (b *Budget) Used() uint64 { return b.used.Load() }
 
 // state is what a lane's dispatcher is doing.
 type state uint8
@@ -69,6 +104,9 @@ type Config struct {
 	// MaxBytes, if not 0, bounds the bytes queued: a packet that would take
 	// the backlog past it is dropped, as Linux's bfifo does.
 	MaxBytes uint64
+	// Budget, if not nil, bounds the bytes queued in all the lanes that
+	// share it, the same way.
+	Budget *Budget
 	// Gate, if not nil, is asked before each packet leaves, and Clock gives
 	// it the time and arms the lane's timer.
 	Gate  Gate
@@ -80,6 +118,7 @@ type Config struct {
 type Lane struct {
 	lower    stack.LinkWriter
 	maxBytes uint64
+	budget   *Budget
 	gate     Gate
 	clock    tcpip.Clock
 	timer    tcpip.Timer
@@ -94,6 +133,14 @@ type Lane struct {
 	state state
 	// +checklocks:mu
 	closed bool
+	// deadline is when the armed timer should fire, and timerFired says
+	// the timer fired and the dispatcher has not yet run since.
+	// +checklocks:mu
+	deadline int64
+	// +checklocks:mu
+	timerFired bool
+
+	lateness qdisc.Histogram
 
 	sentBytes   atomic.Uint64
 	sentPackets atomic.Uint64
@@ -112,6 +159,7 @@ const cacheLine = 128
 func (l *Lane) Init(cfg Config) {
 	l.lower = cfg.Lower
 	l.maxBytes = cfg.MaxBytes
+	l.budget = cfg.Budget
 	l.gate = cfg.Gate
 	l.clock = cfg.Clock
 	l.mu.Lock()
@@ -145,12 +193,19 @@ func (l *Lane) Enqueue(pkt *stack.PacketBuffer) tcpip.Error {
 		l.mu.Unlock()
 		return &tcpip.ErrClosedForSend{}
 	}
-	if !l.ring.HasSpace() || (l.maxBytes != 0 && l.ring.Bytes()+size > l.maxBytes) {
+	if !l.ring.HasSpace() || (l.maxBytes != 0 && l.ring.Bytes()+size > l.maxBytes) || (l.budget != nil && !l.budget.take(size)) {
 		l.mu.Unlock()
 		l.drops.Add(1)
 		return &tcpip.ErrNoBufferSpace{}
 	}
-	l.ring.PushBack(pkt.IncRef())
+	if l.state == throttled {
+		// The dispatcher sleeps and will not see this packet until its
+		// timer fires, perhaps late: note when it arrived. (Otherwise the
+		// dispatcher stamps it at its next look, which is soon.)
+		l.ring.PushBackAt(pkt.IncRef(), l.now())
+	} else {
+		l.ring.PushBack(pkt.IncRef())
+	}
 	wake := l.state == idle
 	if wake {
 		l.state = running
@@ -203,12 +258,20 @@ func (l *Lane) Stats() qdisc.Stats {
 	}
 }
 
+// Lateness returns how late the lane's timer wake-ups have run: the time
+// from each deadline to the dispatcher's first look after it.
+func (l *Lane) Lateness() qdisc.HistogramSnapshot { return l.lateness.Snapshot() }
+
+// now reads the lane's clock in nanoseconds.
+func (l *Lane) now() int64 { return int64(l.clock.NowMonotonic().Sub(tcpip.MonotonicTime{})) }
+
 // onTimer runs when the tokens the head packet waited for have come.
 func (l *Lane) onTimer() {
 	l.mu.Lock()
 	wake := l.state == throttled
 	if wake {
 		l.state = running
+		l.timerFired = true
 	}
 	l.mu.Unlock()
 	if wake {
@@ -249,7 +312,11 @@ func (l *Lane) run(batch *stack.PacketBufferList) {
 		}
 		var now, wait int64
 		if l.gate != nil {
-			now = int64(l.clock.NowMonotonic().Sub(tcpip.MonotonicTime{}))
+			now = l.now()
+			if l.timerFired {
+				l.timerFired = false
+				l.lateness.Record(time.Duration(now - l.deadline))
+			}
 		}
 		n := 0
 		for n < qdisc.BatchSize {
@@ -258,7 +325,11 @@ func (l *Lane) run(batch *stack.PacketBufferList) {
 				break
 			}
 			if l.gate != nil {
-				if wait = l.gate.Admit(now, size); wait > 0 {
+				seen := l.ring.FrontStamp()
+				if seen == packetbuf.Unstamped {
+					seen = now
+				}
+				if wait = l.gate.Admit(now, seen, size); wait > 0 {
 					break
 				}
 			}
@@ -267,18 +338,30 @@ func (l *Lane) run(batch *stack.PacketBufferList) {
 			sizes[n] = size
 			n++
 		}
+		if l.gate != nil {
+			l.ring.StampUnstamped(now) // what this pass saw had arrived by now
+		}
 		if n == 0 {
 			// The head packet must wait for tokens: sleep until they have
-			// come. The timer is armed under the lock, so that a test that
-			// sees the lane quiescent also sees the timer armed. (A batch
-			// that ended on a refused packet is written first, and the next
-			// pass arms the timer: the lane never sleeps with a batch in
-			// hand.)
-			l.state = throttled
-			l.overlimits.Add(1)
-			l.timer.Reset(time.Duration(wait))
+			// come. The timer is armed for the deadline as the clock reads
+			// now, not as it read at the top of the pass, so a dispatcher
+			// held up in between does not oversleep; if the deadline has
+			// passed already, look again instead. It is armed under the
+			// lock, so that a test that sees the lane quiescent also sees
+			// the timer armed. (A batch that ended on a refused packet is
+			// written first, and the next pass arms the timer: the lane
+			// never sleeps with a batch in hand.)
+			deadline := now + wait
+			if left := deadline - l.now(); left > 0 {
+				l.state = throttled
+				l.overlimits.Add(1)
+				l.deadline = deadline
+				l.timer.Reset(time.Duration(left))
+				l.mu.Unlock()
+				return
+			}
 			l.mu.Unlock()
-			return
+			continue
 		}
 		l.mu.Unlock()
 		l.write(batch, sizes[:n])
@@ -300,6 +383,13 @@ func (l *Lane) write(batch *stack.PacketBufferList, sizes []uint32) {
 	if n < len(sizes) {
 		l.drops.Add(uint64(len(sizes) - n))
 	}
+	if l.budget != nil {
+		all := bytes
+		for _, s := range sizes[n:] {
+			all += uint64(s)
+		}
+		l.budget.give(all)
+	}
 }
 
 // drain runs on the dispatcher after Close: it stops the timer and releases
@@ -309,8 +399,11 @@ func (l *Lane) drain() {
 		l.timer.Stop()
 	}
 	l.mu.Lock()
-	dropped, _ := l.ring.Purge()
+	dropped, bytes := l.ring.Purge()
 	l.state = stopped
 	l.mu.Unlock()
 	l.drops.Add(uint64(dropped))
+	if l.budget != nil {
+		l.budget.give(bytes)
+	}
 }

@@ -14,12 +14,20 @@
 // uses it; growth stops once the ring has seen its peak, so a warm ring
 // never allocates.
 //
+// Each packet may also carry a time stamp: tbf notes when a packet had
+// arrived by, so that a dispatcher woken late can date its departure.
+//
 // A Ring is not safe for concurrent use: the qdisc that owns it locks it.
 package packetbuf
 
 import (
+	"math"
+
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 )
+
+// Unstamped is the stamp of a packet pushed without one.
+const Unstamped = math.MinInt64
 
 // initialSlots is the slot array's size before the first growth.
 const initialSlots = 64
@@ -27,12 +35,13 @@ const initialSlots = 64
 // Ring is a FIFO of packets with O(1) push and pop. The zero Ring holds
 // nothing; call Init first.
 type Ring struct {
-	pkts  []*stack.PacketBuffer
-	sizes []uint32
-	head  int // index of the front packet
-	n     int // packets queued
-	max   int // most packets the ring may hold
-	bytes uint64
+	pkts   []*stack.PacketBuffer
+	sizes  []uint32
+	stamps []int64
+	head   int // index of the front packet
+	n      int // packets queued
+	max    int // most packets the ring may hold
+	bytes  uint64
 }
 
 // Init empties the ring and sets the most packets it may hold (at least 1).
@@ -43,9 +52,10 @@ func (r *Ring) Init(capacity int) {
 	}
 	slots := min(capacity, initialSlots)
 	*r = Ring{
-		pkts:  make([]*stack.PacketBuffer, slots),
-		sizes: make([]uint32, slots),
-		max:   capacity,
+		pkts:   make([]*stack.PacketBuffer, slots),
+		sizes:  make([]uint32, slots),
+		stamps: make([]int64, slots),
+		max:    capacity,
 	}
 }
 
@@ -64,9 +74,15 @@ func (r *Ring) IsEmpty() bool { return r.n == 0 }
 // HasSpace reports whether one more packet fits.
 func (r *Ring) HasSpace() bool { return r.n < r.max }
 
-// PushBack queues pkt at the back and takes the caller's reference to it.
-// It reports false, and takes nothing, when the ring is full.
+// PushBack queues pkt at the back, Unstamped, and takes the caller's
+// reference to it. It reports false, and takes nothing, when the ring is
+// full.
 func (r *Ring) PushBack(pkt *stack.PacketBuffer) bool {
+	return r.PushBackAt(pkt, Unstamped)
+}
+
+// PushBackAt is PushBack with a time stamp.
+func (r *Ring) PushBackAt(pkt *stack.PacketBuffer, stamp int64) bool {
 	if r.n == len(r.pkts) {
 		if r.n >= r.max {
 			return false
@@ -80,6 +96,7 @@ func (r *Ring) PushBack(pkt *stack.PacketBuffer) bool {
 	size := uint32(pkt.Size())
 	r.pkts[i] = pkt
 	r.sizes[i] = size
+	r.stamps[i] = stamp
 	r.n++
 	r.bytes += uint64(size)
 	return true
@@ -88,13 +105,44 @@ func (r *Ring) PushBack(pkt *stack.PacketBuffer) bool {
 // grow doubles the slot array, up to max, keeping the packets in order.
 func (r *Ring) grow() {
 	slots := min(2*len(r.pkts), r.max)
-	pkts := make([]*stack.PacketBuffer, slots)
-	sizes := make([]uint32, slots)
-	k := copy(pkts, r.pkts[r.head:])
-	copy(pkts[k:], r.pkts[:r.head])
-	k = copy(sizes, r.sizes[r.head:])
-	copy(sizes[k:], r.sizes[:r.head])
-	r.pkts, r.sizes, r.head = pkts, sizes, 0
+	r.pkts = regrow(r.pkts, r.head, slots)
+	r.sizes = regrow(r.sizes, r.head, slots)
+	r.stamps = regrow(r.stamps, r.head, slots)
+	r.head = 0
+}
+
+// regrow returns a slice of n slots holding old's ring contents from head,
+// unwrapped.
+func regrow[T any](old []T, head, n int) []T {
+	s := make([]T, n)
+	k := copy(s, old[head:])
+	copy(s[k:], old[:head])
+	return s
+}
+
+// FrontStamp returns the front packet's stamp (Unstamped when empty).
+func (r *Ring) FrontStamp() int64 {
+	if r.n == 0 {
+		return Unstamped
+	}
+	return r.stamps[r.head]
+}
+
+// StampUnstamped gives stamp to the packets at the back that have none,
+// stopping at the first that has one. A qdisc that stamps every packet
+// either when it is pushed or at its next look keeps the unstamped ones a
+// suffix of the ring, so each packet is visited once.
+func (r *Ring) StampUnstamped(stamp int64) {
+	for k := r.n - 1; k >= 0; k-- {
+		i := r.head + k
+		if i >= len(r.pkts) {
+			i -= len(r.pkts)
+		}
+		if r.stamps[i] != Unstamped {
+			return
+		}
+		r.stamps[i] = stamp
+	}
 }
 
 // PeekFront returns the front packet and the size it was queued with,

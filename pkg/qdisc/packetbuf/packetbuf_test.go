@@ -117,3 +117,47 @@ func TestRingGrowsLazily(t *testing.T) {
 		t.Errorf("a warm ring allocated %.1f times per round", n)
 	}
 }
+
+func TestStamps(t *testing.T) {
+	var r Ring
+	r.Init(1000)
+	if r.FrontStamp() != Unstamped {
+		t.Fatalf("empty ring's FrontStamp = %d", r.FrontStamp())
+	}
+	var held []*stack.PacketBuffer
+	push := func(stamp int64) {
+		pkt := qdisctest.MakePacket(100, 0, uint64(len(held)))
+		held = append(held, pkt)
+		r.PushBackAt(pkt.IncRef(), stamp)
+	}
+	// Stamped, then unstamped (a suffix), across a growth and a wrap.
+	for i := 0; i < 50; i++ {
+		push(int64(i))
+	}
+	for i := 0; i < 30; i++ {
+		pkt, _ := r.RemoveFront()
+		pkt.DecRef()
+	}
+	for i := 0; i < 60; i++ {
+		r.PushBack(held[i%len(held)].IncRef())
+	}
+	r.StampUnstamped(999)
+	r.StampUnstamped(12345) // nothing left unstamped: no change
+	var want []int64
+	for i := 30; i < 50; i++ {
+		want = append(want, int64(i))
+	}
+	for i := 0; i < 60; i++ {
+		want = append(want, 999)
+	}
+	for k, w := range want {
+		if got := r.FrontStamp(); got != w {
+			t.Fatalf("packet %d: stamp %d, want %d", k, got, w)
+		}
+		pkt, _ := r.RemoveFront()
+		pkt.DecRef()
+	}
+	for _, pkt := range held {
+		pkt.DecRef()
+	}
+}

@@ -1,49 +1,103 @@
 package tbf
 
 import (
-	"gvisor.dev/gvisor/pkg/tcpip"
+	"sync/atomic"
+
+	"gvisor.dev/gvisor/pkg/sync"
 
 	"github.com/netqdisc/netqdisc/pkg/qdisc/rate"
 )
 
-// bucket is the token state of tbf_dequeue, in nanoseconds of credit. It is
-// the lane's dispatch.Gate; the lane's lock guards it.
-type bucket struct {
-	rate    rate.Rate
-	peak    rate.Rate
-	hasPeak bool
-	buffer  int64 // rate.TimeNS(Burst)
-	mtu     int64 // peak.TimeNS(MTU)
-
-	tc      int64 // time of the last departure (t_c)
-	tokens  int64 // rate credit at tc
-	ptokens int64 // peak credit at tc
+// gate is the token state every lane of a Discipline draws from.
+type gate interface {
+	Admit(now, seen int64, size uint32) (wait int64)
 }
 
-func (b *bucket) init(cfg Config, clock tcpip.Clock) {
-	b.rate = rate.New(cfg.Rate).WithOverhead(cfg.Overhead).WithMPU(cfg.MPU)
-	b.buffer = int64(b.rate.TimeNS(cfg.Burst))
-	b.tokens = b.buffer
-	if cfg.PeakRate != 0 {
-		b.hasPeak = true
-		b.peak = rate.New(cfg.PeakRate).WithOverhead(cfg.Overhead).WithMPU(cfg.MPU)
-		b.mtu = int64(b.peak.TimeNS(cfg.MTU))
-		b.ptokens = b.mtu
+// newGate returns the bucket for cfg, full at time start: lock-free when
+// there is no peak rate.
+func newGate(cfg Config, start int64) gate {
+	r := rate.New(cfg.Rate).WithOverhead(cfg.Overhead).WithMPU(cfg.MPU)
+	buffer := int64(r.TimeNS(cfg.Burst))
+	if cfg.PeakRate == 0 {
+		b := &rateBucket{rate: r, buffer: buffer}
+		b.t0.Store(start - buffer)
+		return b
 	}
-	b.tc = int64(clock.NowMonotonic().Sub(tcpip.MonotonicTime{}))
+	p := rate.New(cfg.PeakRate).WithOverhead(cfg.Overhead).WithMPU(cfg.MPU)
+	mtu := int64(p.TimeNS(cfg.MTU))
+	return &dualBucket{rate: r, peak: p, buffer: buffer, mtu: mtu, tc: start, tokens: buffer, ptokens: mtu}
 }
 
-// Admit implements dispatch.Gate.Admit with Linux's tbf_dequeue.
-func (b *bucket) Admit(now int64, size uint32) int64 {
-	toks := min(now-b.tc, b.buffer)
-	var ptoks int64
-	if b.hasPeak {
-		ptoks = min(toks+b.ptokens, b.mtu) - int64(b.peak.TimeNS(size))
+// rateBucket is tbf_dequeue's rate bucket kept as one word, so that any
+// number of dispatchers can draw from it with compare-and-swap and no
+// lock. Linux keeps (t_c, tokens); here t0 = t_c - tokens, the time at
+// which the bucket would have been empty. The credit at time t is then
+// min(t - t0, buffer) — Linux's min(min(t - t_c, buffer) + tokens, buffer),
+// since tokens >= 0 — and sending a packet that costs c at time s leaves
+// t0 = max(t0, s - buffer) + c, which is Linux's t_c = s, tokens =
+// credit - c. With on-time wake-ups the two are the same, packet for
+// packet (the conformance tests hold them to it).
+type rateBucket struct {
+	_      [64]byte // t0 is written by every dispatcher: a line of its own
+	t0     atomic.Int64
+	_      [56]byte
+	rate   rate.Rate
+	buffer int64
+}
+
+// Admit implements dispatch.Gate.Admit. The packet departs, in the
+// bucket's books, at s: when its tokens suffice, but not before it was
+// seen. s == now when the dispatcher is on time; s < now when it woke
+// late, and then the packet leaves now, as Linux's tbf would already
+// have sent it by now, instead of the late wake-up costing credit.
+func (b *rateBucket) Admit(now, seen int64, size uint32) int64 {
+	cost := int64(b.rate.TimeNS(size))
+	for {
+		t0 := b.t0.Load()
+		s := max(t0+cost, seen)
+		if s > now {
+			return s - now
+		}
+		if b.t0.CompareAndSwap(t0, max(t0, s-b.buffer)+cost) {
+			return 0
+		}
 	}
-	toks = min(toks+b.tokens, b.buffer) - int64(b.rate.TimeNS(size))
-	if toks|ptoks >= 0 {
-		b.tc, b.tokens, b.ptokens = now, toks, ptoks
-		return 0
+}
+
+// dualBucket is tbf_dequeue with a peak-rate bucket, exactly: both buckets
+// share t_c, and the peak credit is capped by the rate bucket's elapsed
+// time as in Linux, so it is kept under a short lock.
+type dualBucket struct {
+	rate, peak  rate.Rate
+	buffer, mtu int64
+
+	mu sync.Mutex
+	// +checklocks:mu
+	tc int64
+	// +checklocks:mu
+	tokens int64
+	// +checklocks:mu
+	ptokens int64
+}
+
+// Admit implements dispatch.Gate.Admit: tbf_dequeue's test at s, the
+// earliest time, not before seen nor the last departure, at which both
+// buckets hold enough (see rateBucket.Admit).
+func (b *dualBucket) Admit(now, seen int64, size uint32) int64 {
+	cost, pcost := int64(b.rate.TimeNS(size)), int64(b.peak.TimeNS(size))
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	// The rate test min(s - tc, buffer) + tokens >= cost holds from
+	// s = tc + cost - tokens (cost <= buffer), and the peak test from
+	// tc + pcost - ptokens (pcost < buffer: the peak rate is above the
+	// rate and the packet no larger than the burst).
+	s := max(seen, b.tc+max(cost-b.tokens, pcost-b.ptokens, 0))
+	if s > now {
+		return s - now
 	}
-	return max(-toks, -ptoks)
+	toks := min(s-b.tc, b.buffer)
+	ptoks := min(toks+b.ptokens, b.mtu) - pcost
+	toks = min(toks+b.tokens, b.buffer) - cost
+	b.tc, b.tokens, b.ptokens = s, toks, ptoks
+	return 0
 }

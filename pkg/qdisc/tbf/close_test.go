@@ -1,6 +1,7 @@
 package tbf_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -24,19 +25,23 @@ func TestCloseRace(t *testing.T) {
 		// Peak bucket: packets over min(burst, mtu) refused.
 		{"peak", tbf.Config{Rate: 10 * mbit, Burst: 64 << 10, PeakRate: 100 * mbit, MTU: 1514, Limit: 64 << 10}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			for round := 0; round < 5; round++ {
-				qdisctest.CloseRace(t, func() qdisctest.StatsQdisc {
-					link := qdisctest.NewLink(nil)
-					link.Discard = true
-					d, err := tbf.New(link, tcpip.NewStdClock(), tc.cfg)
-					if err != nil {
-						t.Fatal(err)
-					}
-					return d
-				}, 8, 400)
-			}
-		})
+		for _, queues := range []int{1, 2, 4, 8} {
+			t.Run(fmt.Sprintf("%s/%d queues", tc.name, queues), func(t *testing.T) {
+				for round := 0; round < 3; round++ {
+					qdisctest.CloseRace(t, func() qdisctest.StatsQdisc {
+						link := qdisctest.NewLink(nil)
+						link.Discard = true
+						cfg := tc.cfg
+						cfg.Queues = queues
+						d, err := tbf.New(link, tcpip.NewStdClock(), cfg)
+						if err != nil {
+							t.Fatal(err)
+						}
+						return d
+					}, 8, 400)
+				}
+			})
+		}
 	}
 }
 

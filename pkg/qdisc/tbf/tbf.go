@@ -39,7 +39,30 @@
 //     change (ConfigError), never a panic;
 //   - per-packet Overhead and MPU, as tc's tbf "overhead" and "mpu".
 //
-// Queues > 1 (several dispatchers sharing one bucket) is not supported yet.
+// # Many queues, one bucket
+//
+// With Queues > 1, packets are spread over that many rings by pkt.Hash (a
+// flow's packets stay in order on one ring), each drained by its own
+// dispatcher, as fifo does; all draw from one bucket. Without a peak rate
+// the bucket is a single word moved by compare-and-swap (see rateBucket),
+// so no lock is shared on the packet path; with one, Linux's two-bucket
+// accounting takes a short lock. The backlog bound is shared too: Limit
+// holds across all rings together (an atomic byte budget).
+//
+// # Late wake-ups
+//
+// A Go timer can fire hundreds of microseconds late (an idle Go process
+// waits in epoll_wait with millisecond resolution). In Linux's accounting
+// the credit that accrues while a dispatcher oversleeps is capped at the
+// bucket's depth and lost, so with a small burst a userspace tbf falls far
+// short of its rate. Here each packet is dated, in the bucket's books, at
+// its ideal departure — when its tokens sufficed, but not before the
+// dispatcher first saw it queued — and a late dispatcher sends what Linux's
+// tbf, woken on time, would already have sent. No packet leaves that
+// Linux's tbf would still hold, and over any window from the start the
+// bytes sent stay within Burst + Rate*t; what lateness costs is that a late
+// wake-up sends its catch-up at once. Lateness() records how late the
+// wake-ups run.
 package tbf
 
 import (
@@ -57,6 +80,9 @@ import (
 	"github.com/netqdisc/netqdisc/pkg/qdisc/dispatch"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/rate"
 )
+
+// MaxQueues is the most dispatchers one bucket may have.
+const MaxQueues = 1024
 
 // DefaultLimitPackets is the backlog, in full-size packets of the lower
 // link, when neither Limit nor Latency is given: runsc's queue length.
@@ -87,8 +113,9 @@ type Config struct {
 	// it. Give Limit or Latency, not both; with neither the limit is
 	// DefaultLimitPackets full-size packets.
 	Latency time.Duration
-	// Queues is the number of dispatchers sharing the one bucket; 0 means
-	// 1. Only 1 is supported for now.
+	// Queues is the number of queues, each with its own dispatcher, that
+	// packets are spread over by pkt.Hash, all drawing from the one bucket;
+	// 0 means 1. runsc-flags uses GOMAXPROCS, as for fifo.
 	Queues int
 	// Overhead is added to every packet's length before it is charged, and
 	// MPU is the least a packet is charged, as tc's "overhead" and "mpu".
@@ -116,7 +143,7 @@ type Discipline struct {
 	cfg     Config // as given, with Limit filled in
 	maxSize uint32 // the largest packet the buckets can pass
 	lanes   []dispatch.Lane
-	bucket  bucket
+	budget  *dispatch.Budget
 	wg      sync.WaitGroup
 	closed  atomic.Bool
 }
@@ -141,13 +168,14 @@ func New(lower stack.LinkEndpoint, clock tcpip.Clock, cfg Config) (*Discipline, 
 		maxSize: maxSize,
 		lanes:   make([]dispatch.Lane, max(cfg.Queues, 1)),
 	}
-	d.bucket.init(cfg, clock)
+	g := newGate(cfg, int64(clock.NowMonotonic().Sub(tcpip.MonotonicTime{})))
+	d.budget = dispatch.NewBudget(uint64(cfg.Limit))
 	for i := range d.lanes {
 		d.lanes[i].Init(dispatch.Config{
 			Lower:      lower,
 			MaxPackets: int(cfg.Limit/minPacketBytes) + 1,
-			MaxBytes:   uint64(cfg.Limit),
-			Gate:       &d.bucket,
+			Budget:     d.budget,
+			Gate:       g,
 			Clock:      clock,
 		})
 	}
@@ -187,10 +215,8 @@ func check(lower stack.LinkEndpoint, cfg Config) (Config, uint32, error) {
 		return cfg, 0, configErr("latency", "limit and latency both bound the queue; give one of them, not both")
 	case cfg.Latency < 0:
 		return cfg, 0, configErr("latency", "latency %v is negative; give a positive duration such as 50ms", cfg.Latency)
-	case cfg.Queues < 0:
-		return cfg, 0, configErr("queues", "queues %d is negative; give 0 or 1", cfg.Queues)
-	case cfg.Queues > 1:
-		return cfg, 0, configErr("queues", "%d queues sharing one bucket is not yet supported; use 1", cfg.Queues)
+	case cfg.Queues < 0 || cfg.Queues > MaxQueues:
+		return cfg, 0, configErr("queues", "queues %d is out of range; give 1 to %d (0 means 1)", cfg.Queues, MaxQueues)
 	case cfg.Overhead < -math.MaxUint16 || cfg.Overhead > math.MaxUint16:
 		return cfg, 0, configErr("overhead", "overhead %d is out of range; give a value in [-65535, 65535]", cfg.Overhead)
 	}
@@ -252,6 +278,19 @@ func (d *Discipline) Close() {
 	}
 	d.wg.Wait()
 }
+
+// Lateness returns how late the dispatchers' timer wake-ups have run: the
+// time from each deadline to the dispatcher's next look at the clock.
+func (d *Discipline) Lateness() qdisc.HistogramSnapshot {
+	var s qdisc.HistogramSnapshot
+	for i := range d.lanes {
+		s = s.Add(d.lanes[i].Lateness())
+	}
+	return s
+}
+
+// Queues returns the number of queues.
+func (d *Discipline) Queues() int { return len(d.lanes) }
 
 // Stats returns the qdisc's counters.
 func (d *Discipline) Stats() qdisc.Stats {

@@ -48,8 +48,8 @@ func TestNewRefusesInvalidConfig(t *testing.T) {
 		{"limit below one packet", tbf.Config{Rate: mbit, Burst: 12500, Limit: 1000}, nil, "limit", "at least 12500"},
 		{"burst lasting 0 ns", tbf.Config{Rate: 1 << 62, Burst: 1514}, nil, "burst", "less than 1 ns"},
 		{"mtu lasting 0 ns", tbf.Config{Rate: mbit, Burst: 1 << 20, PeakRate: 1 << 62, MTU: 1514}, nil, "mtu", "less than 1 ns"},
-		{"negative queues", tbf.Config{Rate: mbit, Burst: 12500, Queues: -1}, nil, "queues", "negative"},
-		{"several queues", tbf.Config{Rate: mbit, Burst: 12500, Queues: 4}, nil, "queues", "not yet supported"},
+		{"negative queues", tbf.Config{Rate: mbit, Burst: 12500, Queues: -1}, nil, "queues", "out of range"},
+		{"too many queues", tbf.Config{Rate: mbit, Burst: 12500, Queues: 5000}, nil, "queues", "give 1 to 1024"},
 		{"overhead out of range", tbf.Config{Rate: mbit, Burst: 12500, Overhead: 1 << 20}, nil, "overhead", "out of range"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,146 @@
+package tbf_test
+
+import (
+	"fmt"
+	"math"
+	"testing"
+	"time"
+
+	"gvisor.dev/gvisor/pkg/tcpip/faketime"
+
+	"github.com/netqdisc/netqdisc/pkg/qdisc/qdisctest"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/tbf"
+)
+
+// TestConformanceQueues holds several queues sharing one bucket to Linux's
+// single tbf. With packets of one size, the aggregate is work-conserving
+// exactly as Linux's is: the number of packets sent by every instant, and
+// which packets are dropped at the limit, match the model. The bucket and
+// window bounds hold whatever the sizes.
+func TestConformanceQueues(t *testing.T) {
+	for _, queues := range []int{2, 4, 8} {
+		for _, tc := range []struct {
+			name     string
+			cfg      tbf.Config
+			arrivals []arrival
+		}{
+			{"10mbit backlog", tbf.Config{Rate: 10 * mbit, Burst: 12500, Limit: 1 << 20}, backlog(0, 200, fixed(1514))},
+			{"100mbit two-packet burst, arrivals above the rate", tbf.Config{Rate: 100 * mbit, Burst: 3028, Limit: 1 << 20}, poisson(21, 0, 400, 100_000, fixed(1514))},
+			{"10gbit", tbf.Config{Rate: 10 * gbit, Burst: 128 << 10, Limit: 1 << 20}, concat(backlog(0, 300, fixed(1000)), backlog(50_000, 300, fixed(1000)))},
+			{"limit shared by all queues", tbf.Config{Rate: 10 * mbit, Burst: 3028, Limit: 10 * 1514}, concat(backlog(0, 40, fixed(1514)), poisson(22, 0, 200, 600_000, fixed(1514)))},
+			{"idle refill", tbf.Config{Rate: 10 * mbit, Burst: 6056, Limit: 1 << 20}, concat(backlog(0, 20, fixed(1514)), backlog(int64(time.Second), 20, fixed(1514)))},
+			{"peak rate", tbf.Config{Rate: 10 * mbit, Burst: 64 << 10, PeakRate: 100 * mbit, MTU: 1514, Limit: 1 << 20}, backlog(0, 150, fixed(1514))},
+		} {
+			t.Run(fmt.Sprintf("%d queues/%s", queues, tc.name), func(t *testing.T) {
+				cfg := tc.cfg
+				cfg.Queues = queues
+				runCounts(t, cfg, tc.arrivals)
+			})
+		}
+		t.Run(fmt.Sprintf("%d queues/odd sizes", queues), func(t *testing.T) {
+			runBounds(t, tbf.Config{Rate: 100 * mbit, Burst: 3028, Limit: 20_000, Queues: queues}, poisson(23, 0, 600, 40_000, odd(24))) // ~160 Mbit/s offered
+		})
+	}
+}
+
+// runCounts steps the clock from event to event as runConformance does and
+// checks the count of departures and the drops against the model.
+func runCounts(t *testing.T, cfg tbf.Config, arrivals []arrival) {
+	t.Helper()
+	clock := faketime.NewManualClock()
+	link := qdisctest.NewLink(clock)
+	d, err := tbf.New(link, clock, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	start := nowNS(clock)
+	m := newLinuxTBF(cfg, d.Config().Limit, start)
+	i := 0
+	for seq := uint64(0); ; {
+		next := int64(math.MaxInt64)
+		if i < len(arrivals) {
+			next = start + arrivals[i].at
+		}
+		if m.watchdog >= 0 && m.watchdog < next {
+			next = m.watchdog
+		}
+		if next == math.MaxInt64 {
+			break
+		}
+		clock.Advance(time.Duration(next - nowNS(clock)))
+		qdisctest.WaitQuiescent(t, d)
+		if m.watchdog == next {
+			m.dequeue(next)
+		}
+		for ; i < len(arrivals) && start+arrivals[i].at == next; i++ {
+			pkt := qdisctest.MakePacket(int(arrivals[i].size), uint32(seq), seq)
+			werr := d.WritePacket(pkt)
+			pkt.DecRef()
+			if ok := m.enqueue(next, seq, arrivals[i].size); ok != (werr == nil) {
+				t.Fatalf("t=%dns packet %d: qdisc said %v, Linux model accepted=%v", next-start, seq, werr, ok)
+			}
+			seq++
+			qdisctest.WaitQuiescent(t, d)
+		}
+		if got := len(link.Records()); got != len(m.sent) {
+			t.Fatalf("t=%dns: %d queues have sent %d packets, Linux's tbf %d", next-start, cfg.Queues, got, len(m.sent))
+		}
+		if st := d.Stats(); st.BacklogBytes > uint64(d.Config().Limit) {
+			t.Fatalf("t=%dns: %d bytes queued across the queues, limit %d", next-start, st.BacklogBytes, d.Config().Limit)
+		}
+	}
+	checkBounds(t, cfg, link.Records())
+	if err := link.Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// runBounds writes packets of mixed sizes at their arrival times, stepping
+// the clock 10 µs at a time, and checks that the backlog never passes the
+// limit, that every accepted packet is sent once, in order within its
+// flow, and the bucket's bounds.
+func runBounds(t *testing.T, cfg tbf.Config, arrivals []arrival) {
+	t.Helper()
+	clock := faketime.NewManualClock()
+	link := qdisctest.NewLink(clock)
+	d, err := tbf.New(link, clock, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	start := nowNS(clock)
+	const step = 10 * time.Microsecond
+	accepted := 0
+	for i := 0; i < len(arrivals) || d.Stats().BacklogPackets > 0; {
+		for ; i < len(arrivals) && start+arrivals[i].at <= nowNS(clock); i++ {
+			pkt := qdisctest.MakePacket(int(arrivals[i].size), uint32(i%7), uint64(i))
+			if d.WritePacket(pkt) == nil {
+				accepted++
+			}
+			pkt.DecRef()
+		}
+		qdisctest.WaitQuiescent(t, d)
+		if st := d.Stats(); st.BacklogBytes > uint64(cfg.Limit) {
+			t.Fatalf("%d bytes queued across the queues, limit %d", st.BacklogBytes, cfg.Limit)
+		}
+		clock.Advance(step)
+	}
+	qdisctest.WaitQuiescent(t, d)
+	recs := link.Records()
+	st := d.Stats()
+	if len(recs) != accepted || st.Packets != uint64(accepted) || st.Packets+st.Drops != uint64(len(arrivals)) {
+		t.Fatalf("%d written, %d accepted, %d sent, stats %+v", len(arrivals), accepted, len(recs), st)
+	}
+	last := map[uint32]int64{}
+	for _, r := range recs {
+		if prev, ok := last[r.Hash]; ok && int64(r.Seq) < prev {
+			t.Fatalf("flow %d: packet %d after %d", r.Hash, r.Seq, prev)
+		}
+		last[r.Hash] = int64(r.Seq)
+	}
+	checkBounds(t, cfg, recs)
+	if st.Drops == 0 {
+		t.Errorf("no drops: the arrivals did not press on the limit")
+	}
+}
