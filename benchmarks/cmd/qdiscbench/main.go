@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -71,6 +72,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	jsonPath := fs.String("json", "", "write machine-readable results to this file")
 	chartPath := fs.String("chart", "", "draw throughput against streams and rate over time to this .svg or .png file")
 	quiet := fs.Bool("quiet", false, "no live lines")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: qdiscbench [flags]\n\nShapes real TCP through a qdisc between two in-process gVisor netstacks.\n\n")
 		fs.PrintDefaults()
@@ -103,6 +105,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "qdiscbench: --cpuprofile: %v\n", err)
+			return 2
+		}
+		defer pprof.StopCPUProfile()
+	}
 	status := func(s string) {}
 	if !*quiet {
 		status = func(s string) { fmt.Fprintln(stderr, s) }

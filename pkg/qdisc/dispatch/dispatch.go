@@ -54,6 +54,12 @@ type Gate interface {
 	// tokens, if it may leave; otherwise how many nanoseconds from now
 	// until it may, and takes nothing. Gates shared by several lanes must
 	// be safe for concurrent use.
+	//
+	// When it answers a wait, the gate has booked the packet's departure
+	// at now+wait, as an earliest-departure-time scheduler does: the lane
+	// sends that packet when the wait is over without asking again. Lanes
+	// sharing a gate thus queue for its tokens in the order they asked, and
+	// each timer fires once per waiting packet.
 	Admit(now, seen int64, size uint32) (wait int64)
 }
 
@@ -111,6 +117,11 @@ type Config struct {
 	// it the time and arms the lane's timer.
 	Gate  Gate
 	Clock tcpip.Clock
+	// Slack is how long after a booked departure the lane's timer fires.
+	// Until then a packet arriving on the waiting lane sends what is due
+	// from its own goroutine, saving the timer's wake-up; with traffic
+	// flowing, waits end without any. 0: the timer fires at the departure.
+	Slack time.Duration
 }
 
 // Lane is one queue and its dispatcher. Use it through a pointer, after
@@ -121,6 +132,7 @@ type Lane struct {
 	budget   *Budget
 	gate     Gate
 	clock    tcpip.Clock
+	slack    int64
 	timer    tcpip.Timer
 
 	wake    sleep.Waker
@@ -133,12 +145,29 @@ type Lane struct {
 	state state
 	// +checklocks:mu
 	closed bool
-	// deadline is when the armed timer should fire, and timerFired says
-	// the timer fired and the dispatcher has not yet run since.
+	// deadline is when the armed timer should fire: the departure the gate
+	// booked for the head packet. booked says the head has one.
 	// +checklocks:mu
 	deadline int64
 	// +checklocks:mu
+	booked bool
+	// timerFired says the timer fired and no pass has run since.
+	// +checklocks:mu
 	timerFired bool
+	// inPass says a pass runs on the timer's goroutine or an enqueuer's;
+	// drain waits for it on passDone.
+	// +checklocks:mu
+	inPass   bool
+	passDone *sync.Cond
+	// passBatch is the batch of such passes (one pass runs at a time).
+	passBatch stack.PacketBufferList
+	// lastWait is when the lane last had to wait for its gate: while that
+	// is recent the lane is shaping, and a packet arriving on the idle
+	// lane is sent from its enqueuer's goroutine rather than by waking the
+	// dispatcher. Far from the ceiling a lane never waits, and dispatch
+	// stays asynchronous, as fifo's.
+	// +checklocks:mu
+	lastWait int64
 
 	lateness qdisc.Histogram
 
@@ -152,6 +181,10 @@ type Lane struct {
 	_ [cacheLine]byte
 }
 
+// shapingWindow is how long after a lane last waited for its gate it
+// counts as shaping (see Lane.lastWait).
+const shapingWindow = int64(100 * time.Millisecond)
+
 // cacheLine is generous: two lines, for CPUs that prefetch in pairs.
 const cacheLine = 128
 
@@ -162,10 +195,12 @@ func (l *Lane) Init(cfg Config) {
 	l.budget = cfg.Budget
 	l.gate = cfg.Gate
 	l.clock = cfg.Clock
+	l.slack = int64(cfg.Slack)
 	l.mu.Lock()
 	l.ring.Init(cfg.MaxPackets)
 	l.state = idle
 	l.mu.Unlock()
+	l.passDone = sync.NewCond(&l.mu)
 	if l.gate != nil {
 		// One timer for the lane's life: created stopped, then Reset.
 		l.timer = l.clock.AfterFunc(time.Hour, l.onTimer)
@@ -198,11 +233,30 @@ func (l *Lane) Enqueue(pkt *stack.PacketBuffer) tcpip.Error {
 		l.drops.Add(1)
 		return &tcpip.ErrNoBufferSpace{}
 	}
+	inline := false
 	if l.state == throttled {
 		// The dispatcher sleeps and will not see this packet until its
 		// timer fires, perhaps late: note when it arrived. (Otherwise the
-		// dispatcher stamps it at its next look, which is soon.)
-		l.ring.PushBackAt(pkt.IncRef(), l.now())
+		// dispatcher stamps it at its next look, which is soon.) If the
+		// head's departure has come, send what is due from here.
+		now := l.now()
+		l.ring.PushBackAt(pkt.IncRef(), now)
+		if l.booked && now >= l.deadline {
+			l.state = running
+			l.inPass = true
+			inline = true
+			l.timer.Stop()
+		}
+	} else if l.state == idle && l.lastWait != 0 {
+		if now := l.now(); now-l.lastWait < shapingWindow {
+			l.ring.PushBackAt(pkt.IncRef(), now)
+			l.state = running
+			l.inPass = true
+			inline = true
+		} else {
+			l.lastWait = 0
+			l.ring.PushBack(pkt.IncRef())
+		}
 	} else {
 		l.ring.PushBack(pkt.IncRef())
 	}
@@ -214,7 +268,20 @@ func (l *Lane) Enqueue(pkt *stack.PacketBuffer) tcpip.Error {
 	if wake {
 		l.wake.Assert()
 	}
+	if inline {
+		l.runInline()
+	}
 	return nil
+}
+
+// runInline runs a pass on the calling goroutine (the timer's, or an
+// enqueuer's), the lane's state having been set to running and inPass.
+func (l *Lane) runInline() {
+	l.run(&l.passBatch)
+	l.mu.Lock()
+	l.inPass = false
+	l.passDone.Broadcast()
+	l.mu.Unlock()
 }
 
 // CountDrop counts a packet the owner refused before queueing it.
@@ -259,24 +326,29 @@ func (l *Lane) Stats() qdisc.Stats {
 }
 
 // Lateness returns how late the lane's timer wake-ups have run: the time
-// from each deadline to the dispatcher's first look after it.
+// from each booked departure to the first look after the timer fired
+// (which includes the Slack).
 func (l *Lane) Lateness() qdisc.HistogramSnapshot { return l.lateness.Snapshot() }
 
 // now reads the lane's clock in nanoseconds.
 func (l *Lane) now() int64 { return int64(l.clock.NowMonotonic().Sub(tcpip.MonotonicTime{})) }
 
-// onTimer runs when the tokens the head packet waited for have come.
+// onTimer runs when the head packet's booked departure has come. It runs
+// the pass itself, on the timer's goroutine, rather than wake the
+// dispatcher: one goroutine hand-off fewer per wake. The state (running)
+// keeps Enqueue from waking the dispatcher meanwhile, so one pass runs at
+// a time.
 func (l *Lane) onTimer() {
 	l.mu.Lock()
-	wake := l.state == throttled
-	if wake {
-		l.state = running
-		l.timerFired = true
+	if l.state != throttled || l.closed {
+		l.mu.Unlock()
+		return
 	}
+	l.state = running
+	l.timerFired = true
+	l.inPass = true
 	l.mu.Unlock()
-	if wake {
-		l.wake.Assert()
-	}
+	l.runInline()
 }
 
 func (l *Lane) loop() {
@@ -324,12 +396,21 @@ func (l *Lane) run(batch *stack.PacketBufferList) {
 			if pkt == nil {
 				break
 			}
-			if l.gate != nil {
+			if l.booked {
+				// The head's departure is booked: it goes when that comes.
+				if wait = l.deadline - now; wait > 0 {
+					break
+				}
+				l.booked = false
+			} else if l.gate != nil {
 				seen := l.ring.FrontStamp()
 				if seen == packetbuf.Unstamped {
 					seen = now
 				}
 				if wait = l.gate.Admit(now, seen, size); wait > 0 {
+					// Booked: remember it at once, even if this batch is
+					// written first, so the head is never booked twice.
+					l.deadline, l.booked = now+wait, true
 					break
 				}
 			}
@@ -351,12 +432,11 @@ func (l *Lane) run(batch *stack.PacketBufferList) {
 			// the timer armed. (A batch that ended on a refused packet is
 			// written first, and the next pass arms the timer: the lane
 			// never sleeps with a batch in hand.)
-			deadline := now + wait
-			if left := deadline - l.now(); left > 0 {
+			if left := l.deadline - l.now(); left > 0 {
 				l.state = throttled
+				l.lastWait = now
 				l.overlimits.Add(1)
-				l.deadline = deadline
-				l.timer.Reset(time.Duration(left))
+				l.timer.Reset(time.Duration(left + l.slack))
 				l.mu.Unlock()
 				return
 			}
@@ -399,7 +479,11 @@ func (l *Lane) drain() {
 		l.timer.Stop()
 	}
 	l.mu.Lock()
+	for l.inPass {
+		l.passDone.Wait() // a pass that began before Close
+	}
 	dropped, bytes := l.ring.Purge()
+	l.booked = false
 	l.state = stopped
 	l.mu.Unlock()
 	l.drops.Add(uint64(dropped))

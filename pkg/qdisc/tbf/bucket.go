@@ -37,6 +37,11 @@ func newGate(cfg Config, start int64) gate {
 // t0 = max(t0, s - buffer) + c, which is Linux's t_c = s, tokens =
 // credit - c. With on-time wake-ups the two are the same, packet for
 // packet (the conformance tests hold them to it).
+//
+// A packet that must wait books its departure: t0 moves on at once, as if
+// it had left at s. With one queue nothing else can leave before the head
+// of a FIFO, so this is Linux's accounting still; with several, the
+// queues line up for the tokens in the order they asked.
 type rateBucket struct {
 	_      [64]byte // t0 is written by every dispatcher: a line of its own
 	t0     atomic.Int64
@@ -49,17 +54,15 @@ type rateBucket struct {
 // bucket's books, at s: when its tokens suffice, but not before it was
 // seen. s == now when the dispatcher is on time; s < now when it woke
 // late, and then the packet leaves now, as Linux's tbf would already
-// have sent it by now, instead of the late wake-up costing credit.
+// have sent it by now, instead of the late wake-up costing credit. When
+// s > now the departure at s is booked and the wait returned.
 func (b *rateBucket) Admit(now, seen int64, size uint32) int64 {
 	cost := int64(b.rate.TimeNS(size))
 	for {
 		t0 := b.t0.Load()
 		s := max(t0+cost, seen)
-		if s > now {
-			return s - now
-		}
 		if b.t0.CompareAndSwap(t0, max(t0, s-b.buffer)+cost) {
-			return 0
+			return max(s-now, 0)
 		}
 	}
 }
@@ -80,9 +83,9 @@ type dualBucket struct {
 	ptokens int64
 }
 
-// Admit implements dispatch.Gate.Admit: tbf_dequeue's test at s, the
-// earliest time, not before seen nor the last departure, at which both
-// buckets hold enough (see rateBucket.Admit).
+// Admit implements dispatch.Gate.Admit: tbf_dequeue at s, the earliest
+// time, not before seen nor the last departure, at which both buckets hold
+// enough, booked when s is after now (see rateBucket.Admit).
 func (b *dualBucket) Admit(now, seen int64, size uint32) int64 {
 	cost, pcost := int64(b.rate.TimeNS(size)), int64(b.peak.TimeNS(size))
 	b.mu.Lock()
@@ -92,12 +95,9 @@ func (b *dualBucket) Admit(now, seen int64, size uint32) int64 {
 	// tc + pcost - ptokens (pcost < buffer: the peak rate is above the
 	// rate and the packet no larger than the burst).
 	s := max(seen, b.tc+max(cost-b.tokens, pcost-b.ptokens, 0))
-	if s > now {
-		return s - now
-	}
 	toks := min(s-b.tc, b.buffer)
 	ptoks := min(toks+b.ptokens, b.mtu) - pcost
 	toks = min(toks+b.tokens, b.buffer) - cost
 	b.tc, b.tokens, b.ptokens = s, toks, ptoks
-	return 0
+	return max(s-now, 0) // booked when in the future
 }

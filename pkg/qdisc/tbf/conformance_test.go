@@ -69,6 +69,7 @@ func concat(parts ...[]arrival) []arrival {
 // the packets the model has, at exactly the same instants.
 func runConformance(t *testing.T, cfg tbf.Config, linkMTU uint32, arrivals []arrival) []qdisctest.Record {
 	t.Helper()
+	cfg.Slack = tbf.NoSlack // timers fire at the departure, as Linux's watchdog
 	clock := faketime.NewManualClock()
 	link := qdisctest.NewLink(clock)
 	link.LinkMTU = linkMTU

@@ -31,6 +31,7 @@ func TestLateWakeupsCatchUp(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			clock := qdisctest.NewStepClock()
 			link := qdisctest.NewLink(clock)
+			tc.cfg.Slack = tbf.NoSlack
 			d, err := tbf.New(link, clock, tc.cfg)
 			if err != nil {
 				t.Fatal(err)
@@ -78,4 +79,74 @@ func TestLateWakeupsCatchUp(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSlack: with the default slack, a waiting packet is sent by the next
+// packet to arrive on its queue after its departure time, without a timer
+// wake-up; with none arriving, by the timer, at most the slack late. Never
+// before Linux's tbf would send it.
+func TestSlack(t *testing.T) {
+	const pkt = 1514
+	cfg := tbf.Config{Rate: 100 * mbit, Burst: pkt, Limit: 1 << 20} // 121.12 µs a packet
+	clock := qdisctest.NewStepClock()
+	link := qdisctest.NewLink(clock)
+	d, err := tbf.New(link, clock, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	start := nowNS(clock)
+	write := func(seq uint64) {
+		p := qdisctest.MakePacket(pkt, 0, seq)
+		if err := d.WritePacket(p); err != nil {
+			t.Fatal(err)
+		}
+		p.DecRef()
+		qdisctest.WaitQuiescent(t, d)
+	}
+	at := func() []time.Duration {
+		var a []time.Duration
+		for _, r := range link.Records() {
+			a = append(a, time.Duration(int64(r.At.Sub(tcpip.MonotonicTime{}))-start))
+		}
+		return a
+	}
+	write(0) // leaves at once
+	write(1) // due at 121.12 µs: booked, the timer armed for 1.12112 ms
+	clock.Advance(500 * time.Microsecond)
+	if clock.Fire() != 0 {
+		t.Fatal("a timer fired before the slack was over")
+	}
+	write(2) // finds packet 1 due: sends it, and itself (due at 500 µs)
+	if got, want := at(), []time.Duration{0, 500 * time.Microsecond, 500 * time.Microsecond}; !equal(got, want) {
+		t.Fatalf("departures %v, want %v", got, want)
+	}
+	write(3) // due at 621.12 µs; nothing arrives after it
+	clock.Advance(time.Millisecond)
+	if clock.Fire() != 0 {
+		t.Fatal("the timer fired before the departure plus the slack")
+	}
+	clock.Advance(121120 * time.Nanosecond) // 1.62112 ms: departure + slack
+	if clock.Fire() != 1 {
+		t.Fatal("the timer did not fire at the departure plus the slack")
+	}
+	qdisctest.WaitQuiescent(t, d)
+	if got := at(); len(got) != 4 || got[3] != 1621120*time.Nanosecond {
+		t.Fatalf("departures %v, want the 4th at 1.62112ms", got)
+	}
+	if l := d.Lateness(); l.Count() != 1 {
+		t.Errorf("%d timer wake-ups recorded, want 1", l.Count())
+	}
+}
+
+func equal(a, b []time.Duration) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }

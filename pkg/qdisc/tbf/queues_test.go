@@ -47,6 +47,7 @@ func TestConformanceQueues(t *testing.T) {
 // checks the count of departures and the drops against the model.
 func runCounts(t *testing.T, cfg tbf.Config, arrivals []arrival) {
 	t.Helper()
+	cfg.Slack = tbf.NoSlack // timers fire at the departure, as Linux's watchdog
 	clock := faketime.NewManualClock()
 	link := qdisctest.NewLink(clock)
 	d, err := tbf.New(link, clock, cfg)
@@ -102,6 +103,7 @@ func runCounts(t *testing.T, cfg tbf.Config, arrivals []arrival) {
 // flow, and the bucket's bounds.
 func runBounds(t *testing.T, cfg tbf.Config, arrivals []arrival) {
 	t.Helper()
+	cfg.Slack = tbf.NoSlack // timers fire at the departure, as Linux's watchdog
 	clock := faketime.NewManualClock()
 	link := qdisctest.NewLink(clock)
 	d, err := tbf.New(link, clock, cfg)

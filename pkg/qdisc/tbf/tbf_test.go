@@ -50,6 +50,7 @@ func TestNewRefusesInvalidConfig(t *testing.T) {
 		{"mtu lasting 0 ns", tbf.Config{Rate: mbit, Burst: 1 << 20, PeakRate: 1 << 62, MTU: 1514}, nil, "mtu", "less than 1 ns"},
 		{"negative queues", tbf.Config{Rate: mbit, Burst: 12500, Queues: -1}, nil, "queues", "out of range"},
 		{"too many queues", tbf.Config{Rate: mbit, Burst: 12500, Queues: 5000}, nil, "queues", "give 1 to 1024"},
+		{"slack out of range", tbf.Config{Rate: mbit, Burst: 12500, Slack: 2 * time.Second}, nil, "slack", "out of range"},
 		{"overhead out of range", tbf.Config{Rate: mbit, Burst: 12500, Overhead: 1 << 20}, nil, "overhead", "out of range"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -145,7 +146,7 @@ func TestStatsString(t *testing.T) {
 	clock := faketime.NewManualClock()
 	link := qdisctest.NewLink(clock)
 	link.LinkMTU = 986
-	d, err := tbf.New(link, clock, tbf.Config{Rate: mbit, Burst: 3000, Limit: 100000})
+	d, err := tbf.New(link, clock, tbf.Config{Rate: mbit, Burst: 3000, Limit: 100000, Slack: tbf.NoSlack})
 	if err != nil {
 		t.Fatal(err)
 	}
