@@ -11,6 +11,7 @@ import (
 
 	"github.com/netqdisc/netqdisc/pkg/qdisc"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/rate"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/tbf"
 	"github.com/netqdisc/netqdisc/runsc-flags"
 )
 
@@ -18,6 +19,9 @@ import (
 type Candidate struct {
 	// QDisc is none, fifo or tbf; Impl is netqdisc or upstream.
 	QDisc, Impl string
+	// Variant, if set, tells this candidate from another of the same
+	// qdisc and impl ("1 queue").
+	Variant string
 	// Rate is the configured rate in bytes/s (0 for none and fifo).
 	Rate uint64
 	// Make builds the qdisc for the sender's NIC (nil: no qdisc).
@@ -29,7 +33,23 @@ func (c Candidate) Name() string {
 	if c.QDisc == "none" {
 		return "none"
 	}
+	if c.Variant != "" {
+		return c.Impl + " " + c.QDisc + " (" + c.Variant + ")"
+	}
 	return c.Impl + " " + c.QDisc
+}
+
+// SingleQueue is netqdisc's tbf as cfg describes it but with one queue,
+// one dispatcher: the design before queues shared a bucket.
+func SingleQueue(cfg *runscflags.Config) Candidate {
+	c := FromConfig(cfg)
+	c.Variant = "1 queue"
+	c.Make = func(lower stack.LinkEndpoint, clock tcpip.Clock) (stack.QueueingDiscipline, error) {
+		tc := cfg.TBFConfig()
+		tc.Queues = 1
+		return tbf.New(lower, clock, tc)
+	}
+	return c
 }
 
 // statser is a qdisc with tc -s statistics (netqdisc's).

@@ -68,7 +68,8 @@ func ThroughputSuite(streams []int, o Options) Suite {
 	for _, n := range streams {
 		oo := o
 		oo.Streams = n
-		s.Settings = append(s.Settings, Setting{Label: fmt.Sprintf("%d", n), Candidates: SideBySide(FarRate, FarBurst), Options: oo})
+		cands := append(SideBySide(FarRate, FarBurst), SingleQueue(&runscflags.Config{QDisc: runscflags.QDiscTBF, TBFRate: FarRate, TBFBurst: FarBurst}))
+		s.Settings = append(s.Settings, Setting{Label: fmt.Sprintf("%d", n), Candidates: cands, Options: oo})
 	}
 	return s
 }
@@ -268,19 +269,19 @@ func WriteTables(w io.Writer, sums []Summary) {
 		switch suite {
 		case "throughput":
 			fmt.Fprintf(w, "\nThroughput, goodput in Mbit/s (ceiling %s, burst %s); median [min–max] over rounds\n", rate.FormatRate(FarRate), rate.FormatSize(FarBurst))
-			fmt.Fprintln(tw, "streams\tnone\tnetqdisc fifo\tupstream fifo\tnetqdisc tbf\tupstream tbf\ttbf/fifo netqdisc\ttbf/fifo upstream\t")
+			fmt.Fprintln(tw, "streams\tnone\tnetqdisc fifo\tupstream fifo\tnetqdisc tbf\tnetqdisc tbf (1 queue)\tupstream tbf\ttbf/fifo netqdisc\ttbf/fifo upstream\ttbf/upstream tbf\t")
 			for _, set := range suites[suite] {
 				row := []string{set}
-				for _, name := range []string{"none", "netqdisc fifo", "upstream fifo", "netqdisc tbf", "upstream tbf"} {
+				for _, name := range []string{"none", "netqdisc fifo", "upstream fifo", "netqdisc tbf", "netqdisc tbf (1 queue)", "upstream tbf"} {
 					if s, ok := find(sums, suite, set, name); ok {
 						row = append(row, cell(s, Mbps(Goodput), "%.0f"))
 					} else {
 						row = append(row, "–")
 					}
 				}
-				for _, impl := range []string{"netqdisc", "upstream"} {
-					t, ok1 := find(sums, suite, set, impl+" tbf")
-					f, ok2 := find(sums, suite, set, impl+" fifo")
+				for _, pair := range [][2]string{{"netqdisc tbf", "netqdisc fifo"}, {"upstream tbf", "upstream fifo"}, {"netqdisc tbf", "upstream tbf"}} {
+					t, ok1 := find(sums, suite, set, pair[0])
+					f, ok2 := find(sums, suite, set, pair[1])
 					if ok1 && ok2 {
 						row = append(row, ratioCell(t, f, Goodput))
 					} else {
@@ -352,7 +353,7 @@ func WriteTables(w io.Writer, sums []Summary) {
 			}
 		case "paced":
 			fmt.Fprintf(w, "\nCPU at paced targets (ceiling %s): process CPU in %% of one core, and CPU seconds per GB on the wire\n", rate.FormatRate(FarRate))
-			fmt.Fprintln(tw, "target\tnone\tnetqdisc fifo\tupstream fifo\tnetqdisc tbf\tupstream tbf\ts/GB netqdisc tbf\ts/GB netqdisc fifo\ts/GB upstream tbf\t")
+			fmt.Fprintln(tw, "target\tnone\tnetqdisc fifo\tupstream fifo\tnetqdisc tbf\tupstream tbf\ts/GB netqdisc tbf\ts/GB netqdisc fifo\ts/GB upstream tbf\ttbf/fifo s/GB netqdisc\t")
 			for _, set := range suites[suite] {
 				row := []string{set}
 				for _, name := range []string{"none", "netqdisc fifo", "upstream fifo", "netqdisc tbf", "upstream tbf"} {
@@ -368,6 +369,11 @@ func WriteTables(w io.Writer, sums []Summary) {
 					} else {
 						row = append(row, "–")
 					}
+				}
+				t, ok1 := find(sums, suite, set, "netqdisc tbf")
+				f, ok2 := find(sums, suite, set, "netqdisc fifo")
+				if ok1 && ok2 {
+					row = append(row, ratioCell(t, f, CPUPerGB))
 				}
 				fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
 			}

@@ -1,0 +1,167 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/netqdisc/netqdisc/runsc-flags"
+)
+
+func TestMain(m *testing.M) {
+	if err := Check(); err == nil {
+		Sweep() // what an interrupted run left
+		sig := make(chan os.Signal, 1)
+		signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+		go func() {
+			<-sig
+			CloseAll()
+			os.Exit(2)
+		}()
+	}
+	code := m.Run()
+	CloseAll()
+	os.Exit(code)
+}
+
+func newLab(t *testing.T) *Lab {
+	t.Helper()
+	if err := Check(); err != nil {
+		t.Skipf("real-peer tests skipped: %v", err)
+	}
+	l, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.Close)
+	return l
+}
+
+// qdiscFrom builds the netstack's qdisc as runsc would, from flags and
+// annotations.
+func qdiscFrom(t *testing.T, args []string, annotations map[string]string) (MakeQDisc, *runscflags.Config) {
+	t.Helper()
+	cfg, err := FromFlags(args, annotations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg.NewQueueingDiscipline, cfg
+}
+
+const (
+	mbit = 125_000
+	// The window excludes the first burst and TCP's start.
+	warmup = 2 * time.Second
+	measureFor = 5 * time.Second
+)
+
+// TestShapingAgainstTheKernel shapes 4 bulk TCP streams to 10 Mbit/s (burst
+// 12500 B, latency 50 ms) through netqdisc's tbf and, on an identical veth,
+// through the kernel's: the on-wire rate at the peer must be within
+// [0.97, 1.01] of the configured rate, the median ping RTT under the load
+// at most the latency + the idle RTT + 15 ms, and no ping lost.
+func TestShapingAgainstTheKernel(t *testing.T) {
+	l := newLab(t)
+	const rate, burst, latency = 10 * mbit, 12500, 50 * time.Millisecond
+	o := Options{Streams: 4, Warmup: warmup, Window: measureFor, PingInterval: 100 * time.Millisecond}
+	mk, _ := qdiscFrom(t, []string{"--qdisc=tbf", "--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500", "--qdisc-tbf-latency=50ms"}, nil)
+	for _, tc := range []struct {
+		name string
+		run  func() (Result, error)
+	}{
+		{"netqdisc", func() (Result, error) { return l.MeasureNetstack(mk, o) }},
+		{"kernel", func() (Result, error) { return l.MeasureKernel(rate, burst, latency, o) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := tc.run()
+			if err != nil {
+				t.Fatal(err)
+			}
+			ratio := r.WireBps / rate
+			t.Logf("%s: on-wire %.3f Mbit/s = %.4f of the rate; RTT idle %v, loaded p50 %v p99 %v; %d/%d pings answered",
+				tc.name, r.WireBps*8/1e6, ratio, r.IdleRTT, r.RTT(0.5), r.RTT(0.99), len(r.RTTs), r.PingsSent)
+			if ratio < 0.97 || ratio > 1.01 {
+				t.Errorf("on-wire rate %.4f of the configured rate; want within [0.97, 1.01]", ratio)
+			}
+			if limit := latency + r.IdleRTT + 15*time.Millisecond; r.RTT(0.5) > limit {
+				t.Errorf("median RTT under load %v; want at most %v (latency + idle + 15ms)", r.RTT(0.5), limit)
+			}
+			if r.PingsLost() != 0 || r.PingsSent == 0 {
+				t.Errorf("%d of %d pings lost", r.PingsLost(), r.PingsSent)
+			}
+		})
+	}
+}
+
+// TestAnnotationsEndToEnd: the operator's ceiling is 10 Mbit/s; a pod's
+// annotation of 5 Mbit/s shapes to 5, and one of 20 Mbit/s is refused
+// before any traffic.
+func TestAnnotationsEndToEnd(t *testing.T) {
+	operator := []string{"--qdisc=tbf", "--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500", "--qdisc-tbf-latency=50ms"}
+	t.Run("raise refused", func(t *testing.T) {
+		_, err := FromFlags(operator, map[string]string{runscflags.AnnotationPrefix + "qdisc-tbf-rate": "20mbit"})
+		if err == nil || !strings.Contains(err.Error(), "--allow-flag-override") {
+			t.Fatalf("annotation raising the rate to 20mbit: %v; want a refusal naming --allow-flag-override", err)
+		}
+	})
+	t.Run("lower to 5mbit", func(t *testing.T) {
+		l := newLab(t)
+		mk, cfg := qdiscFrom(t, operator, map[string]string{runscflags.AnnotationPrefix + "qdisc-tbf-rate": "5mbit"})
+		if cfg.TBFRate != 5*mbit {
+			t.Fatalf("rate %d after the annotation, want %d", cfg.TBFRate, 5*mbit)
+		}
+		r, err := l.MeasureNetstack(mk, Options{Streams: 4, Warmup: warmup, Window: measureFor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ratio := r.WireBps / (5 * mbit)
+		t.Logf("on-wire %.3f Mbit/s = %.4f of 5 Mbit/s", r.WireBps*8/1e6, ratio)
+		if ratio < 0.97 || ratio > 1.01 {
+			t.Errorf("on-wire rate %.4f of 5 Mbit/s; want within [0.97, 1.01]", ratio)
+		}
+	})
+}
+
+// TestStreamIntegrity: what the netstack sent is what the peer's kernel
+// received, byte for byte (SHA-256 of the stream), through fifo and none
+// at full speed and through a tbf that drops at its limit.
+func TestStreamIntegrity(t *testing.T) {
+	l := newLab(t)
+	for _, tc := range []struct {
+		name string
+		args []string
+		size uint64
+	}{
+		{"none", []string{"--qdisc=none"}, 64 << 20},
+		{"fifo", []string{"--qdisc=fifo"}, 64 << 20},
+		{"tbf dropping at its limit", []string{"--qdisc=tbf", "--qdisc-tbf-rate=20mbit", "--qdisc-tbf-burst=3028", "--qdisc-tbf-limit=6056"}, 3 << 20},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mk, _ := qdiscFrom(t, tc.args, nil)
+			start := time.Now()
+			sent, got, n, err := l.Integrity(mk, tc.size)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%d bytes in %v (%.0f Mbit/s), sha256 %s", n, time.Since(start).Round(time.Millisecond), float64(n)*8/1e6/time.Since(start).Seconds(), got)
+			if sent != got || n != tc.size {
+				t.Errorf("sent %d bytes with sha256 %s; the peer received sha256 %s", n, sent, got)
+			}
+		})
+	}
+}
+
+func TestCheckSaysWhatIsMissing(t *testing.T) {
+	err := Check()
+	if err == nil {
+		return
+	}
+	if !strings.Contains(err.Error(), "root") && !strings.Contains(err.Error(), "apt-get install") {
+		t.Errorf("Check() = %v; want it to say what to do", err)
+	}
+	fmt.Println("e2e:", err)
+}

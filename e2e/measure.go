@@ -1,0 +1,242 @@
+package e2e
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Options shape one measurement.
+type Options struct {
+	Streams int           // bulk TCP streams
+	Warmup  time.Duration // before the window: excludes the first burst
+	Window  time.Duration // measured
+	// PingInterval, if not 0, pings the sender from the peer every so
+	// often during the window (ping -i).
+	PingInterval time.Duration
+}
+
+// Result is one measurement, read at the peer.
+type Result struct {
+	// WireBps is the L2 bytes per second the peer's veth received in the
+	// window (its rx_bytes).
+	WireBps float64
+	// IdleRTT is the median of 5 pings before the load.
+	IdleRTT time.Duration
+	// RTTs are the pings answered during the window; PingsSent how many
+	// were sent.
+	RTTs      []time.Duration
+	PingsSent int
+	// SentBytes is what the senders wrote (netstack runs only).
+	SentBytes uint64
+}
+
+// PingsLost is how many pings in the window got no answer.
+func (r Result) PingsLost() int { return r.PingsSent - len(r.RTTs) }
+
+// RTT returns the q-th quantile of the loaded RTTs (0 without any).
+func (r Result) RTT(q float64) time.Duration {
+	if len(r.RTTs) == 0 {
+		return 0
+	}
+	d := append([]time.Duration(nil), r.RTTs...)
+	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+	return d[int(q*float64(len(d)-1))]
+}
+
+const iperfPort = 5001
+
+var (
+	pingLine = regexp.MustCompile(`time=([0-9.]+) ms`)
+	pingSent = regexp.MustCompile(`(\d+) packets transmitted`)
+)
+
+// ping pings addr from ns count times, interval apart, and returns the
+// answered RTTs and how many were sent.
+func ping(ns, addr string, count int, interval time.Duration) ([]time.Duration, int, error) {
+	out, _ := Run(ns, "ping", "-n", "-c", fmt.Sprint(count), "-i", fmt.Sprintf("%.3f", interval.Seconds()), "-W", "2", addr)
+	var rtts []time.Duration
+	for _, m := range pingLine.FindAllStringSubmatch(out, -1) {
+		ms, err := strconv.ParseFloat(m[1], 64)
+		if err == nil {
+			rtts = append(rtts, time.Duration(ms*float64(time.Millisecond)))
+		}
+	}
+	m := pingSent.FindStringSubmatch(out)
+	if m == nil {
+		return nil, 0, fmt.Errorf("ping %s: no summary: %s", addr, out)
+	}
+	sent, _ := strconv.Atoi(m[1])
+	return rtts, sent, nil
+}
+
+// window measures rx_bytes of dev in ns over o.Window, pinging target
+// meanwhile, after o.Warmup.
+func window(o Options, ns, dev, target string, r *Result) error {
+	time.Sleep(o.Warmup)
+	var wg sync.WaitGroup
+	var perr error
+	if o.PingInterval > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n := int(o.Window / o.PingInterval)
+			r.RTTs, r.PingsSent, perr = ping(ns, target, n, o.PingInterval)
+		}()
+	}
+	b0, err := RxBytes(ns, dev)
+	if err != nil {
+		return err
+	}
+	t0 := time.Now()
+	time.Sleep(o.Window)
+	b1, err := RxBytes(ns, dev)
+	if err != nil {
+		return err
+	}
+	r.WireBps = float64(b1-b0) / time.Since(t0).Seconds()
+	wg.Wait()
+	return perr
+}
+
+func idleRTT(ns, target string) (time.Duration, error) {
+	rtts, _, err := ping(ns, target, 5, 100*time.Millisecond)
+	if err != nil {
+		return 0, err
+	}
+	if len(rtts) == 0 {
+		return 0, fmt.Errorf("no answer to ping %s from %s", target, ns)
+	}
+	sort.Slice(rtts, func(i, j int) bool { return rtts[i] < rtts[j] })
+	return rtts[len(rtts)/2], nil
+}
+
+// sinkPort is where the peer's kernel takes the netstack's bulk streams:
+// socat, discarding. (iperf's server reads the first bytes of a connection
+// as its own client's header, so it cannot take a plain stream.)
+const sinkPort = 5003
+
+// MeasureNetstack runs the netstack with the qdisc mk builds, sends
+// o.Streams bulk TCP streams to the peer's kernel, and reads the peer.
+func (l *Lab) MeasureNetstack(mk MakeQDisc, o Options) (Result, error) {
+	var r Result
+	var out strings.Builder
+	srv, err := l.Start(l.NSP, &out, "socat", "-u", fmt.Sprintf("TCP-LISTEN:%d,reuseaddr,fork", sinkPort), "OPEN:/dev/null")
+	if err != nil {
+		return r, err
+	}
+	defer srv.Process.Kill()
+	if err := WaitListening(l.NSP, sinkPort); err != nil {
+		return r, err
+	}
+	n, err := l.StartNetstack(mk)
+	if err != nil {
+		return r, err
+	}
+	defer n.Close()
+	if r.IdleRTT, err = idleRTT(l.NSP, NetstackAddr); err != nil {
+		return r, err
+	}
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	senders := make([]*Sender, o.Streams)
+	for i := range senders {
+		conn, err := n.Dial(PeerAddr, sinkPort)
+		if err != nil {
+			stop.Store(true)
+			wg.Wait()
+			return r, fmt.Errorf("stream %d: %v", i, err)
+		}
+		senders[i] = NewSender(uint64(i))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			senders[i].Run(conn, 0, &stop)
+		}()
+	}
+	err = window(o, l.NSP, l.VethP1, NetstackAddr, &r)
+	stop.Store(true)
+	wg.Wait()
+	for _, s := range senders {
+		r.SentBytes += s.Sent.Load()
+	}
+	return r, err
+}
+
+// MeasureKernel puts the kernel's tbf on the kernel sender's veth, runs
+// iperf with o.Streams streams to the peer through it, and reads the peer.
+func (l *Lab) MeasureKernel(rate, burst uint64, latency time.Duration, o Options) (Result, error) {
+	var r Result
+	if err := Tbf(l.NSK, l.VethK, rate, burst, latency); err != nil {
+		return r, err
+	}
+	defer Run(l.NSK, "tc", "qdisc", "del", "dev", l.VethK, "root")
+	var out strings.Builder
+	srv, err := l.Start(l.NSP, &out, "iperf", "-s", "-p", fmt.Sprint(iperfPort))
+	if err != nil {
+		return r, err
+	}
+	defer srv.Process.Kill()
+	if err := WaitListening(l.NSP, iperfPort); err != nil {
+		return r, err
+	}
+	if r.IdleRTT, err = idleRTT(l.NSP, KernelAddr); err != nil {
+		return r, err
+	}
+	secs := int((o.Warmup + o.Window).Seconds()) + 2
+	var cout strings.Builder
+	cli, err := l.Start(l.NSK, &cout, "iperf", "-c", PeerKernelAddr, "-p", fmt.Sprint(iperfPort), "-P", fmt.Sprint(o.Streams), "-t", fmt.Sprint(secs))
+	if err != nil {
+		return r, err
+	}
+	defer cli.Process.Kill()
+	return r, window(o, l.NSP, l.VethP2, KernelAddr, &r)
+}
+
+// Integrity sends size bytes from the netstack, through the qdisc mk
+// builds, to socat on the peer, which hashes what it receives; it returns
+// the sent and received SHA-256 and byte counts.
+func (l *Lab) Integrity(mk MakeQDisc, size uint64) (sent, got string, n uint64, err error) {
+	const port = 5202
+	var out strings.Builder
+	sink, err := l.Start(l.NSP, &out, "sh", "-c", fmt.Sprintf("socat -u TCP-LISTEN:%d,reuseaddr STDOUT | sha256sum", port))
+	if err != nil {
+		return "", "", 0, err
+	}
+	if err := WaitListening(l.NSP, port); err != nil {
+		return "", "", 0, err
+	}
+	ns, err := l.StartNetstack(mk)
+	if err != nil {
+		return "", "", 0, err
+	}
+	defer ns.Close()
+	conn, err := ns.Dial(PeerAddr, port)
+	if err != nil {
+		return "", "", 0, err
+	}
+	s := NewSender(42)
+	if err := s.Run(conn, size, nil); err != nil {
+		return "", "", 0, fmt.Errorf("sending: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- sink.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			return "", "", 0, fmt.Errorf("socat | sha256sum: %v: %s", err, out.String())
+		}
+	case <-time.After(60 * time.Second):
+		return "", "", 0, fmt.Errorf("the peer did not finish receiving: %s", out.String())
+	}
+	f := strings.Fields(out.String())
+	if len(f) == 0 {
+		return "", "", 0, fmt.Errorf("no hash from the peer")
+	}
+	return s.Sum(), f[0], s.Sent.Load(), nil
+}
