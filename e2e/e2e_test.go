@@ -55,7 +55,7 @@ func qdiscFrom(t *testing.T, args []string, annotations map[string]string) (Make
 const (
 	mbit = 125_000
 	// The window excludes the first burst and TCP's start.
-	warmup = 2 * time.Second
+	warmup     = 2 * time.Second
 	measureFor = 5 * time.Second
 )
 
