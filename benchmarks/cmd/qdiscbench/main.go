@@ -72,6 +72,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	jsonPath := fs.String("json", "", "write machine-readable results to this file")
 	chartPath := fs.String("chart", "", "draw throughput against streams and rate over time to this .svg or .png file")
 	quiet := fs.Bool("quiet", false, "no live lines")
+	netns := fs.Bool("netns", false, "measure on a real veth against the Linux kernel in network namespaces the run makes and removes (root; needs ip, tc, iperf, ping, ethtool, socat); with --compare, beside the kernel's tbf and upstream's")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: qdiscbench [flags]\n\nShapes real TCP through a qdisc between two in-process gVisor netstacks.\n\n")
@@ -115,6 +116,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if *netns {
+		// On a real veth: a warm-up of at least 2 s (TCP start and the first
+		// burst), a window of at most 5 s.
+		return runNetns(stdout, stderr, cfg, *upstream, *compare, *streams, max(*warmup, 2*time.Second), min(*duration, 5*time.Second))
 	}
 	status := func(s string) {}
 	if !*quiet {

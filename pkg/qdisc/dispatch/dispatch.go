@@ -16,10 +16,11 @@
 //     re-arms a freshly allocated timer for each one.
 //   - A waiting lane arms one timer, created once and Reset thereafter: no
 //     allocation per wake.
-//   - A Gate is asked with one clock reading per batch, not per packet.
-//   - A Gate is told, for each packet, when the lane first saw it, so a
-//     dispatcher that wakes late can send what an on-time one would have
-//     sent by now (see Gate).
+//   - A Gate books each packet's departure, with one clock reading per
+//     batch, not per packet; a dispatcher that wakes late sends what an
+//     on-time one would have sent by now (see Gate). While a lane shapes,
+//     packets are booked as they arrive, so lanes sharing a gate send in
+//     arrival order, as one FIFO.
 //   - The backlog is bounded in packets and, optionally, bytes, also
 //     across lanes (Budget).
 //   - How late each timer wake-up runs is recorded (Lateness).
@@ -42,25 +43,17 @@ import (
 	"github.com/netqdisc/netqdisc/pkg/qdisc/packetbuf"
 )
 
-// Gate decides when the head packet of a lane may leave.
+// Gate books departures: it decides when each packet of a lane may leave.
 type Gate interface {
-	// Admit is asked, with the lane's lock held, whether a packet of size
-	// bytes may leave by now (nanoseconds on the lane's clock). seen <= now
-	// is a time by which the packet had certainly arrived: when the lane
-	// first saw it queued. A gate may date the packet's departure, in its
-	// own books, as early as seen, if the packet would have been allowed
-	// then: a dispatcher whose timer fired late then sends what an on-time
-	// one would already have sent. Admit answers 0, and takes the packet's
-	// tokens, if it may leave; otherwise how many nanoseconds from now
-	// until it may, and takes nothing. Gates shared by several lanes must
-	// be safe for concurrent use.
-	//
-	// When it answers a wait, the gate has booked the packet's departure
-	// at now+wait, as an earliest-departure-time scheduler does: the lane
-	// sends that packet when the wait is over without asking again. Lanes
-	// sharing a gate thus queue for its tokens in the order they asked, and
-	// each timer fires once per waiting packet.
-	Admit(now, seen int64, size uint32) (wait int64)
+	// Book reserves a packet's tokens and returns its departure time (in
+	// nanoseconds on the lane's clock): the earliest time, not before seen,
+	// at which the tokens suffice, after every departure booked before it.
+	// seen is a time by which the packet had certainly arrived. The
+	// departure may be before now: a dispatcher that woke late then sends
+	// what an on-time one would already have sent, instead of losing the
+	// credit. Gates shared by several lanes must be safe for concurrent
+	// use.
+	Book(seen int64, size uint32) (departure int64)
 }
 
 // Budget is a bound on the bytes queued across lanes that share it.
@@ -146,11 +139,9 @@ type Lane struct {
 	// +checklocks:mu
 	closed bool
 	// deadline is when the armed timer should fire: the departure the gate
-	// booked for the head packet. booked says the head has one.
+	// booked for the head packet.
 	// +checklocks:mu
 	deadline int64
-	// +checklocks:mu
-	booked bool
 	// timerFired says the timer fired and no pass has run since.
 	// +checklocks:mu
 	timerFired bool
@@ -235,13 +226,14 @@ func (l *Lane) Enqueue(pkt *stack.PacketBuffer) tcpip.Error {
 	}
 	inline := false
 	if l.state == throttled {
-		// The dispatcher sleeps and will not see this packet until its
-		// timer fires, perhaps late: note when it arrived. (Otherwise the
-		// dispatcher stamps it at its next look, which is soon.) If the
-		// head's departure has come, send what is due from here.
+		// The lane is shaping: book the packet's departure now, in arrival
+		// order across the lanes sharing the gate, as one FIFO would send
+		// them (so a packet's wait is bounded by the bytes queued ahead of
+		// it in all lanes, as Linux's latency bound promises). If the head's
+		// departure has come, send what is due from here.
 		now := l.now()
-		l.ring.PushBackAt(pkt.IncRef(), now)
-		if l.booked && now >= l.deadline {
+		l.ring.PushBackAt(pkt.IncRef(), l.gate.Book(now, uint32(size)))
+		if l.ring.FrontStamp() <= now {
 			l.state = running
 			l.inPass = true
 			inline = true
@@ -249,7 +241,7 @@ func (l *Lane) Enqueue(pkt *stack.PacketBuffer) tcpip.Error {
 		}
 	} else if l.state == idle && l.lastWait != 0 {
 		if now := l.now(); now-l.lastWait < shapingWindow {
-			l.ring.PushBackAt(pkt.IncRef(), now)
+			l.ring.PushBack(pkt.IncRef()) // the pass books it
 			l.state = running
 			l.inPass = true
 			inline = true
@@ -396,21 +388,14 @@ func (l *Lane) run(batch *stack.PacketBufferList) {
 			if pkt == nil {
 				break
 			}
-			if l.booked {
-				// The head's departure is booked: it goes when that comes.
-				if wait = l.deadline - now; wait > 0 {
-					break
+			if l.gate != nil {
+				departure := l.ring.FrontStamp()
+				if departure == packetbuf.Unstamped {
+					// Seen now: it had arrived by now.
+					departure = l.gate.Book(now, size)
+					l.ring.SetFrontStamp(departure)
 				}
-				l.booked = false
-			} else if l.gate != nil {
-				seen := l.ring.FrontStamp()
-				if seen == packetbuf.Unstamped {
-					seen = now
-				}
-				if wait = l.gate.Admit(now, seen, size); wait > 0 {
-					// Booked: remember it at once, even if this batch is
-					// written first, so the head is never booked twice.
-					l.deadline, l.booked = now+wait, true
+				if wait = departure - now; wait > 0 {
 					break
 				}
 			}
@@ -418,9 +403,6 @@ func (l *Lane) run(batch *stack.PacketBufferList) {
 			batch.PushBack(pkt)
 			sizes[n] = size
 			n++
-		}
-		if l.gate != nil {
-			l.ring.StampUnstamped(now) // what this pass saw had arrived by now
 		}
 		if n == 0 {
 			// The head packet must wait for tokens: sleep until they have
@@ -431,7 +413,11 @@ func (l *Lane) run(batch *stack.PacketBufferList) {
 			// lock, so that a test that sees the lane quiescent also sees
 			// the timer armed. (A batch that ended on a refused packet is
 			// written first, and the next pass arms the timer: the lane
-			// never sleeps with a batch in hand.)
+			// never sleeps with a batch in hand.) Every packet queued
+			// behind the head is booked now, in order, before packets that
+			// arrive later on other lanes.
+			l.deadline = now + wait
+			l.ring.StampUnstamped(func(size uint32) int64 { return l.gate.Book(now, size) })
 			if left := l.deadline - l.now(); left > 0 {
 				l.state = throttled
 				l.lastWait = now
@@ -483,7 +469,6 @@ func (l *Lane) drain() {
 		l.passDone.Wait() // a pass that began before Close
 	}
 	dropped, bytes := l.ring.Purge()
-	l.booked = false
 	l.state = stopped
 	l.mu.Unlock()
 	l.drops.Add(uint64(dropped))

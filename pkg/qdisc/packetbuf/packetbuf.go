@@ -14,8 +14,8 @@
 // uses it; growth stops once the ring has seen its peak, so a warm ring
 // never allocates.
 //
-// Each packet may also carry a time stamp: tbf notes when a packet had
-// arrived by, so that a dispatcher woken late can date its departure.
+// Each packet may also carry a time stamp: tbf keeps there the departure
+// time it has booked for the packet.
 //
 // A Ring is not safe for concurrent use: the qdisc that owns it locks it.
 package packetbuf
@@ -128,21 +128,36 @@ func (r *Ring) FrontStamp() int64 {
 	return r.stamps[r.head]
 }
 
-// StampUnstamped gives stamp to the packets at the back that have none,
-// stopping at the first that has one. A qdisc that stamps every packet
-// either when it is pushed or at its next look keeps the unstamped ones a
-// suffix of the ring, so each packet is visited once.
-func (r *Ring) StampUnstamped(stamp int64) {
-	for k := r.n - 1; k >= 0; k-- {
-		i := r.head + k
-		if i >= len(r.pkts) {
-			i -= len(r.pkts)
-		}
-		if r.stamps[i] != Unstamped {
-			return
-		}
-		r.stamps[i] = stamp
+// SetFrontStamp sets the front packet's stamp.
+func (r *Ring) SetFrontStamp(stamp int64) {
+	if r.n != 0 {
+		r.stamps[r.head] = stamp
 	}
+}
+
+// StampUnstamped stamps, front to back, the packets at the back that have
+// no stamp, each with what stamp returns for its size. It finds them by
+// walking back from the last packet to the first that has a stamp: a qdisc
+// that stamps every packet when it is pushed or at its next pass keeps the
+// unstamped ones a suffix of the ring, so each packet is visited once.
+func (r *Ring) StampUnstamped(stamp func(size uint32) int64) {
+	k := r.n
+	for k > 0 && r.stamps[r.index(k-1)] == Unstamped {
+		k--
+	}
+	for ; k < r.n; k++ {
+		i := r.index(k)
+		r.stamps[i] = stamp(r.sizes[i])
+	}
+}
+
+// index is the slot of the k-th packet from the front.
+func (r *Ring) index(k int) int {
+	i := r.head + k
+	if i >= len(r.pkts) {
+		i -= len(r.pkts)
+	}
+	return i
 }
 
 // PeekFront returns the front packet and the size it was queued with,

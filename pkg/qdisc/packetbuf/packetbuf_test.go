@@ -141,14 +141,15 @@ func TestStamps(t *testing.T) {
 	for i := 0; i < 60; i++ {
 		r.PushBack(held[i%len(held)].IncRef())
 	}
-	r.StampUnstamped(999)
-	r.StampUnstamped(12345) // nothing left unstamped: no change
+	next := int64(1000)
+	r.StampUnstamped(func(size uint32) int64 { next++; return next }) // front to back
+	r.StampUnstamped(func(uint32) int64 { return -5 })                // nothing left unstamped
 	var want []int64
 	for i := 30; i < 50; i++ {
 		want = append(want, int64(i))
 	}
 	for i := 0; i < 60; i++ {
-		want = append(want, 999)
+		want = append(want, 1001+int64(i))
 	}
 	for k, w := range want {
 		if got := r.FrontStamp(); got != w {

@@ -10,7 +10,7 @@ import (
 
 // gate is the token state every lane of a Discipline draws from.
 type gate interface {
-	Admit(now, seen int64, size uint32) (wait int64)
+	Book(seen int64, size uint32) (departure int64)
 }
 
 // newGate returns the bucket for cfg, full at time start: lock-free when
@@ -38,10 +38,11 @@ func newGate(cfg Config, start int64) gate {
 // credit - c. With on-time wake-ups the two are the same, packet for
 // packet (the conformance tests hold them to it).
 //
-// A packet that must wait books its departure: t0 moves on at once, as if
-// it had left at s. With one queue nothing else can leave before the head
-// of a FIFO, so this is Linux's accounting still; with several, the
-// queues line up for the tokens in the order they asked.
+// Every packet's departure is booked: t0 moves on at once, as if it had
+// left at s, even when s is still to come. Packets are booked in the order
+// they queue (see dispatch.Lane), so with one queue this is Linux's
+// accounting still, and with several the queues share the tokens as one
+// FIFO would.
 type rateBucket struct {
 	_      [64]byte // t0 is written by every dispatcher: a line of its own
 	t0     atomic.Int64
@@ -50,19 +51,18 @@ type rateBucket struct {
 	buffer int64
 }
 
-// Admit implements dispatch.Gate.Admit. The packet departs, in the
-// bucket's books, at s: when its tokens suffice, but not before it was
-// seen. s == now when the dispatcher is on time; s < now when it woke
-// late, and then the packet leaves now, as Linux's tbf would already
-// have sent it by now, instead of the late wake-up costing credit. When
-// s > now the departure at s is booked and the wait returned.
-func (b *rateBucket) Admit(now, seen int64, size uint32) int64 {
+// Book implements dispatch.Gate.Book. The packet departs, in the bucket's
+// books, at s: when its tokens suffice, but not before it was seen. A
+// dispatcher on time sends it at s; one that woke late sends it at once,
+// as Linux's tbf would already have sent it, instead of the late wake-up
+// costing credit.
+func (b *rateBucket) Book(seen int64, size uint32) int64 {
 	cost := int64(b.rate.TimeNS(size))
 	for {
 		t0 := b.t0.Load()
 		s := max(t0+cost, seen)
 		if b.t0.CompareAndSwap(t0, max(t0, s-b.buffer)+cost) {
-			return max(s-now, 0)
+			return s
 		}
 	}
 }
@@ -83,10 +83,10 @@ type dualBucket struct {
 	ptokens int64
 }
 
-// Admit implements dispatch.Gate.Admit: tbf_dequeue at s, the earliest
+// Book implements dispatch.Gate.Book: tbf_dequeue at s, the earliest
 // time, not before seen nor the last departure, at which both buckets hold
-// enough, booked when s is after now (see rateBucket.Admit).
-func (b *dualBucket) Admit(now, seen int64, size uint32) int64 {
+// enough (see rateBucket.Book).
+func (b *dualBucket) Book(seen int64, size uint32) int64 {
 	cost, pcost := int64(b.rate.TimeNS(size)), int64(b.peak.TimeNS(size))
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -99,5 +99,5 @@ func (b *dualBucket) Admit(now, seen int64, size uint32) int64 {
 	ptoks := min(toks+b.ptokens, b.mtu) - pcost
 	toks = min(toks+b.tokens, b.buffer) - cost
 	b.tc, b.tokens, b.ptokens = s, toks, ptoks
-	return max(s-now, 0) // booked when in the future
+	return s
 }
