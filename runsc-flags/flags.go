@@ -379,6 +379,20 @@ func (c *Config) NewQueueingDiscipline(lower stack.LinkEndpoint, clock tcpip.Clo
 	return q, nil
 }
 
+// Warnings returns what the operator should know about a valid Config
+// that works but cannot be held as precisely as asked: for tbf, a burst
+// shorter than the platform's timer lateness (tbf.Config.CheckPrecision),
+// naming the flag to change.
+func (c *Config) Warnings() []string {
+	if c.QDisc != QDiscTBF {
+		return nil
+	}
+	if err := c.TBFConfig().CheckPrecision(); err != nil {
+		return []string{fmt.Sprintf("--%s: %v", FlagTBFBurst, err)}
+	}
+	return nil
+}
+
 // TBFConfig returns the tbf.Config the flags describe, with one queue per
 // GOMAXPROCS, as runsc gives fifo. Validate first: it assumes sizes fit in
 // 32 bits.

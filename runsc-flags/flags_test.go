@@ -291,3 +291,28 @@ func TestNewQueueingDiscipline(t *testing.T) {
 		})
 	}
 }
+
+func TestWarnings(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		warn bool
+	}{
+		{[]string{"--qdisc=tbf", "--qdisc-tbf-rate=100mbit", "--qdisc-tbf-burst=3028"}, true},
+		{[]string{"--qdisc=tbf", "--qdisc-tbf-rate=100mbit", "--qdisc-tbf-burst=125000"}, false},
+		{[]string{"--qdisc=fifo"}, false},
+	} {
+		c, err := parse(t, tc.args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := c.Warnings()
+		if (len(w) > 0) != tc.warn {
+			t.Errorf("%q: warnings %q, want some: %v", tc.args, w, tc.warn)
+		}
+		for _, s := range w {
+			if !strings.HasPrefix(s, "--qdisc-tbf-burst: ") {
+				t.Errorf("warning %q does not name the flag", s)
+			}
+		}
+	}
+}

@@ -117,6 +117,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		defer pprof.StopCPUProfile()
 	}
+	for _, w := range cfg.Warnings() {
+		fmt.Fprintf(stderr, "qdiscbench: warning: %s\n", w)
+	}
 	if *netns {
 		// On a real veth: a warm-up of at least 2 s (TCP start and the first
 		// burst), a window of at most 5 s.

@@ -2,6 +2,7 @@ package tbf_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -198,5 +199,43 @@ func TestBacklogFullDrops(t *testing.T) {
 	}
 	if st := d.Stats(); st.Drops != 2 || st.Packets != 1 || st.BacklogBytes != 4*1514 {
 		t.Errorf("Stats %+v; want 2 drops, 1 sent, 6056 bytes queued", st)
+	}
+}
+
+func TestCheckPrecision(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  tbf.Config
+		warn bool
+	}{
+		{"10 ms bucket", tbf.Config{Rate: 10 * mbit, Burst: 12500}, false},
+		{"100mbit, two packets", tbf.Config{Rate: 100 * mbit, Burst: 3028}, true},
+		{"10mbit, one packet", tbf.Config{Rate: 10 * mbit, Burst: 1514}, true},
+		{"1mbit, one packet lasts 12 ms", tbf.Config{Rate: mbit, Burst: 1514}, false},
+		{"no slack: 1 ms is enough", tbf.Config{Rate: 10 * mbit, Burst: 1250, Slack: tbf.NoSlack}, false},
+		{"no slack: 0.5 ms is not", tbf.Config{Rate: 10 * mbit, Burst: 625, Slack: tbf.NoSlack}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.cfg.CheckPrecision()
+			if (err != nil) != tc.warn {
+				t.Fatalf("CheckPrecision() = %v; want a warning: %v", err, tc.warn)
+			}
+			if err == nil {
+				return
+			}
+			var pe *tbf.PrecisionError
+			if !errors.As(err, &pe) {
+				t.Fatalf("%T is not a *PrecisionError", err)
+			}
+			// The suggested burst passes the check.
+			c := tc.cfg
+			c.Burst = uint32(pe.Suggest)
+			if err := c.CheckPrecision(); err != nil {
+				t.Errorf("the suggested burst %d still warns: %v", pe.Suggest, err)
+			}
+			if !strings.Contains(err.Error(), fmt.Sprint(pe.Suggest)) {
+				t.Errorf("warning %q does not suggest a burst", err)
+			}
+		})
 	}
 }
