@@ -476,3 +476,64 @@ func (l *Lane) drain() {
 		l.budget.give(bytes)
 	}
 }
+
+// Group is a qdisc's lanes: started together, closed together, their
+// statistics summed.
+type Group struct {
+	Lanes []Lane
+	wg    sync.WaitGroup
+}
+
+// Init makes n lanes (at least 1), each set up with cfg.
+func (g *Group) Init(n int, cfg Config) {
+	g.Lanes = make([]Lane, max(n, 1))
+	for i := range g.Lanes {
+		g.Lanes[i].Init(cfg)
+	}
+}
+
+// Start starts every lane's dispatcher.
+func (g *Group) Start() {
+	for i := range g.Lanes {
+		g.Lanes[i].Start(&g.wg)
+	}
+}
+
+// Lane returns the lane for a packet hash.
+func (g *Group) Lane(hash uint32) *Lane { return &g.Lanes[hash%uint32(len(g.Lanes))] }
+
+// Close closes every lane and waits for their dispatchers to exit.
+func (g *Group) Close() {
+	for i := range g.Lanes {
+		g.Lanes[i].Close()
+	}
+	g.wg.Wait()
+}
+
+// Stats sums the lanes' statistics.
+func (g *Group) Stats() qdisc.Stats {
+	var s qdisc.Stats
+	for i := range g.Lanes {
+		s = s.Add(g.Lanes[i].Stats())
+	}
+	return s
+}
+
+// Lateness sums the lanes' wake-up lateness.
+func (g *Group) Lateness() qdisc.HistogramSnapshot {
+	var s qdisc.HistogramSnapshot
+	for i := range g.Lanes {
+		s = s.Add(g.Lanes[i].Lateness())
+	}
+	return s
+}
+
+// Quiescent reports whether every lane is quiescent (see Lane.Quiescent).
+func (g *Group) Quiescent() bool {
+	for i := range g.Lanes {
+		if !g.Lanes[i].Quiescent() {
+			return false
+		}
+	}
+	return true
+}

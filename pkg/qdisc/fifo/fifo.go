@@ -17,7 +17,6 @@
 package fifo
 
 import (
-	"gvisor.dev/gvisor/pkg/sync"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 
@@ -30,8 +29,7 @@ const BatchSize = qdisc.BatchSize
 
 // Discipline is a FIFO qdisc with one or more hashed queues.
 type Discipline struct {
-	lanes []dispatch.Lane
-	wg    sync.WaitGroup
+	lanes dispatch.Group
 }
 
 var _ stack.QueueingDiscipline = (*Discipline)(nil)
@@ -40,41 +38,25 @@ var _ stack.QueueingDiscipline = (*Discipline)(nil)
 // (at least 1) of at most queueLen packets each (at least 1), and starts
 // their dispatchers.
 func New(lower stack.LinkWriter, queues, queueLen int) *Discipline {
-	queues = max(queues, 1)
-	d := &Discipline{lanes: make([]dispatch.Lane, queues)}
-	for i := range d.lanes {
-		d.lanes[i].Init(dispatch.Config{Lower: lower, MaxPackets: max(queueLen, 1)})
-	}
-	for i := range d.lanes {
-		d.lanes[i].Start(&d.wg)
-	}
+	d := &Discipline{}
+	d.lanes.Init(queues, dispatch.Config{Lower: lower, MaxPackets: max(queueLen, 1)})
+	d.lanes.Start()
 	return d
 }
 
 // WritePacket implements stack.QueueingDiscipline.WritePacket: it queues
 // pkt on the queue its hash selects, taking a reference of its own.
 func (d *Discipline) WritePacket(pkt *stack.PacketBuffer) tcpip.Error {
-	return d.lanes[pkt.Hash%uint32(len(d.lanes))].Enqueue(pkt)
+	return d.lanes.Lane(pkt.Hash).Enqueue(pkt)
 }
 
 // Close implements stack.QueueingDiscipline.Close. Packets still queued are
 // released and counted as drops; every dispatcher has exited when Close
 // returns. Close is idempotent and safe against concurrent WritePacket.
-func (d *Discipline) Close() {
-	for i := range d.lanes {
-		d.lanes[i].Close()
-	}
-	d.wg.Wait()
-}
+func (d *Discipline) Close() { d.lanes.Close() }
 
 // Stats returns the qdisc's counters, summed over its queues.
-func (d *Discipline) Stats() qdisc.Stats {
-	var s qdisc.Stats
-	for i := range d.lanes {
-		s = s.Add(d.lanes[i].Stats())
-	}
-	return s
-}
+func (d *Discipline) Stats() qdisc.Stats { return d.lanes.Stats() }
 
 // Queues returns the number of queues.
-func (d *Discipline) Queues() int { return len(d.lanes) }
+func (d *Discipline) Queues() int { return len(d.lanes.Lanes) }

@@ -72,7 +72,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"gvisor.dev/gvisor/pkg/sync"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 
@@ -159,9 +158,8 @@ func configErr(field, format string, args ...any) error {
 type Discipline struct {
 	cfg     Config // as given, with Limit filled in
 	maxSize uint32 // the largest packet the buckets can pass
-	lanes   []dispatch.Lane
+	lanes   dispatch.Group
 	budget  *dispatch.Budget
-	wg      sync.WaitGroup
 	closed  atomic.Bool
 }
 
@@ -180,11 +178,7 @@ func New(lower stack.LinkEndpoint, clock tcpip.Clock, cfg Config) (*Discipline, 
 	if err != nil {
 		return nil, err
 	}
-	d := &Discipline{
-		cfg:     cfg,
-		maxSize: maxSize,
-		lanes:   make([]dispatch.Lane, max(cfg.Queues, 1)),
-	}
+	d := &Discipline{cfg: cfg, maxSize: maxSize}
 	g := newGate(cfg, int64(clock.NowMonotonic().Sub(tcpip.MonotonicTime{})))
 	slack := cfg.Slack
 	switch {
@@ -194,19 +188,15 @@ func New(lower stack.LinkEndpoint, clock tcpip.Clock, cfg Config) (*Discipline, 
 		slack = 0
 	}
 	d.budget = dispatch.NewBudget(uint64(cfg.Limit))
-	for i := range d.lanes {
-		d.lanes[i].Init(dispatch.Config{
-			Lower:      lower,
-			MaxPackets: int(cfg.Limit/minPacketBytes) + 1,
-			Budget:     d.budget,
-			Gate:       g,
-			Clock:      clock,
-			Slack:      slack,
-		})
-	}
-	for i := range d.lanes {
-		d.lanes[i].Start(&d.wg)
-	}
+	d.lanes.Init(cfg.Queues, dispatch.Config{
+		Lower:      lower,
+		MaxPackets: int(cfg.Limit/minPacketBytes) + 1,
+		Budget:     d.budget,
+		Gate:       g,
+		Clock:      clock,
+		Slack:      slack,
+	})
+	d.lanes.Start()
 	return d, nil
 }
 
@@ -287,7 +277,7 @@ func (d *Discipline) WritePacket(pkt *stack.PacketBuffer) tcpip.Error {
 	if d.closed.Load() {
 		return &tcpip.ErrClosedForSend{}
 	}
-	l := &d.lanes[pkt.Hash%uint32(len(d.lanes))]
+	l := d.lanes.Lane(pkt.Hash)
 	if size := pkt.Size(); size > int(d.maxSize) {
 		l.CountDrop()
 		return &tcpip.ErrMessageTooLong{}
@@ -300,33 +290,18 @@ func (d *Discipline) WritePacket(pkt *stack.PacketBuffer) tcpip.Error {
 // returns. Close is idempotent and safe against concurrent WritePacket.
 func (d *Discipline) Close() {
 	d.closed.Store(true)
-	for i := range d.lanes {
-		d.lanes[i].Close()
-	}
-	d.wg.Wait()
+	d.lanes.Close()
 }
 
 // Lateness returns how late the dispatchers' timer wake-ups have run: the
 // time from each deadline to the dispatcher's next look at the clock.
-func (d *Discipline) Lateness() qdisc.HistogramSnapshot {
-	var s qdisc.HistogramSnapshot
-	for i := range d.lanes {
-		s = s.Add(d.lanes[i].Lateness())
-	}
-	return s
-}
+func (d *Discipline) Lateness() qdisc.HistogramSnapshot { return d.lanes.Lateness() }
 
 // Queues returns the number of queues.
-func (d *Discipline) Queues() int { return len(d.lanes) }
+func (d *Discipline) Queues() int { return len(d.lanes.Lanes) }
 
 // Stats returns the qdisc's counters.
-func (d *Discipline) Stats() qdisc.Stats {
-	var s qdisc.Stats
-	for i := range d.lanes {
-		s = s.Add(d.lanes[i].Stats())
-	}
-	return s
-}
+func (d *Discipline) Stats() qdisc.Stats { return d.lanes.Stats() }
 
 // Config returns the configuration in force, with Limit computed.
 func (d *Discipline) Config() Config { return d.cfg }
