@@ -1,24 +1,18 @@
 package fifo_test
 
 import (
-	"os"
 	"runtime"
 	"testing"
 
-	"gvisor.dev/gvisor/pkg/refs"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	upstreamfifo "gvisor.dev/gvisor/pkg/tcpip/link/qdisc/fifo"
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
 
 	"github.com/netqdisc/netqdisc/pkg/qdisc/fifo"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/qdisctest"
 )
 
-func TestMain(m *testing.M) {
-	refs.SetLeakMode(refs.LeaksPanic)
-	code := m.Run()
-	refs.DoLeakCheck()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { qdisctest.Main(m) }
 
 // TestOrderBatchesAndHashing writes interleaved flows and checks that each
 // flow's packets leave in order, on the queue its hash selects, in batches
@@ -185,49 +179,29 @@ func TestNoAllocationPerPacket(t *testing.T) {
 	}
 }
 
-// BenchmarkUpstreamWritePacket is gVisor's own fifo, for a ratio from one
-// run.
-func BenchmarkUpstreamWritePacket(b *testing.B) {
-	for _, queues := range []int{1, 2} {
-		b.Run(map[int]string{1: "1queue", 2: "2queues"}[queues], func(b *testing.B) {
-			link := qdisctest.NewLink(nil)
-			link.Discard = true
-			d := upstreamfifo.New(link, queues, 1000)
-			defer d.Close()
-			b.ReportAllocs()
-			var next uint32
-			b.RunParallel(func(pb *testing.PB) {
-				pkt := qdisctest.MakePacket(1500, next, 0)
-				next++
-				defer pkt.DecRef()
-				for pb.Next() {
-					qdisctest.Feed(d, pkt, 1)
-				}
-			})
-		})
-	}
+// BenchmarkWritePacket is fifo's per-packet cost, from WritePacket to the
+// lower link, with the producers given by -cpu; BenchmarkUpstreamWritePacket
+// is gVisor's own fifo, for a ratio from one run.
+func BenchmarkWritePacket(b *testing.B) {
+	benchQueues(b, func(lower stack.LinkWriter, queues int) stack.QueueingDiscipline {
+		return fifo.New(lower, queues, 1000)
+	})
 }
 
-// BenchmarkWritePacket is fifo's per-packet cost, from WritePacket to the
-// lower link, with the producers given by -cpu.
-func BenchmarkWritePacket(b *testing.B) {
+func BenchmarkUpstreamWritePacket(b *testing.B) {
+	benchQueues(b, func(lower stack.LinkWriter, queues int) stack.QueueingDiscipline {
+		return upstreamfifo.New(lower, queues, 1000)
+	})
+}
+
+func benchQueues(b *testing.B, mk func(stack.LinkWriter, int) stack.QueueingDiscipline) {
 	for _, queues := range []int{1, 2} {
 		b.Run(map[int]string{1: "1queue", 2: "2queues"}[queues], func(b *testing.B) {
 			link := qdisctest.NewLink(nil)
 			link.Discard = true
-			d := fifo.New(link, queues, 1000)
-			defer d.Close()
-			b.ReportAllocs()
-			var next uint32
-			b.RunParallel(func(pb *testing.PB) {
-				pkt := qdisctest.MakePacket(1500, next, 0)
-				next++
-				defer pkt.DecRef()
-				for pb.Next() {
-					qdisctest.Feed(d, pkt, 1)
-				}
-			})
-			qdisctest.WaitQuiescent(b, d)
+			q := mk(link, queues)
+			defer q.Close()
+			qdisctest.BenchWritePacket(b, q)
 		})
 	}
 }

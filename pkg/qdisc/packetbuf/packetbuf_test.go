@@ -1,21 +1,14 @@
 package packetbuf
 
 import (
-	"os"
 	"testing"
 
-	"gvisor.dev/gvisor/pkg/refs"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 
 	"github.com/netqdisc/netqdisc/pkg/qdisc/qdisctest"
 )
 
-func TestMain(m *testing.M) {
-	refs.SetLeakMode(refs.LeaksPanic)
-	code := m.Run()
-	refs.DoLeakCheck()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { qdisctest.Main(m) }
 
 func TestRingAccounting(t *testing.T) {
 	for _, capacity := range []int{1, 3, 64, 65, 200} {

@@ -2,6 +2,7 @@ package qdisctest
 
 import (
 	"runtime"
+	"sync/atomic"
 	"testing"
 
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
@@ -36,3 +37,19 @@ func AllocsPerPacket(t testing.TB, q stack.QueueingDiscipline, quiet Quiescer) f
 }
 
 func yield() { runtime.Gosched() }
+
+// BenchWritePacket measures q's cost per packet: b.RunParallel's
+// goroutines (one per P, with -cpu) each write one 1500-byte packet of
+// their own hash over and over, yielding while q's queue is full. It
+// reports allocations.
+func BenchWritePacket(b *testing.B, q stack.QueueingDiscipline) {
+	b.ReportAllocs()
+	var hash atomic.Uint32
+	b.RunParallel(func(pb *testing.PB) {
+		pkt := MakePacket(1500, hash.Add(1), 0)
+		defer pkt.DecRef()
+		for pb.Next() {
+			Feed(q, pkt, 1)
+		}
+	})
+}

@@ -45,7 +45,9 @@ func TestNoAllocationPerPacket(t *testing.T) {
 }
 
 // BenchmarkWritePacket is the per-packet cost of a tbf that never limits,
-// from WritePacket to the lower link, with the producers given by -cpu.
+// from WritePacket to the lower link, with the producers given by -cpu;
+// BenchmarkUpstreamWritePacket is gVisor's own tbf on the same setting,
+// for a ratio from one run.
 func BenchmarkWritePacket(b *testing.B) {
 	link := qdisctest.NewLink(nil)
 	link.Discard = true
@@ -54,19 +56,10 @@ func BenchmarkWritePacket(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer d.Close()
-	b.ReportAllocs()
-	b.RunParallel(func(pb *testing.PB) {
-		pkt := qdisctest.MakePacket(1500, 0, 0)
-		defer pkt.DecRef()
-		for pb.Next() {
-			qdisctest.Feed(d, pkt, 1)
-		}
-	})
+	qdisctest.BenchWritePacket(b, d)
 	qdisctest.WaitQuiescent(b, d)
 }
 
-// BenchmarkUpstreamWritePacket is gVisor's own tbf on the same setting, for
-// a ratio from one run.
 func BenchmarkUpstreamWritePacket(b *testing.B) {
 	link := qdisctest.NewLink(nil)
 	link.Discard = true
@@ -75,12 +68,5 @@ func BenchmarkUpstreamWritePacket(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer d.Close()
-	b.ReportAllocs()
-	b.RunParallel(func(pb *testing.PB) {
-		pkt := qdisctest.MakePacket(1500, 0, 0)
-		defer pkt.DecRef()
-		for pb.Next() {
-			qdisctest.Feed(d, pkt, 1)
-		}
-	})
+	qdisctest.BenchWritePacket(b, d)
 }

@@ -3,12 +3,10 @@ package tbf_test
 import (
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
-	"gvisor.dev/gvisor/pkg/refs"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/faketime"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
@@ -17,12 +15,7 @@ import (
 	"github.com/netqdisc/netqdisc/pkg/qdisc/tbf"
 )
 
-func TestMain(m *testing.M) {
-	refs.SetLeakMode(refs.LeaksPanic)
-	code := m.Run()
-	refs.DoLeakCheck()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { qdisctest.Main(m) }
 
 func TestNewRefusesInvalidConfig(t *testing.T) {
 	hostGSO := func(l *qdisctest.Link) { l.GSO, l.GSOMax = stack.HostGSOSupported, 65536 }
