@@ -63,65 +63,83 @@ func concat(parts ...[]arrival) []arrival {
 	return a
 }
 
-// runConformance drives a tbf and the Linux model with the same arrivals,
-// stepping the fake clock from event to event (an arrival, or the model's
-// watchdog), and checks after every step that the qdisc has sent exactly
-// the packets the model has, at exactly the same instants.
-func runConformance(t *testing.T, cfg tbf.Config, linkMTU uint32, arrivals []arrival) []qdisctest.Record {
+// lockstep drives a tbf and the Linux model with the same arrivals on a
+// faketime.ManualClock, stepping the clock from event to event (an
+// arrival, or the model's watchdog) with the qdisc's timers firing at the
+// departures, as Linux's watchdog does (NoSlack).
+type lockstep struct {
+	clock *faketime.ManualClock
+	link  *qdisctest.Link
+	d     *tbf.Discipline
+	m     *linuxTBF
+	start int64
+}
+
+func newLockstep(t *testing.T, cfg tbf.Config, linkMTU uint32) *lockstep {
 	t.Helper()
-	cfg.Slack = tbf.NoSlack // timers fire at the departure, as Linux's watchdog
-	clock := faketime.NewManualClock()
-	link := qdisctest.NewLink(clock)
-	link.LinkMTU = linkMTU
-	d, err := tbf.New(link, clock, cfg)
+	cfg.Slack = tbf.NoSlack
+	ls := &lockstep{clock: faketime.NewManualClock()}
+	ls.link = qdisctest.NewLink(ls.clock)
+	ls.link.LinkMTU = linkMTU
+	d, err := tbf.New(ls.link, ls.clock, cfg)
 	if err != nil {
 		t.Fatalf("tbf.New(%+v): %v", cfg, err)
 	}
-	defer d.Close()
-	start := nowNS(clock)
-	m := newLinuxTBF(cfg, d.Config().Limit, start)
+	t.Cleanup(d.Close)
+	ls.d = d
+	ls.start = nowNS(ls.clock)
+	ls.m = newLinuxTBF(cfg, d.Config().Limit, ls.start)
+	return ls
+}
 
-	seq := uint64(0)
+// run writes the arrivals at their times, each packet with hash(seq), and
+// after every step, the qdisc quiescent, calls check. The qdisc must accept
+// and drop the same packets as the model.
+func (ls *lockstep) run(t *testing.T, arrivals []arrival, hash func(seq uint64) uint32, check func(next int64)) {
+	t.Helper()
 	i := 0
-	for {
+	for seq := uint64(0); ; {
 		next := int64(math.MaxInt64)
 		if i < len(arrivals) {
-			next = start + arrivals[i].at
+			next = ls.start + arrivals[i].at
 		}
-		if m.watchdog >= 0 && m.watchdog < next {
-			next = m.watchdog
+		if ls.m.watchdog >= 0 && ls.m.watchdog < next {
+			next = ls.m.watchdog
 		}
 		if next == math.MaxInt64 {
-			break
+			return
 		}
-		clock.Advance(time.Duration(next - nowNS(clock)))
-		qdisctest.WaitQuiescent(t, d)
-		if m.watchdog == next {
-			m.dequeue(next)
+		ls.clock.Advance(time.Duration(next - nowNS(ls.clock)))
+		qdisctest.WaitQuiescent(t, ls.d)
+		if ls.m.watchdog == next {
+			ls.m.dequeue(next)
 		}
-		for ; i < len(arrivals) && start+arrivals[i].at == next; i++ {
-			pkt := qdisctest.MakePacket(int(arrivals[i].size), 0, seq)
-			werr := d.WritePacket(pkt)
+		for ; i < len(arrivals) && ls.start+arrivals[i].at == next; i++ {
+			pkt := qdisctest.MakePacket(int(arrivals[i].size), hash(seq), seq)
+			werr := ls.d.WritePacket(pkt)
 			pkt.DecRef()
-			if ok := m.enqueue(next, seq, arrivals[i].size); ok != (werr == nil) {
-				t.Fatalf("t=%dns packet %d (%d bytes): qdisc said %v, Linux model accepted=%v", next-start, seq, arrivals[i].size, werr, ok)
+			if ok := ls.m.enqueue(next, seq, arrivals[i].size); ok != (werr == nil) {
+				t.Fatalf("t=%dns packet %d (%d bytes): qdisc said %v, Linux model accepted=%v", next-ls.start, seq, arrivals[i].size, werr, ok)
 			}
 			seq++
-			qdisctest.WaitQuiescent(t, d)
+			qdisctest.WaitQuiescent(t, ls.d)
 		}
+		check(next)
+	}
+}
+
+// runConformance runs the arrivals in lockstep with the Linux model and
+// checks after every step that the qdisc has sent exactly the packets the
+// model has, and at the end that it sent each at exactly the same instant.
+func runConformance(t *testing.T, cfg tbf.Config, linkMTU uint32, arrivals []arrival) []qdisctest.Record {
+	t.Helper()
+	ls := newLockstep(t, cfg, linkMTU)
+	link, d, m, start := ls.link, ls.d, ls.m, ls.start
+	ls.run(t, arrivals, func(uint64) uint32 { return 0 }, func(next int64) {
 		if got := len(link.Records()); got != len(m.sent) {
-			r := link.Records()
-			for k := max(0, len(m.sent)-4); k < len(m.sent); k++ {
-				if k < len(r) {
-					t.Logf("got seq %d at %d; model seq %d at %d", r[k].Seq, int64(r[k].At.Sub(tcpip.MonotonicTime{}))-start, m.sent[k].seq, m.sent[k].at-start)
-				} else {
-					t.Logf("got -; model seq %d at %d", m.sent[k].seq, m.sent[k].at-start)
-				}
-			}
-			t.Logf("model queue %d watchdog %d, stats %+v", len(m.queue), m.watchdog-start, d.Stats())
 			t.Fatalf("t=%dns: qdisc has sent %d packets, Linux's tbf_dequeue %d", next-start, got, len(m.sent))
 		}
-	}
+	})
 	recs := link.Records()
 	for k, r := range recs {
 		want := m.sent[k]

@@ -2,7 +2,6 @@ package tbf_test
 
 import (
 	"fmt"
-	"math"
 	"testing"
 	"time"
 
@@ -47,52 +46,17 @@ func TestConformanceQueues(t *testing.T) {
 // checks the count of departures and the drops against the model.
 func runCounts(t *testing.T, cfg tbf.Config, arrivals []arrival) {
 	t.Helper()
-	cfg.Slack = tbf.NoSlack // timers fire at the departure, as Linux's watchdog
-	clock := faketime.NewManualClock()
-	link := qdisctest.NewLink(clock)
-	d, err := tbf.New(link, clock, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	start := nowNS(clock)
-	m := newLinuxTBF(cfg, d.Config().Limit, start)
-	i := 0
-	for seq := uint64(0); ; {
-		next := int64(math.MaxInt64)
-		if i < len(arrivals) {
-			next = start + arrivals[i].at
+	ls := newLockstep(t, cfg, 1500)
+	ls.run(t, arrivals, func(seq uint64) uint32 { return uint32(seq) }, func(next int64) {
+		if got := len(ls.link.Records()); got != len(ls.m.sent) {
+			t.Fatalf("t=%dns: %d queues have sent %d packets, Linux's tbf %d", next-ls.start, cfg.Queues, got, len(ls.m.sent))
 		}
-		if m.watchdog >= 0 && m.watchdog < next {
-			next = m.watchdog
+		if st := ls.d.Stats(); st.BacklogBytes > uint64(ls.d.Config().Limit) {
+			t.Fatalf("t=%dns: %d bytes queued across the queues, limit %d", next-ls.start, st.BacklogBytes, ls.d.Config().Limit)
 		}
-		if next == math.MaxInt64 {
-			break
-		}
-		clock.Advance(time.Duration(next - nowNS(clock)))
-		qdisctest.WaitQuiescent(t, d)
-		if m.watchdog == next {
-			m.dequeue(next)
-		}
-		for ; i < len(arrivals) && start+arrivals[i].at == next; i++ {
-			pkt := qdisctest.MakePacket(int(arrivals[i].size), uint32(seq), seq)
-			werr := d.WritePacket(pkt)
-			pkt.DecRef()
-			if ok := m.enqueue(next, seq, arrivals[i].size); ok != (werr == nil) {
-				t.Fatalf("t=%dns packet %d: qdisc said %v, Linux model accepted=%v", next-start, seq, werr, ok)
-			}
-			seq++
-			qdisctest.WaitQuiescent(t, d)
-		}
-		if got := len(link.Records()); got != len(m.sent) {
-			t.Fatalf("t=%dns: %d queues have sent %d packets, Linux's tbf %d", next-start, cfg.Queues, got, len(m.sent))
-		}
-		if st := d.Stats(); st.BacklogBytes > uint64(d.Config().Limit) {
-			t.Fatalf("t=%dns: %d bytes queued across the queues, limit %d", next-start, st.BacklogBytes, d.Config().Limit)
-		}
-	}
-	checkBounds(t, cfg, link.Records())
-	if err := link.Err(); err != nil {
+	})
+	checkBounds(t, cfg, ls.link.Records())
+	if err := ls.link.Err(); err != nil {
 		t.Fatal(err)
 	}
 }
