@@ -9,6 +9,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/transport/tcp"
 )
 
 // Options shape one measurement.
@@ -19,6 +22,12 @@ type Options struct {
 	// PingInterval, if not 0, pings the sender from the peer every so
 	// often during the window (ping -i).
 	PingInterval time.Duration
+	// SendBuffer, if not 0, caps each netstack stream's TCP send buffer in
+	// bytes. The kernel's TCP stops filling a qdisc on its own (TCP small
+	// queues, NET_XMIT_CN); gVisor's does not, and keeps a short queue at
+	// its limit, where tail drops also take pings. A capped send buffer
+	// gives the netstack's streams the same restraint.
+	SendBuffer int
 }
 
 // Result is one measurement, read at the peer.
@@ -139,6 +148,12 @@ func (l *Lab) MeasureNetstack(mk MakeQDisc, o Options) (Result, error) {
 		return r, err
 	}
 	defer n.Close()
+	if o.SendBuffer > 0 {
+		opt := tcpip.TCPSendBufferSizeRangeOption{Min: min(4096, o.SendBuffer), Default: o.SendBuffer, Max: o.SendBuffer}
+		if err := n.Stack.SetTransportProtocolOption(tcp.ProtocolNumber, &opt); err != nil {
+			return r, fmt.Errorf("send buffer: %s", err)
+		}
+	}
 	if r.IdleRTT, err = idleRTT(l.NSP, NetstackAddr); err != nil {
 		return r, err
 	}
