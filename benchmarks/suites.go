@@ -225,6 +225,20 @@ func cell(s Summary, f func(Result) float64, format string) string {
 	return fmt.Sprintf(format+" ["+format+"–"+format+"]", med, lo, hi)
 }
 
+// cells formats f for each named candidate at a setting ("–" where the
+// candidate did not run).
+func cells(sums []Summary, suite, setting string, names []string, f func(Result) float64, format string) []string {
+	var out []string
+	for _, name := range names {
+		if s, ok := find(sums, suite, setting, name); ok {
+			out = append(out, cell(s, f, format))
+		} else {
+			out = append(out, "–")
+		}
+	}
+	return out
+}
+
 // find returns the summary for suite, setting and candidate name.
 func find(sums []Summary, suite, setting, name string) (Summary, bool) {
 	for _, s := range sums {
@@ -272,13 +286,7 @@ func WriteTables(w io.Writer, sums []Summary) {
 			fmt.Fprintln(tw, "streams\tnone\tnetqdisc fifo\tupstream fifo\tnetqdisc tbf\tnetqdisc tbf (1 queue)\tupstream tbf\ttbf/fifo netqdisc\ttbf/fifo upstream\ttbf/upstream tbf\t")
 			for _, set := range suites[suite] {
 				row := []string{set}
-				for _, name := range []string{"none", "netqdisc fifo", "upstream fifo", "netqdisc tbf", "netqdisc tbf (1 queue)", "upstream tbf"} {
-					if s, ok := find(sums, suite, set, name); ok {
-						row = append(row, cell(s, Mbps(Goodput), "%.0f"))
-					} else {
-						row = append(row, "–")
-					}
-				}
+				row = append(row, cells(sums, suite, set, []string{"none", "netqdisc fifo", "upstream fifo", "netqdisc tbf", "netqdisc tbf (1 queue)", "upstream tbf"}, Mbps(Goodput), "%.0f")...)
 				for _, pair := range [][2]string{{"netqdisc tbf", "netqdisc fifo"}, {"upstream tbf", "upstream fifo"}, {"netqdisc tbf", "upstream tbf"}} {
 					t, ok1 := find(sums, suite, set, pair[0])
 					f, ok2 := find(sums, suite, set, pair[1])
@@ -314,13 +322,7 @@ func WriteTables(w io.Writer, sums []Summary) {
 			fmt.Fprintln(tw, "setting\tnetqdisc tbf\tupstream tbf\tlateness p50\tlateness p99\t")
 			for _, set := range suites[suite] {
 				row := []string{set}
-				for _, name := range []string{"netqdisc tbf", "upstream tbf"} {
-					if s, ok := find(sums, suite, set, name); ok {
-						row = append(row, cell(s, Ratio, "%.4f"))
-					} else {
-						row = append(row, "–")
-					}
-				}
+				row = append(row, cells(sums, suite, set, []string{"netqdisc tbf", "upstream tbf"}, Ratio, "%.4f")...)
 				if s, ok := find(sums, suite, set, "netqdisc tbf"); ok {
 					row = append(row, cell(s, LateP50, "%.0fµs"), cell(s, LateP99, "%.0fµs"))
 				}
@@ -331,13 +333,7 @@ func WriteTables(w io.Writer, sums []Summary) {
 			fmt.Fprintln(tw, "rate\tnetqdisc fifo\tnetqdisc tbf\tupstream tbf\ttbf/fifo netqdisc\ttbf/fifo upstream\ton-wire netqdisc tbf\t")
 			for _, set := range suites[suite] {
 				row := []string{set}
-				for _, name := range []string{"netqdisc fifo", "netqdisc tbf", "upstream tbf"} {
-					if s, ok := find(sums, suite, set, name); ok {
-						row = append(row, cell(s, CPUPerPkt, "%.1f"))
-					} else {
-						row = append(row, "–")
-					}
-				}
+				row = append(row, cells(sums, suite, set, []string{"netqdisc fifo", "netqdisc tbf", "upstream tbf"}, CPUPerPkt, "%.1f")...)
 				f, okf := find(sums, suite, set, "netqdisc fifo")
 				for _, name := range []string{"netqdisc tbf", "upstream tbf"} {
 					if s, ok := find(sums, suite, set, name); ok && okf {
@@ -356,20 +352,8 @@ func WriteTables(w io.Writer, sums []Summary) {
 			fmt.Fprintln(tw, "target\tnone\tnetqdisc fifo\tupstream fifo\tnetqdisc tbf\tupstream tbf\ts/GB netqdisc tbf\ts/GB netqdisc fifo\ts/GB upstream tbf\ttbf/fifo s/GB netqdisc\t")
 			for _, set := range suites[suite] {
 				row := []string{set}
-				for _, name := range []string{"none", "netqdisc fifo", "upstream fifo", "netqdisc tbf", "upstream tbf"} {
-					if s, ok := find(sums, suite, set, name); ok {
-						row = append(row, cell(s, CPUPct, "%.1f"))
-					} else {
-						row = append(row, "–")
-					}
-				}
-				for _, name := range []string{"netqdisc tbf", "netqdisc fifo", "upstream tbf"} {
-					if s, ok := find(sums, suite, set, name); ok {
-						row = append(row, cell(s, CPUPerGB, "%.1f"))
-					} else {
-						row = append(row, "–")
-					}
-				}
+				row = append(row, cells(sums, suite, set, []string{"none", "netqdisc fifo", "upstream fifo", "netqdisc tbf", "upstream tbf"}, CPUPct, "%.1f")...)
+				row = append(row, cells(sums, suite, set, []string{"netqdisc tbf", "netqdisc fifo", "upstream tbf"}, CPUPerGB, "%.1f")...)
 				t, ok1 := find(sums, suite, set, "netqdisc tbf")
 				f, ok2 := find(sums, suite, set, "netqdisc fifo")
 				if ok1 && ok2 {
