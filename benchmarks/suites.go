@@ -239,6 +239,23 @@ func cells(sums []Summary, suite, setting string, names []string, f func(Result)
 	return out
 }
 
+// ratios formats, for each pair of candidates at a setting, the median
+// over rounds of f's ratio of the first to the second ("–" where either
+// did not run).
+func ratios(sums []Summary, suite, setting string, pairs [][2]string, f func(Result) float64) []string {
+	var out []string
+	for _, p := range pairs {
+		a, ok1 := find(sums, suite, setting, p[0])
+		b, ok2 := find(sums, suite, setting, p[1])
+		if ok1 && ok2 {
+			out = append(out, ratioCell(a, b, f))
+		} else {
+			out = append(out, "–")
+		}
+	}
+	return out
+}
+
 // find returns the summary for suite, setting and candidate name.
 func find(sums []Summary, suite, setting, name string) (Summary, bool) {
 	for _, s := range sums {
@@ -287,15 +304,7 @@ func WriteTables(w io.Writer, sums []Summary) {
 			for _, set := range suites[suite] {
 				row := []string{set}
 				row = append(row, cells(sums, suite, set, []string{"none", "netqdisc fifo", "upstream fifo", "netqdisc tbf", "netqdisc tbf (1 queue)", "upstream tbf"}, Mbps(Goodput), "%.0f")...)
-				for _, pair := range [][2]string{{"netqdisc tbf", "netqdisc fifo"}, {"upstream tbf", "upstream fifo"}, {"netqdisc tbf", "upstream tbf"}} {
-					t, ok1 := find(sums, suite, set, pair[0])
-					f, ok2 := find(sums, suite, set, pair[1])
-					if ok1 && ok2 {
-						row = append(row, ratioCell(t, f, Goodput))
-					} else {
-						row = append(row, "–")
-					}
-				}
+				row = append(row, ratios(sums, suite, set, [][2]string{{"netqdisc tbf", "netqdisc fifo"}, {"upstream tbf", "upstream fifo"}, {"netqdisc tbf", "upstream tbf"}}, Goodput)...)
 				fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
 			}
 		case "accuracy":
@@ -303,18 +312,9 @@ func WriteTables(w io.Writer, sums []Summary) {
 			fmt.Fprintln(tw, "rate\tnetqdisc tbf\tupstream tbf\tRTT netqdisc\tRTT upstream\t")
 			for _, set := range suites[suite] {
 				row := []string{set}
-				for _, col := range []struct {
-					f      func(Result) float64
-					format string
-				}{{Ratio, "%.4f"}, {RTT50, "%.1f"}} {
-					for _, name := range []string{"netqdisc tbf", "upstream tbf"} {
-						if s, ok := find(sums, suite, set, name); ok {
-							row = append(row, cell(s, col.f, col.format))
-						} else {
-							row = append(row, "–")
-						}
-					}
-				}
+				both := []string{"netqdisc tbf", "upstream tbf"}
+				row = append(row, cells(sums, suite, set, both, Ratio, "%.4f")...)
+				row = append(row, cells(sums, suite, set, both, RTT50, "%.1f")...)
 				fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
 			}
 		case "smallburst":
@@ -334,14 +334,7 @@ func WriteTables(w io.Writer, sums []Summary) {
 			for _, set := range suites[suite] {
 				row := []string{set}
 				row = append(row, cells(sums, suite, set, []string{"netqdisc fifo", "netqdisc tbf", "upstream tbf"}, CPUPerPkt, "%.1f")...)
-				f, okf := find(sums, suite, set, "netqdisc fifo")
-				for _, name := range []string{"netqdisc tbf", "upstream tbf"} {
-					if s, ok := find(sums, suite, set, name); ok && okf {
-						row = append(row, ratioCell(s, f, CPUPerPkt))
-					} else {
-						row = append(row, "–")
-					}
-				}
+				row = append(row, ratios(sums, suite, set, [][2]string{{"netqdisc tbf", "netqdisc fifo"}, {"upstream tbf", "netqdisc fifo"}}, CPUPerPkt)...)
 				if s, ok := find(sums, suite, set, "netqdisc tbf"); ok {
 					row = append(row, cell(s, Ratio, "%.4f"))
 				}
@@ -354,11 +347,7 @@ func WriteTables(w io.Writer, sums []Summary) {
 				row := []string{set}
 				row = append(row, cells(sums, suite, set, []string{"none", "netqdisc fifo", "upstream fifo", "netqdisc tbf", "upstream tbf"}, CPUPct, "%.1f")...)
 				row = append(row, cells(sums, suite, set, []string{"netqdisc tbf", "netqdisc fifo", "upstream tbf"}, CPUPerGB, "%.1f")...)
-				t, ok1 := find(sums, suite, set, "netqdisc tbf")
-				f, ok2 := find(sums, suite, set, "netqdisc fifo")
-				if ok1 && ok2 {
-					row = append(row, ratioCell(t, f, CPUPerGB))
-				}
+				row = append(row, ratios(sums, suite, set, [][2]string{{"netqdisc tbf", "netqdisc fifo"}}, CPUPerGB)...)
 				fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
 			}
 		}
