@@ -173,6 +173,23 @@ func (t *tap) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) {
 	return n, err
 }
 
+// valve is the receiver's link: closed at teardown, it drops what the
+// receiver sends. The pipe delivers synchronously, so without it a packet
+// the sender's qdisc is delivering could make the receiver answer (an RST)
+// straight back into the sender while the sender's Destroy holds its stack
+// lock and waits, in the qdisc's Close, for that very delivery.
+type valve struct {
+	stack.LinkEndpoint
+	closed atomic.Bool
+}
+
+func (v *valve) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) {
+	if v.closed.Load() {
+		return pkts.Len(), nil
+	}
+	return v.LinkEndpoint.WritePackets(pkts)
+}
+
 func newStack() *stack.Stack {
 	s := stack.New(stack.Options{
 		NetworkProtocols:   []stack.NetworkProtocolFactory{ipv4.NewProtocol, arp.NewProtocol},
@@ -265,6 +282,7 @@ func Run(c Candidate, o Options) (Result, error) {
 	sa, sb := newStack(), newStack()
 	pa, pb := pipe.New(macA, macB, mtu+header.EthernetMinimumSize)
 	wire := &tap{LinkEndpoint: ethernet.New(pa)}
+	back := &valve{LinkEndpoint: ethernet.New(pb)}
 	q, err := c.Make(wire, sa.Clock())
 	if err != nil {
 		sb.Destroy()
@@ -274,7 +292,7 @@ func Run(c Candidate, o Options) (Result, error) {
 	if err := setupNIC(sa, wire, q, addrA, addrB, macB); err != nil {
 		return res, err
 	}
-	if err := setupNIC(sb, ethernet.New(pb), nil, addrB, addrA, macA); err != nil {
+	if err := setupNIC(sb, back, nil, addrB, addrA, macA); err != nil {
 		return res, err
 	}
 	var closers []io.Closer
@@ -286,11 +304,7 @@ func Run(c Candidate, o Options) (Result, error) {
 			c.Close()
 		}
 		wg.Wait()
-		// The receiver first: the pipe delivers synchronously, so a batch
-		// in the sender's qdisc can run into the receiver, whose answer
-		// (an RST) runs straight back into the sender. Destroying the
-		// sender first would hold its lock while its qdisc's Close waits
-		// for that batch, which waits for the lock.
+		back.closed.Store(true) // nothing re-enters the sender now (see valve)
 		sb.Destroy()
 		sa.Destroy()
 	}
