@@ -98,9 +98,12 @@ type Result struct {
 	// run, when it records that (netqdisc's tbf).
 	Lateness    qdisc.HistogramSnapshot
 	HasLateness bool
-	CPU         time.Duration // process CPU time in the window
-	Timeline    []Point
-	Received    uint64 // stream bytes received and checked, in all
+	// Wakeups is how many times the qdisc's timer fired in the measured
+	// window, when it counts that (netqdisc's tbf).
+	Wakeups  uint64
+	CPU      time.Duration // process CPU time in the window
+	Timeline []Point
+	Received uint64 // stream bytes received and checked, in all
 }
 
 // Ratio is WireBps over the configured rate (0 without one).
@@ -433,9 +436,15 @@ func Run(c Candidate, o Options) (Result, error) {
 		}
 		return sa.Stats().NICs.TxPacketsDroppedNoBufferSpace.Value()
 	}
+	wakeups := func() uint64 {
+		if w, ok := q.(interface{ Wakeups() uint64 }); ok {
+			return w.Wakeups()
+		}
+		return 0
+	}
 	end := start.Add(o.Warmup + o.Duration)
 	measureFrom := start.Add(o.Warmup)
-	var wireAt0, recvAt0, drops0 uint64
+	var wireAt0, recvAt0, drops0, wakeups0 uint64
 	var cpu0 time.Duration
 	lastSec, lastBytes := start, wire.bytes.Load()
 	prevAt, prevBytes := start, wire.bytes.Load()
@@ -446,7 +455,7 @@ func Run(c Candidate, o Options) (Result, error) {
 		b := wire.bytes.Load()
 		if !measuring && !now.Before(measureFrom) {
 			measuring = true
-			wireAt0, recvAt0, drops0, cpu0 = b, received.Load(), drops(), cpuNow()
+			wireAt0, recvAt0, drops0, wakeups0, cpu0 = b, received.Load(), drops(), wakeups(), cpuNow()
 			measureFrom = now
 		}
 		if dt := now.Sub(prevAt); dt > 0 {
@@ -462,6 +471,7 @@ func Run(c Candidate, o Options) (Result, error) {
 	stopAt := time.Now()
 	res.Elapsed = stopAt.Sub(measureFrom)
 	res.CPU = cpuNow() - cpu0
+	res.Wakeups = wakeups() - wakeups0
 	res.WireBps = float64(wire.bytes.Load()-wireAt0) / res.Elapsed.Seconds()
 	res.GoodputBps = float64(received.Load()-recvAt0) / res.Elapsed.Seconds()
 	res.Drops = drops() - drops0

@@ -38,6 +38,7 @@ type JSONRun struct {
 	CPUPercent  float64     `json:"cpu_percent"`
 	LateP50us   float64     `json:"wake_late_p50_us,omitempty"`
 	LateP99us   float64     `json:"wake_late_p99_us,omitempty"`
+	WakeupsPerS float64     `json:"wakeups_per_s,omitempty"`
 	Rounds      []JSONRound `json:"rounds"`
 	Description string      `json:"description,omitempty"`
 }
@@ -70,6 +71,7 @@ func JSON(sums []Summary) ([]byte, error) {
 			Drops:       uint64(med(func(r Result) float64 { return float64(r.Drops) })),
 			CPUsPerGB:   med(CPUPerGB),
 			CPUPercent:  med(CPUPct),
+			WakeupsPerS: med(WakeupsPerSec),
 			Description: r0.Describe,
 		}
 		if s.Candidate.QDisc == "none" {

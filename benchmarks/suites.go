@@ -122,9 +122,22 @@ func ShapedCPUSuite(rates []uint64, burst uint64, o Options) Suite {
 	fifoCfg := &runscflags.Config{QDisc: runscflags.QDiscFIFO}
 	for _, r := range rates {
 		cfg := &runscflags.Config{QDisc: runscflags.QDiscTBF, TBFRate: r, TBFBurst: burst}
-		oo := o
-		oo.Pace = r
-		s.Settings = append(s.Settings, Setting{Label: rate.FormatRate(r), Candidates: []Candidate{FromConfig(fifoCfg), FromConfig(cfg), Upstream(cfg)}, Options: oo})
+		for _, load := range []struct {
+			label string
+			pace  uint64
+		}{
+			// Paced to the rate, the headers put the wire above it: the
+			// tbf is overloaded and keeps a standing queue.
+			{"", r},
+			// 90% of the rate (about 95% on the wire, with headers): no
+			// standing queue, and still the tbf holds most packets, a
+			// bucket of one packet being that small.
+			{" at 90%", r / 10 * 9},
+		} {
+			oo := o
+			oo.Pace = load.pace
+			s.Settings = append(s.Settings, Setting{Label: rate.FormatRate(r) + load.label, Candidates: []Candidate{FromConfig(fifoCfg), FromConfig(cfg), Upstream(cfg)}, Options: oo})
+		}
 	}
 	return s
 }
@@ -209,11 +222,13 @@ var (
 	CPUPerGB = func(r Result) float64 { return r.CPUSecPerGB() }
 	RTT50    = func(r Result) float64 { return float64(r.RTTP50) / float64(time.Millisecond) }
 	RTT99    = func(r Result) float64 { return float64(r.RTTP99) / float64(time.Millisecond) }
-	// CPUPerPkt is µs of CPU per 1514-byte packet; LateP50 and LateP99
-	// are timer wake-up lateness in µs.
-	CPUPerPkt = func(r Result) float64 { return float64(r.CPUPerPacket()) / float64(time.Microsecond) }
-	LateP50   = func(r Result) float64 { return float64(r.Lateness.Quantile(0.5)) / float64(time.Microsecond) }
-	LateP99   = func(r Result) float64 { return float64(r.Lateness.Quantile(0.99)) / float64(time.Microsecond) }
+	// CPUPerPkt is µs of CPU per 1514-byte packet; WakeupsPerSec the
+	// qdisc's timer wake-ups a second; LateP50 and LateP99 are timer
+	// wake-up lateness in µs.
+	CPUPerPkt     = func(r Result) float64 { return float64(r.CPUPerPacket()) / float64(time.Microsecond) }
+	WakeupsPerSec = func(r Result) float64 { return float64(r.Wakeups) / r.Elapsed.Seconds() }
+	LateP50       = func(r Result) float64 { return float64(r.Lateness.Quantile(0.5)) / float64(time.Microsecond) }
+	LateP99       = func(r Result) float64 { return float64(r.Lateness.Quantile(0.99)) / float64(time.Microsecond) }
 )
 
 // cell prints a median with its spread when rounds differ.
@@ -329,14 +344,14 @@ func WriteTables(w io.Writer, sums []Summary) {
 				fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
 			}
 		case "shapedcpu":
-			fmt.Fprintf(w, "\nCPU per packet with the streams paced to the tbf's rate (burst 1514 B), against fifo carrying the same load, in µs of process CPU per 1514-byte packet\n")
-			fmt.Fprintln(tw, "rate\tnetqdisc fifo\tnetqdisc tbf\tupstream tbf\ttbf/fifo netqdisc\ttbf/fifo upstream\ton-wire netqdisc tbf\t")
+			fmt.Fprintf(w, "\nCPU per packet with the streams paced to the tbf's rate, or to 90%% of it (burst 1514 B), against fifo carrying the same load, in µs of process CPU per 1514-byte packet; netqdisc tbf's timer wake-ups a second\n")
+			fmt.Fprintln(tw, "rate (pace)\tnetqdisc fifo\tnetqdisc tbf\tupstream tbf\ttbf/fifo netqdisc\ttbf/fifo upstream\ton-wire netqdisc tbf\twake-ups/s\t")
 			for _, set := range suites[suite] {
 				row := []string{set}
 				row = append(row, cells(sums, suite, set, []string{"netqdisc fifo", "netqdisc tbf", "upstream tbf"}, CPUPerPkt, "%.1f")...)
 				row = append(row, ratios(sums, suite, set, [][2]string{{"netqdisc tbf", "netqdisc fifo"}, {"upstream tbf", "netqdisc fifo"}}, CPUPerPkt)...)
 				if s, ok := find(sums, suite, set, "netqdisc tbf"); ok {
-					row = append(row, cell(s, Ratio, "%.4f"))
+					row = append(row, cell(s, Ratio, "%.4f"), cell(s, WakeupsPerSec, "%.0f"))
 				}
 				fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
 			}

@@ -243,7 +243,7 @@ func writeRun(w io.Writer, s benchmarks.Summary) {
 	row("drops", fmt.Sprint(r.Drops))
 	row("CPU", fmt.Sprintf("%.1f s/GB, %.1f µs per 1514-byte packet  (%.0f%% of a core)", med(benchmarks.CPUPerGB), med(benchmarks.CPUPerPkt), med(benchmarks.CPUPct)))
 	if r.HasLateness {
-		row("timer wake-ups", fmt.Sprintf("%d, late by p50 %v  p99 %v  max %v", r.Lateness.Count(), r.Lateness.Quantile(0.5), r.Lateness.Quantile(0.99), r.Lateness.Quantile(1)))
+		row("timer wake-ups", fmt.Sprintf("%d (%.0f a second); waits ended late by p50 %v  p99 %v  max %v", r.Wakeups, float64(r.Wakeups)/r.Elapsed.Seconds(), r.Lateness.Quantile(0.5), r.Lateness.Quantile(0.99), r.Lateness.Quantile(1)))
 	}
 	row("stream content", fmt.Sprintf("%d bytes received, every byte checked", r.Received))
 	if len(s.Rounds) > 1 {

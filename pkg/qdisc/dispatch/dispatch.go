@@ -15,7 +15,10 @@
 //     not need it. Upstream asserts a waker on every packet, and its tbf
 //     re-arms a freshly allocated timer for each one.
 //   - A waiting lane arms one timer, created once and Reset thereafter: no
-//     allocation per wake.
+//     allocation per wake. Its wake-ups are spaced at least Slack apart
+//     (each sends all that came due): a wake-up costs tens of
+//     microseconds of CPU on a VM whatever wakes the thread, so a lane
+//     that waits for every packet would otherwise cost one per packet.
 //   - A Gate books each packet's departure, with one clock reading per
 //     batch, not per packet; a dispatcher that wakes late sends what an
 //     on-time one would have sent by now (see Gate). While a lane shapes,
@@ -31,6 +34,7 @@
 package dispatch
 
 import (
+	"math"
 	"sync/atomic"
 	"time"
 
@@ -88,7 +92,7 @@ const (
 	idle state = iota
 	// running: awake, or woken; it looks at the ring before sleeping again.
 	running
-	// throttled: asleep until its timer fires; Enqueue need not wake it.
+	// throttled: asleep until the alarm fires; Enqueue need not wake it.
 	throttled
 	// stopped: closed and drained.
 	stopped
@@ -110,11 +114,12 @@ type Config struct {
 	// it the time and arms the lane's timer.
 	Gate  Gate
 	Clock tcpip.Clock
-	// Slack is how long after a booked departure the lane's timer fires.
-	// Until then a packet arriving on the waiting lane sends what is due
-	// from its own goroutine, saving the timer's wake-up; with traffic
-	// flowing, waits end without any. 0: the timer fires at the departure.
+	// Slack is the least time between two wake-ups of the lanes' timer
+	// (see Alarm). 0: the timer fires at every departure.
 	Slack time.Duration
+	// alarm is the timer the lanes of a Group share; Init makes a lane
+	// its own when it is nil.
+	alarm *Alarm
 }
 
 // Lane is one queue and its dispatcher. Use it through a pointer, after
@@ -125,8 +130,7 @@ type Lane struct {
 	budget   *Budget
 	gate     Gate
 	clock    tcpip.Clock
-	slack    int64
-	timer    tcpip.Timer
+	alarm    *Alarm
 
 	wake    sleep.Waker
 	closing sleep.Waker
@@ -138,11 +142,12 @@ type Lane struct {
 	state state
 	// +checklocks:mu
 	closed bool
-	// deadline is when the armed timer should fire: the departure the gate
-	// booked for the head packet.
+	// deadline is the departure the gate booked for the head packet,
+	// while the lane waits on the alarm.
 	// +checklocks:mu
 	deadline int64
-	// timerFired says the timer fired and no pass has run since.
+	// timerFired says the alarm started a pass that has not yet looked at
+	// the clock.
 	// +checklocks:mu
 	timerFired bool
 	// inPass says a pass runs on the timer's goroutine or an enqueuer's;
@@ -186,17 +191,15 @@ func (l *Lane) Init(cfg Config) {
 	l.budget = cfg.Budget
 	l.gate = cfg.Gate
 	l.clock = cfg.Clock
-	l.slack = int64(cfg.Slack)
+	l.alarm = cfg.alarm
+	if l.gate != nil && l.alarm == nil {
+		l.alarm = newAlarm(cfg.Clock, cfg.Slack, []*Lane{l})
+	}
 	l.mu.Lock()
 	l.ring.Init(cfg.MaxPackets)
 	l.state = idle
 	l.mu.Unlock()
 	l.passDone = sync.NewCond(&l.mu)
-	if l.gate != nil {
-		// One timer for the lane's life: created stopped, then Reset.
-		l.timer = l.clock.AfterFunc(time.Hour, l.onTimer)
-		l.timer.Stop()
-	}
 }
 
 // Start starts the lane's dispatcher goroutine; wg.Done is called when it
@@ -237,7 +240,7 @@ func (l *Lane) Enqueue(pkt *stack.PacketBuffer) tcpip.Error {
 			l.state = running
 			l.inPass = true
 			inline = true
-			l.timer.Stop()
+			l.alarm.serve(now)
 		}
 	} else if l.state == idle && l.lastWait != 0 {
 		if now := l.now(); now-l.lastWait < shapingWindow {
@@ -262,6 +265,16 @@ func (l *Lane) Enqueue(pkt *stack.PacketBuffer) tcpip.Error {
 	}
 	if inline {
 		l.runInline()
+	}
+	if a := l.alarm; a != nil {
+		// Serve the lanes waiting for a departure that has come, saving
+		// the timer's wake-up. Far from the ceiling none waits, and this
+		// is one load of a word that does not change.
+		if due := a.due.Load(); due != math.MaxInt64 {
+			if now := l.now(); due <= now {
+				a.help(now)
+			}
+		}
 	}
 	return nil
 }
@@ -317,28 +330,35 @@ func (l *Lane) Stats() qdisc.Stats {
 	}
 }
 
-// Lateness returns how late the lane's timer wake-ups have run: the time
-// from each booked departure to the first look after the timer fired
-// (which includes the Slack).
+// Lateness returns how late the lane's waits on the alarm ended: the time
+// from each booked departure to the first look after the alarm fired
+// (which includes any Slack).
 func (l *Lane) Lateness() qdisc.HistogramSnapshot { return l.lateness.Snapshot() }
 
 // now reads the lane's clock in nanoseconds.
 func (l *Lane) now() int64 { return int64(l.clock.NowMonotonic().Sub(tcpip.MonotonicTime{})) }
 
-// onTimer runs when the head packet's booked departure has come. It runs
-// the pass itself, on the timer's goroutine, rather than wake the
-// dispatcher: one goroutine hand-off fewer per wake. The state (running)
-// keeps Enqueue from waking the dispatcher meanwhile, so one pass runs at
-// a time.
-func (l *Lane) onTimer() {
+// onAlarm runs when the alarm fires at now. If the lane waits and its head
+// packet's booked departure has come, it runs the pass itself, on the
+// timer's goroutine, rather than wake the dispatcher: one goroutine
+// hand-off fewer per wake. The state (running) keeps Enqueue from waking
+// the dispatcher meanwhile, so one pass runs at a time. A lane whose
+// departure is still to come has the alarm armed for it again.
+func (l *Lane) onAlarm(now int64) {
 	l.mu.Lock()
 	if l.state != throttled || l.closed {
+		l.mu.Unlock()
+		return
+	}
+	if l.deadline > now {
+		l.alarm.arm(l.deadline, now)
 		l.mu.Unlock()
 		return
 	}
 	l.state = running
 	l.timerFired = true
 	l.inPass = true
+	l.alarm.leave()
 	l.mu.Unlock()
 	l.runInline()
 }
@@ -405,24 +425,24 @@ func (l *Lane) run(batch *stack.PacketBufferList) {
 			n++
 		}
 		if n == 0 {
-			// The head packet must wait for tokens: sleep until they have
-			// come. The timer is armed for the deadline as the clock reads
-			// now, not as it read at the top of the pass, so a dispatcher
-			// held up in between does not oversleep; if the deadline has
-			// passed already, look again instead. It is armed under the
-			// lock, so that a test that sees the lane quiescent also sees
-			// the timer armed. (A batch that ended on a refused packet is
+			// The head packet must wait for tokens: sleep on the alarm
+			// until they have come (or later: see Alarm). The alarm is
+			// armed as the clock reads now, not as it read at the top of
+			// the pass, so a dispatcher held up in between does not
+			// oversleep; if the deadline has passed already, look again
+			// instead. It is armed under the lock, so that a test that
+			// sees the lane quiescent also sees the alarm armed. (A batch that ended on a refused packet is
 			// written first, and the next pass arms the timer: the lane
 			// never sleeps with a batch in hand.) Every packet queued
 			// behind the head is booked now, in order, before packets that
 			// arrive later on other lanes.
 			l.deadline = now + wait
 			l.ring.StampUnstamped(func(size uint32) int64 { return l.gate.Book(now, size) })
-			if left := l.deadline - l.now(); left > 0 {
+			if at := l.now(); l.deadline > at {
 				l.state = throttled
 				l.lastWait = now
 				l.overlimits.Add(1)
-				l.timer.Reset(time.Duration(left + l.slack))
+				l.alarm.wait(l.deadline, at)
 				l.mu.Unlock()
 				return
 			}
@@ -458,15 +478,15 @@ func (l *Lane) write(batch *stack.PacketBufferList, sizes []uint32) {
 	}
 }
 
-// drain runs on the dispatcher after Close: it stops the timer and releases
-// every queued packet, counting each as a drop.
+// drain runs on the dispatcher after Close: it stops waiting on the alarm
+// and releases every queued packet, counting each as a drop.
 func (l *Lane) drain() {
-	if l.timer != nil {
-		l.timer.Stop()
-	}
 	l.mu.Lock()
 	for l.inPass {
 		l.passDone.Wait() // a pass that began before Close
+	}
+	if l.state == throttled {
+		l.alarm.leave()
 	}
 	dropped, bytes := l.ring.Purge()
 	l.state = stopped
@@ -481,12 +501,22 @@ func (l *Lane) drain() {
 // statistics summed.
 type Group struct {
 	Lanes []Lane
+	alarm *Alarm
 	wg    sync.WaitGroup
 }
 
-// Init makes n lanes (at least 1), each set up with cfg.
+// Init makes n lanes (at least 1), each set up with cfg; with a Gate,
+// they share one Alarm.
 func (g *Group) Init(n int, cfg Config) {
 	g.Lanes = make([]Lane, max(n, 1))
+	if cfg.Gate != nil {
+		lanes := make([]*Lane, len(g.Lanes))
+		for i := range g.Lanes {
+			lanes[i] = &g.Lanes[i]
+		}
+		g.alarm = newAlarm(cfg.Clock, cfg.Slack, lanes)
+		cfg.alarm = g.alarm
+	}
 	for i := range g.Lanes {
 		g.Lanes[i].Init(cfg)
 	}
@@ -526,6 +556,15 @@ func (g *Group) Lateness() qdisc.HistogramSnapshot {
 		s = s.Add(g.Lanes[i].Lateness())
 	}
 	return s
+}
+
+// Wakeups returns how many times the lanes' shared timer has fired (0
+// without a Gate).
+func (g *Group) Wakeups() uint64 {
+	if g.alarm == nil {
+		return 0
+	}
+	return g.alarm.Wakeups()
 }
 
 // Quiescent reports whether every lane is quiescent (see Lane.Quiescent).

@@ -1,6 +1,7 @@
 package tbf_test
 
 import (
+	"maps"
 	"testing"
 	"time"
 
@@ -81,13 +82,15 @@ func TestLateWakeupsCatchUp(t *testing.T) {
 	}
 }
 
-// TestSlack: with the default slack, a waiting packet is sent by the next
-// packet to arrive on its queue after its departure time, without a timer
-// wake-up; with none arriving, by the timer, at most the slack late. Never
-// before Linux's tbf would send it.
+// TestSlack: a queue that waits now and then is woken at the departure
+// time; one that waits packet after packet is woken no sooner than Slack
+// after it was last served (by the timer, or by an arrival that sent what
+// had come due, with no wake-up), and that wake-up sends all that came
+// due. Never before Linux's tbf would send it.
 func TestSlack(t *testing.T) {
 	const pkt = 1514
-	cfg := tbf.Config{Rate: 100 * mbit, Burst: pkt, Limit: 1 << 20} // 121.12 µs a packet
+	const tx = 121120 * time.Nanosecond // a packet at 100 Mbit/s
+	cfg := tbf.Config{Rate: 100 * mbit, Burst: pkt, Limit: 1 << 20, Slack: 4 * time.Millisecond}
 	clock := qdisctest.NewStepClock()
 	link := qdisctest.NewLink(clock)
 	d, err := tbf.New(link, clock, cfg)
@@ -104,38 +107,60 @@ func TestSlack(t *testing.T) {
 		p.DecRef()
 		qdisctest.WaitQuiescent(t, d)
 	}
-	at := func() []time.Duration {
-		var a []time.Duration
+	// advanceTo moves the clock to t after start and reports how many
+	// timers fired.
+	advanceTo := func(at time.Duration) int {
+		clock.Advance(at - time.Duration(nowNS(clock)-start))
+		n := clock.Fire()
+		qdisctest.WaitQuiescent(t, d)
+		return n
+	}
+	check := func(step string, want ...time.Duration) {
+		t.Helper()
+		var got []time.Duration
 		for _, r := range link.Records() {
-			a = append(a, time.Duration(int64(r.At.Sub(tcpip.MonotonicTime{}))-start))
+			got = append(got, time.Duration(int64(r.At.Sub(tcpip.MonotonicTime{}))-start))
 		}
-		return a
+		if !equal(got, want) {
+			t.Fatalf("%s: departures %v, want %v", step, got, want)
+		}
 	}
 	write(0) // leaves at once
-	write(1) // due at 121.12 µs: booked, the timer armed for 1.12112 ms
-	clock.Advance(500 * time.Microsecond)
-	if clock.Fire() != 0 {
-		t.Fatal("a timer fired before the slack was over")
+	write(1) // due at tx
+	if n := advanceTo(tx); n != 1 {
+		t.Fatalf("first wait: %d timers fired at the departure, want 1", n)
 	}
-	write(2) // finds packet 1 due: sends it, and itself (due at 500 µs)
-	if got, want := at(), []time.Duration{0, 500 * time.Microsecond, 500 * time.Microsecond}; !equal(got, want) {
-		t.Fatalf("departures %v, want %v", got, want)
+	check("first wait, woken on time", 0, tx)
+
+	write(2) // due at 2tx
+	write(3) // due at 3tx
+	if n := advanceTo(2 * tx); n != 0 {
+		t.Fatal("a second wake-up came sooner than the slack after the first")
 	}
-	write(3) // due at 621.12 µs; nothing arrives after it
-	clock.Advance(time.Millisecond)
-	if clock.Fire() != 0 {
-		t.Fatal("the timer fired before the departure plus the slack")
+	write(4) // at 2tx: finds packet 2 due and sends it from here; 4 is due at 4tx
+	check("an arrival sends what is due", 0, tx, 2*tx)
+	// That counts as serving the queue: the next wake-up is the slack after
+	// it, not after the timer's last.
+	if n := advanceTo(2*tx + cfg.Slack - 1); n != 0 {
+		t.Fatal("the timer fired before the slack after the queue was last served")
 	}
-	clock.Advance(121120 * time.Nanosecond) // 1.62112 ms: departure + slack
-	if clock.Fire() != 1 {
-		t.Fatal("the timer did not fire at the departure plus the slack")
+	if n := advanceTo(2*tx + cfg.Slack); n != 1 {
+		t.Fatal("the timer did not fire at the slack after the queue was last served")
 	}
-	qdisctest.WaitQuiescent(t, d)
-	if got := at(); len(got) != 4 || got[3] != 1621120*time.Nanosecond {
-		t.Fatalf("departures %v, want the 4th at 1.62112ms", got)
+	// Packets 3 and 4 were due at 3tx and 4tx: both leave now, late.
+	late := 2*tx + cfg.Slack
+	check("spaced wake-up sends all that came due", 0, tx, 2*tx, late, late)
+
+	// Quiet for longer than the slack: the next wait is woken on time.
+	advanceTo(20 * time.Millisecond)
+	write(5) // leaves at once
+	write(6) // due a packet later
+	if n := advanceTo(20*time.Millisecond + tx); n != 1 {
+		t.Fatal("after a quiet spell, the wake-up was not at the departure")
 	}
-	if l := d.Lateness(); l.Count() != 1 {
-		t.Errorf("%d timer wake-ups recorded, want 1", l.Count())
+	check("after a quiet spell", 0, tx, 2*tx, late, late, 20*time.Millisecond, 20*time.Millisecond+tx)
+	if l := d.Lateness(); l.Count() != 3 {
+		t.Errorf("%d timer wake-ups recorded, want 3", l.Count())
 	}
 }
 
@@ -149,4 +174,110 @@ func equal(a, b []time.Duration) bool {
 		}
 	}
 	return true
+}
+
+// TestOneAlarmForAllQueues: the queues of one bucket share one timer, and
+// its wake-ups are rationed across all of them: a queue that comes due
+// within the slack after another queue's wake-up waits for the next one,
+// and that one wake-up (one timer firing) sends the due packets of every
+// queue.
+func TestOneAlarmForAllQueues(t *testing.T) {
+	const pkt = 1514
+	const tx = 121120 * time.Nanosecond // a packet at 100 Mbit/s
+	cfg := tbf.Config{Rate: 100 * mbit, Burst: pkt, Limit: 1 << 20, Queues: 2, Slack: 4 * time.Millisecond}
+	clock := qdisctest.NewStepClock()
+	link := qdisctest.NewLink(clock)
+	d, err := tbf.New(link, clock, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	start := nowNS(clock)
+	// Packet seq goes to queue seq%2; each is booked a packet after the
+	// one before, whichever queue it is on.
+	for seq := uint64(0); seq < 4; seq++ {
+		p := qdisctest.MakePacket(pkt, uint32(seq%2), seq)
+		if err := d.WritePacket(p); err != nil {
+			t.Fatal(err)
+		}
+		p.DecRef()
+		qdisctest.WaitQuiescent(t, d)
+	}
+	fires := 0
+	advanceTo := func(at time.Duration) {
+		clock.Advance(at - time.Duration(nowNS(clock)-start))
+		fires += clock.Fire()
+		qdisctest.WaitQuiescent(t, d)
+	}
+	departures := func() map[uint64]time.Duration {
+		m := map[uint64]time.Duration{}
+		for _, r := range link.Records() {
+			m[r.Seq] = time.Duration(int64(r.At.Sub(tcpip.MonotonicTime{})) - start)
+		}
+		return m
+	}
+	advanceTo(tx) // packet 1 (queue 1) is due
+	advanceTo(2 * tx)
+	advanceTo(3 * tx)
+	if got, want := departures(), map[uint64]time.Duration{0: 0, 1: tx}; !maps.Equal(got, want) || fires != 1 {
+		t.Fatalf("by 3tx: %d timer firings, departures %v; want 1 firing, departures %v (queue 0's packet 2, due at 2tx, waits for the slack after the wake-up at tx)", fires, got, want)
+	}
+	advanceTo(tx + cfg.Slack)
+	late := tx + cfg.Slack
+	if got, want := departures(), map[uint64]time.Duration{0: 0, 1: tx, 2: late, 3: late}; !maps.Equal(got, want) || fires != 2 {
+		t.Fatalf("by tx+slack: %d timer firings, departures %v; want 2 firings, departures %v", fires, got, want)
+	}
+}
+
+// TestArrivalServesOtherQueues: a packet arriving on one queue sends the
+// due packets of the bucket's other queues, so no timer wake-up is needed
+// while packets keep arriving on any of them.
+func TestArrivalServesOtherQueues(t *testing.T) {
+	const pkt = 1514
+	const tx = 121120 * time.Nanosecond // a packet at 100 Mbit/s
+	cfg := tbf.Config{Rate: 100 * mbit, Burst: pkt, Limit: 1 << 20, Queues: 2, Slack: 4 * time.Millisecond}
+	clock := qdisctest.NewStepClock()
+	link := qdisctest.NewLink(clock)
+	d, err := tbf.New(link, clock, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	start := nowNS(clock)
+	write := func(seq uint64, queue uint32) {
+		p := qdisctest.MakePacket(pkt, queue, seq)
+		if err := d.WritePacket(p); err != nil {
+			t.Fatal(err)
+		}
+		p.DecRef()
+		qdisctest.WaitQuiescent(t, d)
+	}
+	departures := func() map[uint64]time.Duration {
+		m := map[uint64]time.Duration{}
+		for _, r := range link.Records() {
+			m[r.Seq] = time.Duration(int64(r.At.Sub(tcpip.MonotonicTime{})) - start)
+		}
+		return m
+	}
+	write(0, 1) // leaves at once
+	write(1, 1) // due at tx; the timer is armed for it
+	clock.Advance(tx)
+	if n := clock.Fire(); n != 1 {
+		t.Fatalf("%d timers fired at the first departure, want 1", n)
+	}
+	qdisctest.WaitQuiescent(t, d)
+	write(2, 1) // due at 2tx; the next wake-up no sooner than tx+slack
+	clock.Advance(tx)
+	write(3, 0) // at 2tx, on the other queue: sends packet 2; 3 is due at 3tx
+	if got, want := departures(), map[uint64]time.Duration{0: 0, 1: tx, 2: 2 * tx}; !maps.Equal(got, want) {
+		t.Fatalf("departures %v, want %v: the arrival on queue 0 should have sent queue 1's due packet", got, want)
+	}
+	clock.Advance(tx)
+	write(4, 1) // at 3tx, on queue 1: sends queue 0's packet 3
+	if got := departures()[3]; got != 3*tx {
+		t.Fatalf("packet 3 left at %v, want 3tx (%v), sent by the arrival on queue 1", got, 3*tx)
+	}
+	if w := d.Wakeups(); w != 1 {
+		t.Errorf("%d timer wake-ups, want 1", w)
+	}
 }

@@ -1,0 +1,159 @@
+package dispatch
+
+import (
+	"math"
+	"sync/atomic"
+	"time"
+
+	"gvisor.dev/gvisor/pkg/sync"
+	"gvisor.dev/gvisor/pkg/tcpip"
+)
+
+// Alarm is the one timer that the lanes sharing a gate sleep on while they
+// wait for tokens.
+//
+// Why one, and why rationed: a wake-up costs tens of microseconds of CPU on
+// a VM whatever wakes the thread (a Go timer, nanosleep and a timerfd all
+// measure alike), as much as a whole packet costs fifo. A bucket of one or
+// two packets waits before nearly every packet, and a timer per lane would
+// wake once per lane. So the alarm fires at the earliest departure a lane
+// waits for, but never sooner than Slack after the waiting lanes were last
+// served, and each firing serves every lane whose departure has come. A
+// packet arriving on any lane serves them too, from its own goroutine,
+// when it finds a departure come: then no wake-up is needed at all. A qdisc that waits now and then is woken on time;
+// one that waits packet after packet is woken at most once per Slack,
+// however many lanes it has, and not at all while arriving packets keep
+// sending what is due; either way a packet leaves at most Slack late. A
+// gate that books departures makes that safe: what is sent late is caught
+// up, never sent early.
+type Alarm struct {
+	clock tcpip.Clock
+	slack int64
+	timer tcpip.Timer
+	lanes []*Lane
+	fires atomic.Uint64
+	// due is the earliest departure a lane waits for (MaxInt64: none), so
+	// that an arriving packet can see without a lock whether to serve.
+	due atomic.Int64
+
+	mu sync.Mutex
+	// armed says the timer is set, for at.
+	// +checklocks:mu
+	armed bool
+	// +checklocks:mu
+	at int64
+	// served is when the waiting lanes were last served: by the timer, or
+	// by an arriving packet that found a departure come.
+	// +checklocks:mu
+	served int64
+	// waiting counts the lanes in state throttled: the timer is stopped
+	// when none is left.
+	// +checklocks:mu
+	waiting int
+}
+
+func newAlarm(clock tcpip.Clock, slack time.Duration, lanes []*Lane) *Alarm {
+	a := &Alarm{clock: clock, slack: int64(max(slack, 0)), lanes: lanes}
+	a.mu.Lock()
+	a.served = math.MinInt64 / 2 // long ago, whatever the clock's epoch
+	a.mu.Unlock()
+	a.due.Store(math.MaxInt64)
+	// One timer for the qdisc's life: created stopped, then Reset.
+	a.timer = clock.AfterFunc(time.Hour, a.fire)
+	a.timer.Stop()
+	return a
+}
+
+// wait counts a lane that begins to wait for deadline (the clock reading
+// now) and arms the timer for it. The lane holds its own lock.
+func (a *Alarm) wait(deadline, now int64) {
+	a.mu.Lock()
+	a.waiting++
+	a.armLocked(deadline, now)
+	a.mu.Unlock()
+}
+
+// arm arms the timer for a lane that still waits for deadline.
+func (a *Alarm) arm(deadline, now int64) {
+	a.mu.Lock()
+	a.armLocked(deadline, now)
+	a.mu.Unlock()
+}
+
+// +checklocks:a.mu
+func (a *Alarm) armLocked(deadline, now int64) {
+	if deadline < a.due.Load() {
+		a.due.Store(deadline)
+	}
+	at := max(deadline, a.served+a.slack)
+	if a.armed && a.at <= at {
+		return
+	}
+	a.armed, a.at = true, at
+	a.timer.Reset(time.Duration(at - now))
+}
+
+// leave uncounts a lane that stops waiting; the last to leave stops the
+// timer. The lane holds its own lock.
+func (a *Alarm) leave() {
+	a.mu.Lock()
+	a.leaveLocked()
+	a.mu.Unlock()
+}
+
+// serve is leave for a lane that stops waiting at now because a packet
+// arrived and found its departure come: that counts as a wake-up.
+func (a *Alarm) serve(now int64) {
+	a.mu.Lock()
+	a.served = max(a.served, now)
+	a.leaveLocked()
+	a.mu.Unlock()
+}
+
+// +checklocks:a.mu
+func (a *Alarm) leaveLocked() {
+	a.waiting--
+	if a.waiting == 0 && a.armed {
+		a.armed = false
+		a.timer.Stop()
+	}
+}
+
+// fire runs on the timer's goroutine and serves the lanes.
+func (a *Alarm) fire() {
+	now := int64(a.clock.NowMonotonic().Sub(tcpip.MonotonicTime{}))
+	a.fires.Add(1)
+	a.mu.Lock()
+	a.armed = false
+	a.serveLocked(now)
+}
+
+// help serves the lanes from an enqueuer's goroutine at now, if a departure
+// has come.
+func (a *Alarm) help(now int64) {
+	if a.due.Load() > now {
+		return
+	}
+	a.mu.Lock()
+	if a.due.Load() > now { // served meanwhile
+		a.mu.Unlock()
+		return
+	}
+	a.serveLocked(now)
+}
+
+// serveLocked runs a pass of every lane whose departure has come, one after
+// another; the lanes still waiting arm the timer again (and set due). It
+// unlocks a.mu.
+// +checklocks:a.mu
+func (a *Alarm) serveLocked(now int64) {
+	a.served = max(a.served, now)
+	a.due.Store(math.MaxInt64)
+	a.mu.Unlock()
+	for _, l := range a.lanes {
+		l.onAlarm(now)
+	}
+}
+
+// Wakeups returns how many times the timer has fired.
+func (a *Alarm) Wakeups() uint64 { return a.fires.Load() }
