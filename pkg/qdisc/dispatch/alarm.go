@@ -20,12 +20,13 @@ import (
 // waits for, but never sooner than Slack after the waiting lanes were last
 // served, and each firing serves every lane whose departure has come. A
 // packet arriving on any lane serves them too, from its own goroutine,
-// when it finds a departure come: then no wake-up is needed at all. A qdisc that waits now and then is woken on time;
-// one that waits packet after packet is woken at most once per Slack,
-// however many lanes it has, and not at all while arriving packets keep
-// sending what is due; either way a packet leaves at most Slack late. A
-// gate that books departures makes that safe: what is sent late is caught
-// up, never sent early.
+// when it finds a departure come, and then no wake-up is needed at all.
+// A qdisc that waits now and then is woken on time; one that waits packet
+// after packet is woken at most once per Slack, however many lanes it
+// has, and not at all while arriving packets keep sending what is due;
+// either way a packet leaves at most Slack (and the timer's granularity)
+// late. A gate that books departures makes that safe: what is sent late is
+// caught up, never sent early.
 type Alarm struct {
 	clock tcpip.Clock
 	slack int64
