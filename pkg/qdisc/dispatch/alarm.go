@@ -102,15 +102,6 @@ func (a *Alarm) leave() {
 	a.mu.Unlock()
 }
 
-// serve is leave for a lane that stops waiting at now because a packet
-// arrived and found its departure come: that counts as a wake-up.
-func (a *Alarm) serve(now int64) {
-	a.mu.Lock()
-	a.served = max(a.served, now)
-	a.leaveLocked()
-	a.mu.Unlock()
-}
-
 // +checklocks:a.mu
 func (a *Alarm) leaveLocked() {
 	a.waiting--
@@ -154,6 +145,17 @@ func (a *Alarm) serveLocked(now int64) {
 	for _, l := range a.lanes {
 		l.onAlarm(now)
 	}
+	// The timer may still be armed for a lane served here: move it to the
+	// earliest departure still awaited, no sooner than Slack after now,
+	// rather than wake for nothing.
+	a.mu.Lock()
+	if a.armed && a.waiting > 0 {
+		if at := max(a.due.Load(), a.served+a.slack); at > a.at {
+			a.at = at
+			a.timer.Reset(time.Duration(at - int64(a.clock.NowMonotonic().Sub(tcpip.MonotonicTime{}))))
+		}
+	}
+	a.mu.Unlock()
 }
 
 // Wakeups returns how many times the timer has fired.

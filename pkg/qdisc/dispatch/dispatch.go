@@ -146,8 +146,8 @@ type Lane struct {
 	// while the lane waits on the alarm.
 	// +checklocks:mu
 	deadline int64
-	// timerFired says the alarm started a pass that has not yet looked at
-	// the clock.
+	// timerFired says the alarm (its timer, or an arrival's help) started
+	// a pass that has not yet looked at the clock.
 	// +checklocks:mu
 	timerFired bool
 	// inPass says a pass runs on the timer's goroutine or an enqueuer's;
@@ -232,16 +232,9 @@ func (l *Lane) Enqueue(pkt *stack.PacketBuffer) tcpip.Error {
 		// The lane is shaping: book the packet's departure now, in arrival
 		// order across the lanes sharing the gate, as one FIFO would send
 		// them (so a packet's wait is bounded by the bytes queued ahead of
-		// it in all lanes, as Linux's latency bound promises). If the head's
-		// departure has come, send what is due from here.
-		now := l.now()
-		l.ring.PushBackAt(pkt.IncRef(), l.gate.Book(now, uint32(size)))
-		if l.ring.FrontStamp() <= now {
-			l.state = running
-			l.inPass = true
-			inline = true
-			l.alarm.serve(now)
-		}
+		// it in all lanes, as Linux's latency bound promises). If the
+		// head's departure has come, the alarm's help below sends it.
+		l.ring.PushBackAt(pkt.IncRef(), l.gate.Book(l.now(), uint32(size)))
 	} else if l.state == idle && l.lastWait != 0 {
 		if now := l.now(); now-l.lastWait < shapingWindow {
 			l.ring.PushBack(pkt.IncRef()) // the pass books it
@@ -267,9 +260,9 @@ func (l *Lane) Enqueue(pkt *stack.PacketBuffer) tcpip.Error {
 		l.runInline()
 	}
 	if a := l.alarm; a != nil {
-		// Serve the lanes waiting for a departure that has come, saving
-		// the timer's wake-up. Far from the ceiling none waits, and this
-		// is one load of a word that does not change.
+		// Serve the lanes (this one too) waiting for a departure that has
+		// come, saving the timer's wake-up. Far from the ceiling none
+		// waits, and this is one load of a word that does not change.
 		if due := a.due.Load(); due != math.MaxInt64 {
 			if now := l.now(); due <= now {
 				a.help(now)
@@ -331,8 +324,8 @@ func (l *Lane) Stats() qdisc.Stats {
 }
 
 // Lateness returns how late the lane's waits on the alarm ended: the time
-// from each booked departure to the first look after the alarm fired
-// (which includes any Slack).
+// from each booked departure to the pass the alarm started (from its timer
+// or an arriving packet), which includes any Slack.
 func (l *Lane) Lateness() qdisc.HistogramSnapshot { return l.lateness.Snapshot() }
 
 // now reads the lane's clock in nanoseconds.

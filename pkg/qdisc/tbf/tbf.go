@@ -67,7 +67,7 @@
 // That is also what makes wake-ups cheap to ration. Each costs tens of
 // microseconds of CPU on a VM, as much as fifo spends on a packet, and a
 // bucket of one or two packets would otherwise need one per packet; so a
-// queue's timer fires at most once per Slack (DefaultSlack, 4 ms: 250 a
+// queue's timer fires at most once per Slack (DefaultSlack, 8 ms: 125 a
 // second), each time sending all that came due. A queue that waits only
 // now and then is still woken at the departure time.
 package tbf
@@ -87,14 +87,18 @@ import (
 	"github.com/netqdisc/netqdisc/pkg/qdisc/rate"
 )
 
-// DefaultSlack is Slack's default: a queue's timer wakes at most 250
-// times a second, as a kernel ticking at HZ=250 would. A wake-up costs
-// about 50 µs of CPU on the 2-core VMs netqdisc is measured on, whatever
-// mechanism wakes the thread (Go timer, nanosleep, timerfd: all measured),
-// so at most about 1.3% of a core goes to waking; a packet that waits
-// leaves at most this (plus the timer's granularity) late, and the rate
-// holds because late departures are caught up.
-const DefaultSlack = 4 * time.Millisecond
+// DefaultSlack is Slack's default: the qdisc's timer wakes at most 125
+// times a second. A wake-up costs about 50 µs of CPU on the 2-core VMs
+// netqdisc is measured on, whatever mechanism wakes the thread (Go timer,
+// nanosleep, timerfd: all measured), so waking costs at most about 0.6% of
+// a core, a seventh of what fifo spends carrying 10 Mbit/s. A packet that
+// waits leaves at most this (plus the timer's granularity) late, usually
+// much less, since arriving packets send what is due; the rate holds
+// because late departures are caught up. With the granularity it stays
+// under 10 ms, so a bucket of 10 ms of rate (tc's usual advice) still
+// bounds what leaves back to back. Set a smaller Slack, or NoSlack, for a
+// smoother wire at more CPU.
+const DefaultSlack = 8 * time.Millisecond
 
 // NoSlack, as Config.Slack, fires every timer at the departure time, however
 // often that is.
@@ -308,13 +312,13 @@ func (d *Discipline) Close() {
 	d.lanes.Close()
 }
 
-// Lateness returns how late the queues' waits for tokens ended when the
-// timer ended them: the time from each booked departure to the queue's
-// next look at the clock, one sample per queue per wake-up.
+// Lateness returns how late the queues' waits for tokens ended: the time
+// from each booked departure to the pass that sent it (run by the timer,
+// or by an arriving packet), one sample per wait.
 func (d *Discipline) Lateness() qdisc.HistogramSnapshot { return d.lanes.Lateness() }
 
 // Wakeups returns how many times the qdisc's one timer has fired. With
-// the default Slack that is at most 250 a second, however many queues.
+// the default Slack that is at most 125 a second, however many queues.
 func (d *Discipline) Wakeups() uint64 { return d.lanes.Wakeups() }
 
 // Queues returns the number of queues.
