@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"net"
 	"regexp"
 	"sort"
 	"strconv"
@@ -160,6 +161,7 @@ func (l *Lab) MeasureNetstack(mk MakeQDisc, o Options) (Result, error) {
 	var stop atomic.Bool
 	var wg sync.WaitGroup
 	senders := make([]*Sender, o.Streams)
+	conns := make([]net.Conn, 0, o.Streams)
 	for i := range senders {
 		conn, err := n.Dial(PeerAddr, sinkPort)
 		if err != nil {
@@ -167,6 +169,7 @@ func (l *Lab) MeasureNetstack(mk MakeQDisc, o Options) (Result, error) {
 			wg.Wait()
 			return r, fmt.Errorf("stream %d: %v", i, err)
 		}
+		conns = append(conns, conn)
 		senders[i] = NewSender(uint64(i))
 		wg.Add(1)
 		go func() {
@@ -175,7 +178,13 @@ func (l *Lab) MeasureNetstack(mk MakeQDisc, o Options) (Result, error) {
 		}()
 	}
 	err = window(o, l.NSP, l.VethP1, NetstackAddr, &r)
+	// Stop now: a sender blocked in Write would otherwise wait for TCP to
+	// drain its buffer through the shaper, seconds behind a full queue,
+	// and longer still while it recovers from tail drops.
 	stop.Store(true)
+	for _, c := range conns {
+		c.SetWriteDeadline(time.Now())
+	}
 	wg.Wait()
 	for _, s := range senders {
 		r.SentBytes += s.Sent.Load()
