@@ -98,22 +98,17 @@ func (a *Alarm) armLocked(deadline, now int64) {
 // timer. The lane holds its own lock.
 func (a *Alarm) leave() {
 	a.mu.Lock()
-	a.leaveLocked()
-	a.mu.Unlock()
-}
-
-// +checklocks:a.mu
-func (a *Alarm) leaveLocked() {
 	a.waiting--
 	if a.waiting == 0 && a.armed {
 		a.armed = false
 		a.timer.Stop()
 	}
+	a.mu.Unlock()
 }
 
 // fire runs on the timer's goroutine and serves the lanes.
 func (a *Alarm) fire() {
-	now := int64(a.clock.NowMonotonic().Sub(tcpip.MonotonicTime{}))
+	now := nowNS(a.clock)
 	a.fires.Add(1)
 	a.mu.Lock()
 	a.armed = false
@@ -152,7 +147,7 @@ func (a *Alarm) serveLocked(now int64) {
 	if a.armed && a.waiting > 0 {
 		if at := max(a.due.Load(), a.served+a.slack); at > a.at {
 			a.at = at
-			a.timer.Reset(time.Duration(at - int64(a.clock.NowMonotonic().Sub(tcpip.MonotonicTime{}))))
+			a.timer.Reset(time.Duration(at - nowNS(a.clock)))
 		}
 	}
 	a.mu.Unlock()

@@ -14,11 +14,12 @@
 //     is running will see the packet, and one that waits for tokens does
 //     not need it. Upstream asserts a waker on every packet, and its tbf
 //     re-arms a freshly allocated timer for each one.
-//   - A waiting lane arms one timer, created once and Reset thereafter: no
-//     allocation per wake. Its wake-ups are spaced at least Slack apart
-//     (each sends all that came due): a wake-up costs tens of
-//     microseconds of CPU on a VM whatever wakes the thread, so a lane
-//     that waits for every packet would otherwise cost one per packet.
+//   - Waiting lanes share one timer (Alarm), created once and Reset
+//     thereafter: no allocation per wake. Its wake-ups are spaced at least
+//     Slack apart, each serving every lane that came due, and a packet
+//     arriving on any lane serves them too: a wake-up costs tens of
+//     microseconds of CPU on a VM whatever wakes the thread, so lanes that
+//     wait for every packet would otherwise cost one per packet.
 //   - A Gate books each packet's departure, with one clock reading per
 //     batch, not per packet; a dispatcher that wakes late sends what an
 //     on-time one would have sent by now (see Gate). While a lane shapes,
@@ -111,7 +112,7 @@ type Config struct {
 	// share it, the same way.
 	Budget *Budget
 	// Gate, if not nil, is asked before each packet leaves, and Clock gives
-	// it the time and arms the lane's timer.
+	// it the time and runs the alarm the lane waits on.
 	Gate  Gate
 	Clock tcpip.Clock
 	// Slack is the least time between two wake-ups of the lanes' timer
@@ -228,13 +229,15 @@ func (l *Lane) Enqueue(pkt *stack.PacketBuffer) tcpip.Error {
 		return &tcpip.ErrNoBufferSpace{}
 	}
 	inline := false
+	var now int64 // read when needed: far from the ceiling, never
 	if l.state == throttled {
 		// The lane is shaping: book the packet's departure now, in arrival
 		// order across the lanes sharing the gate, as one FIFO would send
 		// them (so a packet's wait is bounded by the bytes queued ahead of
 		// it in all lanes, as Linux's latency bound promises). If the
 		// head's departure has come, the alarm's help below sends it.
-		l.ring.PushBackAt(pkt.IncRef(), l.gate.Book(l.now(), uint32(size)))
+		now = l.now()
+		l.ring.PushBackAt(pkt.IncRef(), l.gate.Book(now, uint32(size)))
 	} else if l.state == idle && l.lastWait != 0 {
 		if now := l.now(); now-l.lastWait < shapingWindow {
 			l.ring.PushBack(pkt.IncRef()) // the pass books it
@@ -264,7 +267,10 @@ func (l *Lane) Enqueue(pkt *stack.PacketBuffer) tcpip.Error {
 		// come, saving the timer's wake-up. Far from the ceiling none
 		// waits, and this is one load of a word that does not change.
 		if due := a.due.Load(); due != math.MaxInt64 {
-			if now := l.now(); due <= now {
+			if now == 0 {
+				now = l.now()
+			}
+			if due <= now {
 				a.help(now)
 			}
 		}
@@ -329,7 +335,12 @@ func (l *Lane) Stats() qdisc.Stats {
 func (l *Lane) Lateness() qdisc.HistogramSnapshot { return l.lateness.Snapshot() }
 
 // now reads the lane's clock in nanoseconds.
-func (l *Lane) now() int64 { return int64(l.clock.NowMonotonic().Sub(tcpip.MonotonicTime{})) }
+func (l *Lane) now() int64 { return nowNS(l.clock) }
+
+// nowNS reads clock in nanoseconds.
+func nowNS(clock tcpip.Clock) int64 {
+	return int64(clock.NowMonotonic().Sub(tcpip.MonotonicTime{}))
+}
 
 // onAlarm runs when the alarm fires at now. If the lane waits and its head
 // packet's booked departure has come, it runs the pass itself, on the
@@ -424,9 +435,10 @@ func (l *Lane) run(batch *stack.PacketBufferList) {
 			// the pass, so a dispatcher held up in between does not
 			// oversleep; if the deadline has passed already, look again
 			// instead. It is armed under the lock, so that a test that
-			// sees the lane quiescent also sees the alarm armed. (A batch that ended on a refused packet is
-			// written first, and the next pass arms the timer: the lane
-			// never sleeps with a batch in hand.) Every packet queued
+			// sees the lane quiescent also sees the alarm armed. (A batch
+			// that ended on a refused packet is written first, and the
+			// next pass arms the alarm: the lane never sleeps with a batch
+			// in hand.) Every packet queued
 			// behind the head is booked now, in order, before packets that
 			// arrive later on other lanes.
 			l.deadline = now + wait
