@@ -82,46 +82,88 @@ func TestLateWakeupsCatchUp(t *testing.T) {
 	}
 }
 
+// slackRig drives a tbf of one-packet bucket at 100 Mbit/s on a
+// StepClock, for the tests of how waits end: each write and each step of
+// the clock waits for the qdisc to be quiescent.
+type slackRig struct {
+	t     *testing.T
+	clock *qdisctest.StepClock
+	link  *qdisctest.Link
+	d     *tbf.Discipline
+	start int64
+}
+
+const (
+	rigPkt = 1514
+	rigTx  = 121120 * time.Nanosecond // a packet at 100 Mbit/s
+)
+
+func newSlackRig(t *testing.T, cfg tbf.Config) *slackRig {
+	t.Helper()
+	cfg.Rate, cfg.Burst, cfg.Limit = 100*mbit, rigPkt, 1<<20
+	r := &slackRig{t: t, clock: qdisctest.NewStepClock()}
+	r.link = qdisctest.NewLink(r.clock)
+	d, err := tbf.New(r.link, r.clock, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(d.Close)
+	r.d, r.start = d, nowNS(r.clock)
+	return r
+}
+
+// write writes packet seq to the queue that hash picks.
+func (r *slackRig) write(seq uint64, hash uint32) {
+	r.t.Helper()
+	p := qdisctest.MakePacket(rigPkt, hash, seq)
+	if err := r.d.WritePacket(p); err != nil {
+		r.t.Fatal(err)
+	}
+	p.DecRef()
+	qdisctest.WaitQuiescent(r.t, r.d)
+}
+
+// advanceTo moves the clock to at after the start, fires the timers that
+// came due and reports how many did.
+func (r *slackRig) advanceTo(at time.Duration) int {
+	r.clock.Advance(at - time.Duration(nowNS(r.clock)-r.start))
+	n := r.clock.Fire()
+	qdisctest.WaitQuiescent(r.t, r.d)
+	return n
+}
+
+// times returns the departure times after the start, in order.
+func (r *slackRig) times() []time.Duration {
+	var a []time.Duration
+	for _, rec := range r.link.Records() {
+		a = append(a, time.Duration(int64(rec.At.Sub(tcpip.MonotonicTime{}))-r.start))
+	}
+	return a
+}
+
+// departures returns each packet's departure time after the start.
+func (r *slackRig) departures() map[uint64]time.Duration {
+	m := map[uint64]time.Duration{}
+	for _, rec := range r.link.Records() {
+		m[rec.Seq] = time.Duration(int64(rec.At.Sub(tcpip.MonotonicTime{})) - r.start)
+	}
+	return m
+}
+
 // TestSlack: a queue that waits now and then is woken at the departure
 // time; one that waits packet after packet is woken no sooner than Slack
 // after it was last served (by the timer, or by an arrival that sent what
 // had come due, with no wake-up), and that wake-up sends all that came
 // due. Never before Linux's tbf would send it.
 func TestSlack(t *testing.T) {
-	const pkt = 1514
-	const tx = 121120 * time.Nanosecond // a packet at 100 Mbit/s
-	cfg := tbf.Config{Rate: 100 * mbit, Burst: pkt, Limit: 1 << 20, Slack: 4 * time.Millisecond}
-	clock := qdisctest.NewStepClock()
-	link := qdisctest.NewLink(clock)
-	d, err := tbf.New(link, clock, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	start := nowNS(clock)
-	write := func(seq uint64) {
-		p := qdisctest.MakePacket(pkt, 0, seq)
-		if err := d.WritePacket(p); err != nil {
-			t.Fatal(err)
-		}
-		p.DecRef()
-		qdisctest.WaitQuiescent(t, d)
-	}
-	// advanceTo moves the clock to t after start and reports how many
-	// timers fired.
-	advanceTo := func(at time.Duration) int {
-		clock.Advance(at - time.Duration(nowNS(clock)-start))
-		n := clock.Fire()
-		qdisctest.WaitQuiescent(t, d)
-		return n
-	}
+	const tx = rigTx
+	cfg := tbf.Config{Slack: 4 * time.Millisecond}
+	r := newSlackRig(t, cfg)
+	write := func(seq uint64) { r.write(seq, 0) }
+	advanceTo := r.advanceTo
 	check := func(step string, want ...time.Duration) {
 		t.Helper()
-		var got []time.Duration
-		for _, r := range link.Records() {
-			got = append(got, time.Duration(int64(r.At.Sub(tcpip.MonotonicTime{}))-start))
-		}
-		if !equal(got, want) {
+		if got := r.times(); !equal(got, want) {
 			t.Fatalf("%s: departures %v, want %v", step, got, want)
 		}
 	}
@@ -159,10 +201,10 @@ func TestSlack(t *testing.T) {
 		t.Fatal("after a quiet spell, the wake-up was not at the departure")
 	}
 	check("after a quiet spell", 0, tx, 2*tx, late, late, 20*time.Millisecond, 20*time.Millisecond+tx)
-	if w := d.Wakeups(); w != 3 {
+	if w := r.d.Wakeups(); w != 3 {
 		t.Errorf("%d timer wake-ups, want 3", w)
 	}
-	if l := d.Lateness(); l.Count() != 4 {
+	if l := r.d.Lateness(); l.Count() != 4 {
 		t.Errorf("%d waits' lateness recorded, want 4 (3 ended by the timer, 1 by an arrival)", l.Count())
 	}
 }
@@ -185,40 +227,17 @@ func equal(a, b []time.Duration) bool {
 // and that one wake-up (one timer firing) sends the due packets of every
 // queue.
 func TestOneAlarmForAllQueues(t *testing.T) {
-	const pkt = 1514
-	const tx = 121120 * time.Nanosecond // a packet at 100 Mbit/s
-	cfg := tbf.Config{Rate: 100 * mbit, Burst: pkt, Limit: 1 << 20, Queues: 2, Slack: 4 * time.Millisecond}
-	clock := qdisctest.NewStepClock()
-	link := qdisctest.NewLink(clock)
-	d, err := tbf.New(link, clock, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	start := nowNS(clock)
+	const tx = rigTx
+	cfg := tbf.Config{Queues: 2, Slack: 4 * time.Millisecond}
+	r := newSlackRig(t, cfg)
 	// Packet seq goes to queue seq%2; each is booked a packet after the
 	// one before, whichever queue it is on.
 	for seq := uint64(0); seq < 4; seq++ {
-		p := qdisctest.MakePacket(pkt, uint32(seq%2), seq)
-		if err := d.WritePacket(p); err != nil {
-			t.Fatal(err)
-		}
-		p.DecRef()
-		qdisctest.WaitQuiescent(t, d)
+		r.write(seq, uint32(seq%2))
 	}
 	fires := 0
-	advanceTo := func(at time.Duration) {
-		clock.Advance(at - time.Duration(nowNS(clock)-start))
-		fires += clock.Fire()
-		qdisctest.WaitQuiescent(t, d)
-	}
-	departures := func() map[uint64]time.Duration {
-		m := map[uint64]time.Duration{}
-		for _, r := range link.Records() {
-			m[r.Seq] = time.Duration(int64(r.At.Sub(tcpip.MonotonicTime{})) - start)
-		}
-		return m
-	}
+	advanceTo := func(at time.Duration) { fires += r.advanceTo(at) }
+	departures := r.departures
 	advanceTo(tx) // packet 1 (queue 1) is due
 	advanceTo(2 * tx)
 	advanceTo(3 * tx)
@@ -236,32 +255,9 @@ func TestOneAlarmForAllQueues(t *testing.T) {
 // due packets of the bucket's other queues, so no timer wake-up is needed
 // while packets keep arriving on any of them.
 func TestArrivalServesOtherQueues(t *testing.T) {
-	const pkt = 1514
-	const tx = 121120 * time.Nanosecond // a packet at 100 Mbit/s
-	cfg := tbf.Config{Rate: 100 * mbit, Burst: pkt, Limit: 1 << 20, Queues: 2, Slack: 4 * time.Millisecond}
-	clock := qdisctest.NewStepClock()
-	link := qdisctest.NewLink(clock)
-	d, err := tbf.New(link, clock, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	start := nowNS(clock)
-	write := func(seq uint64, queue uint32) {
-		p := qdisctest.MakePacket(pkt, queue, seq)
-		if err := d.WritePacket(p); err != nil {
-			t.Fatal(err)
-		}
-		p.DecRef()
-		qdisctest.WaitQuiescent(t, d)
-	}
-	departures := func() map[uint64]time.Duration {
-		m := map[uint64]time.Duration{}
-		for _, r := range link.Records() {
-			m[r.Seq] = time.Duration(int64(r.At.Sub(tcpip.MonotonicTime{})) - start)
-		}
-		return m
-	}
+	const tx = rigTx
+	r := newSlackRig(t, tbf.Config{Queues: 2, Slack: 4 * time.Millisecond})
+	write, departures, clock, d := r.write, r.departures, r.clock, r.d
 	write(0, 1) // leaves at once
 	write(1, 1) // due at tx; the timer is armed for it
 	clock.Advance(tx)
