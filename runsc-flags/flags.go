@@ -58,6 +58,7 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 
+	"github.com/netqdisc/netqdisc/pkg/qdisc"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/fifo"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/rate"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/tbf"
@@ -164,8 +165,16 @@ const (
 	sizeHelp = "bytes as a bare number (as runsc), or with tc's units: 64kb, 1mb, 1mbit"
 )
 
-// RegisterFlags registers the qdisc flags on fs.
+// RegisterFlags registers the qdisc flags and --allow-flag-override on fs.
 func RegisterFlags(fs *flag.FlagSet) {
+	RegisterQDiscFlags(fs)
+	fs.Bool(FlagAllowFlagOverride, false, "allow OCI annotations (dev.gvisor.flag.*) to set any qdisc flag, not only to tighten shaping.")
+}
+
+// RegisterQDiscFlags registers the qdisc flags on fs, but not
+// --allow-flag-override: for a runtime that has that flag already (runsc),
+// which NewFromFlags then reads as the operator's switch.
+func RegisterQDiscFlags(fs *flag.FlagSet) {
 	q := QDiscFIFO
 	fs.Var(&q, FlagQDisc, "queueing discipline on the sandbox's non-loopback NICs: none, fifo or tbf.")
 	fs.Var(new(rateValue), FlagTBFRate, "tbf: egress rate limit; "+rateHelp+". Required with --qdisc=tbf.")
@@ -174,7 +183,47 @@ func RegisterFlags(fs *flag.FlagSet) {
 	fs.Var(new(sizeValue), FlagTBFMTU, "tbf: the peak bucket's depth (tc's mtu/minburst), required with --qdisc-tbf-peakrate; "+sizeHelp+".")
 	fs.Var(new(sizeValue), FlagTBFLimit, "tbf: most bytes queued; "+sizeHelp+". Default: 1000 full-size packets. Excludes --qdisc-tbf-latency.")
 	fs.Duration(FlagTBFLatency, 0, "tbf: most time a packet may wait (limit = rate*latency + burst), e.g. 50ms. Excludes --qdisc-tbf-limit.")
-	fs.Bool(FlagAllowFlagOverride, false, "allow OCI annotations (dev.gvisor.flag.*) to set any qdisc flag, not only to tighten shaping.")
+}
+
+// Owns reports whether name (without dashes) is a flag RegisterQDiscFlags
+// registers: a runtime hands annotations for these to ApplyAnnotations and
+// applies the others by its own rules.
+func Owns(name string) bool {
+	switch name {
+	case FlagQDisc, FlagTBFLatency:
+		return true
+	}
+	_, ok := ceilingKnobs[name]
+	return ok
+}
+
+// Args returns the flags that give c's qdisc values to a FlagSet on which
+// RegisterQDiscFlags registered them: "--name=value" for each value that is
+// not the flag's default, in the bare units (bytes/s, bytes) and Go
+// durations that parse back exactly. A runtime that re-executes itself
+// (runsc starts the sandbox's boot process with its flags) passes these on,
+// so the boot process sees the configuration after annotations.
+// --allow-flag-override is the runtime's to pass.
+func (c *Config) Args() []string {
+	var args []string
+	if c.QDisc != QDiscFIFO {
+		args = append(args, fmt.Sprintf("--%s=%s", FlagQDisc, c.QDisc))
+	}
+	for _, f := range []struct {
+		name string
+		v    uint64
+	}{
+		{FlagTBFRate, c.TBFRate}, {FlagTBFBurst, c.TBFBurst}, {FlagTBFPeakRate, c.TBFPeakRate},
+		{FlagTBFMTU, c.TBFMTU}, {FlagTBFLimit, c.TBFLimit},
+	} {
+		if f.v != 0 {
+			args = append(args, fmt.Sprintf("--%s=%d", f.name, f.v))
+		}
+	}
+	if c.TBFLatency != 0 {
+		args = append(args, fmt.Sprintf("--%s=%v", FlagTBFLatency, c.TBFLatency))
+	}
+	return args
 }
 
 // NewFromFlags returns the Config that fs's qdisc flags give, validated.
@@ -354,11 +403,20 @@ func (c *Config) ApplyAnnotations(annotations map[string]string) error {
 	return nil
 }
 
+// QDisc is a qdisc this package builds: a stack.QueueingDiscipline that
+// also reports `tc -s` statistics and describes itself as `tc qdisc show`
+// does ("tbf rate 10Mbit burst 12500b lat 50ms").
+type QDisc interface {
+	stack.QueueingDiscipline
+	Stats() qdisc.Stats
+	String() string
+}
+
 // NewQueueingDiscipline builds the qdisc the Config describes for lower:
 // nil for none (the NIC then writes straight to the link), fifo with one
 // queue per GOMAXPROCS of FIFOQueueLen packets, as runsc does, or tbf. An
 // error from tbf.New names the flag to change.
-func (c *Config) NewQueueingDiscipline(lower stack.LinkEndpoint, clock tcpip.Clock) (stack.QueueingDiscipline, error) {
+func (c *Config) NewQueueingDiscipline(lower stack.LinkEndpoint, clock tcpip.Clock) (QDisc, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package runscflags
 
 import (
 	"flag"
+	"fmt"
 	"io"
 	"runtime"
 	"strings"
@@ -108,6 +109,63 @@ func TestHelpSaysUnits(t *testing.T) {
 	} {
 		if u := fs.Lookup(name).Usage; !strings.Contains(u, unit) {
 			t.Errorf("--%s help %q does not say %q", name, u, unit)
+		}
+	}
+}
+
+// TestRuntimeOwnsOverride: a runtime with its own --allow-flag-override
+// (runsc) registers only the qdisc flags, and NewFromFlags reads its switch.
+func TestRuntimeOwnsOverride(t *testing.T) {
+	for _, override := range []bool{false, true} {
+		fs := flag.NewFlagSet("runsc", flag.ContinueOnError)
+		fs.Bool(FlagAllowFlagOverride, false, "the runtime's own switch")
+		RegisterQDiscFlags(fs) // would panic if it registered the switch again
+		if err := fs.Parse([]string{fmt.Sprintf("--%s=%v", FlagAllowFlagOverride, override), "--qdisc=tbf", "--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500"}); err != nil {
+			t.Fatal(err)
+		}
+		c, err := NewFromFlags(fs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = c.ApplyAnnotations(a("qdisc-tbf-rate", "20mbit"))
+		if got := err == nil; got != override {
+			t.Errorf("--allow-flag-override=%v: raising the rate by annotation: %v", override, err)
+		}
+	}
+}
+
+func TestOwns(t *testing.T) {
+	fs := flag.NewFlagSet("runsc", flag.ContinueOnError)
+	RegisterQDiscFlags(fs)
+	fs.VisitAll(func(f *flag.Flag) {
+		if !Owns(f.Name) {
+			t.Errorf("Owns(%q) = false for a flag RegisterQDiscFlags registers", f.Name)
+		}
+	})
+	for _, name := range []string{FlagAllowFlagOverride, "debug", "qdisc-tbf", "network"} {
+		if Owns(name) {
+			t.Errorf("Owns(%q) = true", name)
+		}
+	}
+}
+
+func TestArgs(t *testing.T) {
+	for _, tc := range []struct {
+		args, want []string
+	}{
+		{nil, nil},
+		{[]string{"--qdisc=none"}, []string{"--qdisc=none"}},
+		{[]string{"--qdisc=tbf", "--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12.5kb", "--qdisc-tbf-latency=1.5ms"},
+			[]string{"--qdisc=tbf", "--qdisc-tbf-rate=1250000", "--qdisc-tbf-burst=12800", "--qdisc-tbf-latency=1.5ms"}},
+		{[]string{"--qdisc-tbf-rate=1gbit", "--qdisc-tbf-peakrate=2gbit", "--qdisc-tbf-mtu=9000", "--qdisc-tbf-limit=1mb", "--allow-flag-override"},
+			[]string{"--qdisc-tbf-rate=125000000", "--qdisc-tbf-peakrate=250000000", "--qdisc-tbf-mtu=9000", "--qdisc-tbf-limit=1048576"}},
+	} {
+		c, err := parse(t, tc.args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(tc.want, c.Args()); diff != "" {
+			t.Errorf("%q: Args (-want +got):\n%s", tc.args, diff)
 		}
 	}
 }
@@ -237,6 +295,9 @@ func TestNewQueueingDiscipline(t *testing.T) {
 		f, ok := q.(*fifo.Discipline)
 		if !ok || f.Queues() != runtime.GOMAXPROCS(0) {
 			t.Errorf("fifo: %T with %d queues; want *fifo.Discipline with GOMAXPROCS=%d", q, f.Queues(), runtime.GOMAXPROCS(0))
+		}
+		if got, want := q.String(), fmt.Sprintf("fifo queues %d limit 1000p", runtime.GOMAXPROCS(0)); got != want {
+			t.Errorf("fifo described as %q, want %q", got, want)
 		}
 	})
 	t.Run("tbf default limit", func(t *testing.T) {

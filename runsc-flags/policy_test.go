@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 // randomOperator returns flags for a valid operator configuration without
@@ -166,6 +167,14 @@ func TestPolicyProperty(t *testing.T) {
 		}
 		if err := got.Validate(); err != nil {
 			t.Fatalf("accepted annotations %v give an invalid Config: %v", set, err)
+		}
+		// What the boot process is started with gives it the same Config.
+		boot, err := parse(t, got.Args()...)
+		if err != nil {
+			t.Fatalf("operator %q, annotations %v: Args %q do not parse: %v", args, set, got.Args(), err)
+		}
+		if diff := cmp.Diff(got, boot, ignoreOperator, cmpopts.IgnoreFields(Config{}, "AllowFlagOverride")); diff != "" {
+			t.Fatalf("operator %q, annotations %v: Args %q give another Config (-want +got):\n%s", args, set, got.Args(), diff)
 		}
 	}
 	t.Logf("%d sets accepted, %d refused", accepted, refused)

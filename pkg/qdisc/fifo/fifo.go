@@ -17,6 +17,8 @@
 package fifo
 
 import (
+	"fmt"
+
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 
@@ -29,7 +31,8 @@ const BatchSize = qdisc.BatchSize
 
 // Discipline is a FIFO qdisc with one or more hashed queues.
 type Discipline struct {
-	lanes dispatch.Group
+	lanes    dispatch.Group
+	queueLen int
 }
 
 var _ stack.QueueingDiscipline = (*Discipline)(nil)
@@ -38,8 +41,8 @@ var _ stack.QueueingDiscipline = (*Discipline)(nil)
 // (at least 1) of at most queueLen packets each (at least 1), and starts
 // their dispatchers.
 func New(lower stack.LinkWriter, queues, queueLen int) *Discipline {
-	d := &Discipline{}
-	d.lanes.Init(queues, dispatch.Config{Lower: lower, MaxPackets: max(queueLen, 1)})
+	d := &Discipline{queueLen: max(queueLen, 1)}
+	d.lanes.Init(queues, dispatch.Config{Lower: lower, MaxPackets: d.queueLen})
 	d.lanes.Start()
 	return d
 }
@@ -60,3 +63,9 @@ func (d *Discipline) Stats() qdisc.Stats { return d.lanes.Stats() }
 
 // Queues returns the number of queues.
 func (d *Discipline) Queues() int { return len(d.lanes.Lanes) }
+
+// String describes the qdisc as `tc qdisc show` does a pfifo, with its
+// queue count: "fifo queues 2 limit 1000p" (the limit is per queue).
+func (d *Discipline) String() string {
+	return fmt.Sprintf("fifo queues %d limit %dp", d.Queues(), d.queueLen)
+}
