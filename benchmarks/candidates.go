@@ -57,10 +57,7 @@ type statser interface{ Stats() qdisc.Stats }
 
 // FromConfig is netqdisc's qdisc as the runsc flags describe it.
 func FromConfig(cfg *runscflags.Config) Candidate {
-	c := Candidate{QDisc: cfg.QDisc.String(), Impl: "netqdisc"}
-	c.Make = func(lower stack.LinkEndpoint, clock tcpip.Clock) (stack.QueueingDiscipline, error) {
-		return cfg.NewQueueingDiscipline(lower, clock) // a nil QDisc (none) stays nil
-	}
+	c := Candidate{QDisc: cfg.QDisc.String(), Impl: "netqdisc", Make: cfg.NewQueueingDiscipline}
 	if cfg.QDisc == runscflags.QDiscTBF {
 		c.Rate = cfg.TBFRate
 	}

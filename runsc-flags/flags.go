@@ -275,6 +275,15 @@ func (c *Config) snapshot() *Config {
 	return &s
 }
 
+// String returns the Config as the flags Args gives, "--qdisc=tbf
+// --qdisc-tbf-rate=1250000 ...", or "--qdisc=fifo" for the defaults.
+func (c Config) String() string {
+	if args := c.Args(); len(args) > 0 {
+		return strings.Join(args, " ")
+	}
+	return "--" + FlagQDisc + "=" + QDiscFIFO.String()
+}
+
 // Validate checks that the Config describes a qdisc that can be built: tbf
 // needs a rate and a burst; a peak rate needs an MTU and must exceed the
 // rate; limit and latency exclude each other; sizes fit what tbf.Config
@@ -403,20 +412,23 @@ func (c *Config) ApplyAnnotations(annotations map[string]string) error {
 	return nil
 }
 
-// QDisc is a qdisc this package builds: a stack.QueueingDiscipline that
-// also reports `tc -s` statistics and describes itself as `tc qdisc show`
-// does ("tbf rate 10Mbit burst 12500b lat 50ms").
+// QDisc is what every qdisc NewQueueingDiscipline builds also is: one that
+// reports `tc -s` statistics and describes itself as `tc qdisc show` does
+// ("tbf rate 10Mbit burst 12500b lat 50ms").
 type QDisc interface {
 	stack.QueueingDiscipline
 	Stats() qdisc.Stats
 	String() string
 }
 
+var _, _ QDisc = (*fifo.Discipline)(nil), (*tbf.Discipline)(nil)
+
 // NewQueueingDiscipline builds the qdisc the Config describes for lower:
 // nil for none (the NIC then writes straight to the link), fifo with one
-// queue per GOMAXPROCS of FIFOQueueLen packets, as runsc does, or tbf. An
-// error from tbf.New names the flag to change.
-func (c *Config) NewQueueingDiscipline(lower stack.LinkEndpoint, clock tcpip.Clock) (QDisc, error) {
+// queue per GOMAXPROCS of FIFOQueueLen packets, as runsc does, or tbf.
+// Every qdisc it returns is a QDisc. An error from tbf.New names the flag
+// to change.
+func (c *Config) NewQueueingDiscipline(lower stack.LinkEndpoint, clock tcpip.Clock) (stack.QueueingDiscipline, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}

@@ -167,6 +167,13 @@ func TestArgs(t *testing.T) {
 		if diff := cmp.Diff(tc.want, c.Args()); diff != "" {
 			t.Errorf("%q: Args (-want +got):\n%s", tc.args, diff)
 		}
+		want := strings.Join(tc.want, " ")
+		if want == "" {
+			want = "--qdisc=fifo"
+		}
+		if got := fmt.Sprint(*c); got != want {
+			t.Errorf("%q: String() = %q, want %q", tc.args, got, want)
+		}
 	}
 }
 
@@ -296,7 +303,7 @@ func TestNewQueueingDiscipline(t *testing.T) {
 		if !ok || f.Queues() != runtime.GOMAXPROCS(0) {
 			t.Errorf("fifo: %T with %d queues; want *fifo.Discipline with GOMAXPROCS=%d", q, f.Queues(), runtime.GOMAXPROCS(0))
 		}
-		if got, want := q.String(), fmt.Sprintf("fifo queues %d limit 1000p", runtime.GOMAXPROCS(0)); got != want {
+		if got, want := q.(QDisc).String(), fmt.Sprintf("fifo queues %d limit 1000p", runtime.GOMAXPROCS(0)); got != want {
 			t.Errorf("fifo described as %q, want %q", got, want)
 		}
 	})
