@@ -82,6 +82,9 @@ type Lab struct {
 
 	mu    sync.Mutex
 	procs []*exec.Cmd
+	// closers close what runs in the namespaces (sandboxes) before the
+	// Lab kills what is left.
+	closers []func()
 }
 
 var (
@@ -144,6 +147,13 @@ func New() (*Lab, error) {
 // Close stops what the Lab started and removes its namespaces (and so its
 // veths). It is safe to call more than once.
 func (l *Lab) Close() {
+	l.mu.Lock()
+	closers := l.closers
+	l.closers = nil
+	l.mu.Unlock()
+	for _, c := range closers {
+		c()
+	}
 	l.mu.Lock()
 	for _, p := range l.procs {
 		if p.Process != nil {

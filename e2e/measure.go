@@ -44,6 +44,18 @@ type Result struct {
 	PingsSent int
 	// SentBytes is what the senders wrote (netstack runs only).
 	SentBytes uint64
+	// WireBytes is what the peer's veth received in the window, and CPU
+	// the sender's CPU time meanwhile (sandbox runs only: its cgroup).
+	WireBytes uint64
+	CPU       time.Duration
+}
+
+// CPUPerGB is the sender's CPU seconds per GB on the wire (sandbox runs).
+func (r Result) CPUPerGB() float64 {
+	if r.WireBytes == 0 {
+		return 0
+	}
+	return r.CPU.Seconds() / (float64(r.WireBytes) / 1e9)
 }
 
 // PingsLost is how many pings in the window got no answer.
@@ -86,11 +98,11 @@ func ping(ns, addr string, count int, interval time.Duration) ([]time.Duration, 
 }
 
 // window measures rx_bytes of dev in ns over o.Window, pinging target
-// meanwhile, after o.Warmup.
-func window(o Options, ns, dev, target string, r *Result) error {
+// meanwhile, after o.Warmup; with cpu, the sender's CPU time too.
+func window(o Options, ns, dev, target string, r *Result, cpu func() (time.Duration, error)) error {
 	time.Sleep(o.Warmup)
 	var wg sync.WaitGroup
-	var perr error
+	var perr, err error
 	if o.PingInterval > 0 {
 		wg.Add(1)
 		go func() {
@@ -98,6 +110,12 @@ func window(o Options, ns, dev, target string, r *Result) error {
 			n := int(o.Window / o.PingInterval)
 			r.RTTs, r.PingsSent, perr = ping(ns, target, n, o.PingInterval)
 		}()
+	}
+	var c0, c1 time.Duration
+	if cpu != nil {
+		if c0, err = cpu(); err != nil {
+			return err
+		}
 	}
 	b0, err := RxBytes(ns, dev)
 	if err != nil {
@@ -109,7 +127,14 @@ func window(o Options, ns, dev, target string, r *Result) error {
 	if err != nil {
 		return err
 	}
+	r.WireBytes = b1 - b0
 	r.WireBps = float64(b1-b0) / time.Since(t0).Seconds()
+	if cpu != nil {
+		if c1, err = cpu(); err != nil {
+			return err
+		}
+		r.CPU = c1 - c0
+	}
 	wg.Wait()
 	return perr
 }
@@ -177,7 +202,7 @@ func (l *Lab) MeasureNetstack(mk MakeQDisc, o Options) (Result, error) {
 			senders[i].Run(conn, 0, &stop)
 		}()
 	}
-	err = window(o, l.NSP, l.VethP1, NetstackAddr, &r)
+	err = window(o, l.NSP, l.VethP1, NetstackAddr, &r, nil)
 	// Stop now: a sender blocked in Write would otherwise wait for TCP to
 	// drain its buffer through the shaper, seconds behind a full queue,
 	// and longer still while it recovers from tail drops.
@@ -219,7 +244,7 @@ func (l *Lab) MeasureKernel(rate, burst uint64, latency time.Duration, o Options
 		return r, err
 	}
 	defer cli.Process.Kill()
-	return r, window(o, l.NSP, l.VethP2, KernelAddr, &r)
+	return r, window(o, l.NSP, l.VethP2, KernelAddr, &r, nil)
 }
 
 // Integrity sends size bytes from the netstack, through the qdisc mk

@@ -1,0 +1,346 @@
+package e2e
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// RunscBinary returns the path of a runsc binary: $NETQDISC_RUNSC, or the
+// one runsc/build.sh builds (runsc/bin/runsc, or runsc/bin/runsc-upstream
+// for upstream's), found from the working directory up. The error says how
+// to build it.
+func RunscBinary(upstream bool) (string, error) {
+	name, env, how := "runsc", "NETQDISC_RUNSC", "runsc/build.sh"
+	if upstream {
+		name, env, how = "runsc-upstream", "NETQDISC_RUNSC_UPSTREAM", "runsc/build.sh --upstream"
+	}
+	if p := os.Getenv(env); p != "" {
+		return p, nil
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		p := filepath.Join(dir, "runsc", "bin", name)
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("no %s binary: build it with %s (or set $%s)", name, how, env)
+		}
+		dir = parent
+	}
+}
+
+// SandboxOptions describe a runsc sandbox in a Lab.
+type SandboxOptions struct {
+	// Runsc is the runsc binary.
+	Runsc string
+	// Flags are runsc's global flags: "--qdisc=tbf", "--gso=false".
+	Flags []string
+	// Annotations go into the OCI spec (dev.gvisor.flag.* and others).
+	Annotations map[string]string
+	// Mounts are host directories bound read-only into the container at
+	// the same path.
+	Mounts []string
+}
+
+// Sandbox is a runsc container in the Lab's netstack namespace (NSN), in
+// place of the in-process netstack: runsc takes VethN and NetstackAddr
+// from the namespace. Its root is the host's "/", read-only, so it runs
+// the host's programs (iperf, socat); its first process sleeps until the
+// sandbox is closed, and Exec runs the workload. Its cgroup (cgroupsPath,
+// named after its ID) gives its CPU time.
+type Sandbox struct {
+	lab                  *Lab
+	runsc, dir, root, id string
+	debugLog             string
+
+	mu     sync.Mutex
+	closed bool
+}
+
+// StartSandbox starts a sandbox with runsc run --detach. On error (runsc
+// refused the flags or annotations, say) nothing is left running, and the
+// error has runsc's output.
+func (l *Lab) StartSandbox(o SandboxOptions) (*Sandbox, error) {
+	dir, err := os.MkdirTemp("", Prefix+"-sandbox-")
+	if err != nil {
+		return nil, err
+	}
+	s := &Sandbox{lab: l, runsc: o.Runsc, dir: dir, root: filepath.Join(dir, "root"), id: filepath.Base(dir), debugLog: filepath.Join(dir, "logs") + "/"}
+	l.mu.Lock()
+	l.closers = append(l.closers, s.Close)
+	l.mu.Unlock()
+	if err := s.writeBundle(o); err != nil {
+		s.Close()
+		return nil, err
+	}
+	// runsc takes the namespace's address off the veth as it starts (and
+	// a previous sandbox took it): put it back.
+	Run(l.NSN, "ip", "addr", "replace", NetstackAddr+"/24", "dev", l.VethN)
+	args := append([]string{"--root", s.root, "--network", "sandbox", "--debug", "--debug-log", s.debugLog}, o.Flags...)
+	args = append(args, "run", "--detach", "--bundle", filepath.Join(dir, "bundle"), s.id)
+	// The sandbox keeps runsc's stdout and stderr as the container's: a
+	// file, not a pipe that would stay open.
+	out, err := os.Create(filepath.Join(dir, "run.out"))
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	defer out.Close()
+	run := exec.Command(s.runsc, args...)
+	run.Stdout, run.Stderr = out, out
+	if err := run.Run(); err != nil {
+		said, _ := os.ReadFile(out.Name())
+		s.Close()
+		return nil, fmt.Errorf("runsc run: %v: %s", err, strings.TrimSpace(string(said)))
+	}
+	if err := s.waitAnswers(10 * time.Second); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// writeBundle writes the OCI bundle: runsc's own default spec with the
+// host's root read-only, a sleeping first process, the Lab's namespace,
+// a cgroup, o's mounts and annotations.
+func (s *Sandbox) writeBundle(o SandboxOptions) error {
+	bundle := filepath.Join(s.dir, "bundle")
+	if err := os.MkdirAll(bundle, 0o755); err != nil {
+		return err
+	}
+	if out, err := exec.Command(s.runsc, "spec", "--bundle", bundle).CombinedOutput(); err != nil {
+		return fmt.Errorf("runsc spec: %v: %s", err, out)
+	}
+	path := filepath.Join(bundle, "config.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var spec map[string]any
+	if err := json.Unmarshal(b, &spec); err != nil {
+		return err
+	}
+	spec["root"] = map[string]any{"path": "/", "readonly": true}
+	proc := spec["process"].(map[string]any)
+	proc["terminal"] = false
+	proc["args"] = []string{"sleep", "1000000"}
+	linux := spec["linux"].(map[string]any)
+	linux["cgroupsPath"] = "/" + s.id
+	for _, n := range linux["namespaces"].([]any) {
+		if ns := n.(map[string]any); ns["type"] == "network" {
+			ns["path"] = "/var/run/netns/" + s.lab.NSN
+		}
+	}
+	mounts, _ := spec["mounts"].([]any)
+	for _, m := range o.Mounts {
+		mounts = append(mounts, map[string]any{"destination": m, "type": "bind", "source": m, "options": []string{"rbind", "ro"}})
+	}
+	spec["mounts"] = mounts
+	spec["annotations"] = o.Annotations
+	if b, err = json.MarshalIndent(spec, "", "  "); err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o644)
+}
+
+// waitAnswers waits until the sandbox's netstack answers ping from the peer.
+func (s *Sandbox) waitAnswers(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if _, err := Run(s.lab.NSP, "ping", "-n", "-c", "1", "-W", "1", NetstackAddr); err == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("the sandbox did not answer ping within %v", timeout)
+}
+
+// Exec starts a program in the sandbox (runsc exec), with its output in
+// out; it ends with the program or when the sandbox is closed.
+func (s *Sandbox) Exec(out *strings.Builder, args ...string) (*exec.Cmd, error) {
+	c := exec.Command(s.runsc, append([]string{"--root", s.root, "exec", s.id}, args...)...)
+	if out != nil {
+		c.Stdout, c.Stderr = &syncWriter{b: out}, &syncWriter{b: out}
+	}
+	c.WaitDelay = 2 * time.Second
+	if err := c.Start(); err != nil {
+		return nil, err
+	}
+	s.lab.mu.Lock()
+	s.lab.procs = append(s.lab.procs, c)
+	s.lab.mu.Unlock()
+	return c, nil
+}
+
+// State is what runsc state says of the sandbox: its status and the PID
+// of its sandbox process.
+func (s *Sandbox) State() (status string, pid int, err error) {
+	out, err := exec.Command(s.runsc, "--root", s.root, "state", s.id).Output()
+	if err != nil {
+		return "", 0, fmt.Errorf("runsc state: %v", err)
+	}
+	var st struct {
+		Status string `json:"status"`
+		Pid    int    `json:"pid"`
+	}
+	if err := json.Unmarshal(out, &st); err != nil {
+		return "", 0, err
+	}
+	return st.Status, st.Pid, nil
+}
+
+// Pids returns the host processes of the sandbox: those in the Lab's
+// netstack namespace (the sandbox and its gofer) .
+func (s *Sandbox) Pids() []int {
+	out, _ := exec.Command("ip", "netns", "pids", s.lab.NSN).Output()
+	var pids []int
+	for _, f := range strings.Fields(string(out)) {
+		if pid, err := strconv.Atoi(f); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// CPU returns the CPU time the sandbox has used, from its cgroup
+// (cgroup v1 cpuacct, or v2 cpu.stat).
+func (s *Sandbox) CPU() (time.Duration, error) {
+	if b, err := os.ReadFile(filepath.Join("/sys/fs/cgroup/cpuacct", s.id, "cpuacct.usage")); err == nil {
+		ns, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+		return time.Duration(ns), err
+	}
+	b, err := os.ReadFile(filepath.Join("/sys/fs/cgroup", s.id, "cpu.stat"))
+	if err != nil {
+		return 0, fmt.Errorf("the sandbox's cgroup has no CPU accounting: %v", err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) == 2 && f[0] == "usage_usec" {
+			us, err := strconv.ParseInt(f[1], 10, 64)
+			return time.Duration(us) * time.Microsecond, err
+		}
+	}
+	return 0, errors.New("no usage_usec in cpu.stat")
+}
+
+// BootLog returns the sandbox's boot process log (runsc --debug-log).
+func (s *Sandbox) BootLog() (string, error) {
+	m, err := filepath.Glob(filepath.Join(s.debugLog, "*.boot.txt"))
+	if err != nil || len(m) == 0 {
+		return "", fmt.Errorf("no boot log in %s", s.debugLog)
+	}
+	b, err := os.ReadFile(m[0])
+	return string(b), err
+}
+
+// Stop stops the sandbox (runsc kill, then delete --force) and waits until
+// its processes are gone, leaving its logs to read. Close calls it.
+func (s *Sandbox) Stop() {
+	pids := s.Pids()
+	exec.Command(s.runsc, "--root", s.root, "kill", s.id, "KILL").Run()
+	exec.Command(s.runsc, "--root", s.root, "delete", "--force", s.id).Run()
+	deadline := time.Now().Add(5 * time.Second)
+	for _, pid := range pids {
+		for Alive(pid) && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if Alive(pid) {
+			if p, err := os.FindProcess(pid); err == nil {
+				p.Kill()
+			}
+		}
+	}
+}
+
+// Close stops the sandbox and removes its bundle, state and logs. The Lab
+// closes its sandboxes; Close is safe to call more than once.
+func (s *Sandbox) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	s.closed = true
+	s.Stop()
+	unmountUnder(s.dir)
+	os.RemoveAll(s.dir)
+}
+
+// unmountUnder detaches every mount below dir: runsc mounts the gofers'
+// empty network namespace in its root directory (null-netns).
+func unmountUnder(dir string) {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
+			unix.Unmount(f[4], unix.MNT_DETACH)
+		}
+	}
+}
+
+// Alive reports whether process pid exists and is not a zombie.
+func Alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// The state follows the command name, which is in parentheses.
+	st := string(b)
+	if i := strings.LastIndexByte(st, ')'); i >= 0 && i+2 < len(st) {
+		return st[i+2] != 'Z'
+	}
+	return true
+}
+
+// MeasureSandbox runs iperf in the sandbox with o.Streams bulk TCP streams
+// (each with an o.SendBuffer socket buffer, if set) to iperf on the peer's
+// kernel, and reads the peer: on-wire rate, pings, and the sandbox's CPU
+// over the window.
+func (l *Lab) MeasureSandbox(s *Sandbox, o Options) (Result, error) {
+	var r Result
+	var out strings.Builder
+	srv, err := l.Start(l.NSP, &out, "iperf", "-s", "-p", fmt.Sprint(iperfPort))
+	if err != nil {
+		return r, err
+	}
+	defer srv.Process.Kill()
+	if err := WaitListening(l.NSP, iperfPort); err != nil {
+		return r, err
+	}
+	if r.IdleRTT, err = idleRTT(l.NSP, NetstackAddr); err != nil {
+		return r, err
+	}
+	secs := int((o.Warmup + o.Window).Seconds()) + 2
+	args := []string{"iperf", "-c", PeerAddr, "-p", fmt.Sprint(iperfPort), "-P", fmt.Sprint(o.Streams), "-t", fmt.Sprint(secs)}
+	if o.SendBuffer > 0 {
+		args = append(args, "-w", fmt.Sprint(o.SendBuffer))
+	}
+	var cout strings.Builder
+	cli, err := s.Exec(&cout, args...)
+	if err != nil {
+		return r, err
+	}
+	defer cli.Process.Kill()
+	if err := window(o, l.NSP, l.VethP1, NetstackAddr, &r, s.CPU); err != nil {
+		return r, err
+	}
+	if r.WireBytes == 0 {
+		return r, fmt.Errorf("nothing reached the peer; iperf in the sandbox said: %s", cout.String())
+	}
+	return r, nil
+}

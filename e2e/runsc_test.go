@@ -1,0 +1,262 @@
+package e2e
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// runscRig is a Lab for real runsc sandboxes: the runsc runsc/build.sh
+// built, and the processes of every sandbox started, which must all be
+// gone, with the namespaces and cgroups, once the test ends, pass or fail.
+type runscRig struct {
+	*Lab
+	runsc     string
+	pids      []int
+	sandboxes []*Sandbox
+}
+
+func newRunscRig(t *testing.T) *runscRig {
+	t.Helper()
+	if err := Check(); err != nil {
+		t.Skipf("real-sandbox tests skipped: %v", err)
+	}
+	bin, err := RunscBinary(false)
+	if err != nil {
+		t.Skipf("real-sandbox tests skipped: %v", err)
+	}
+	l, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &runscRig{Lab: l, runsc: bin}
+	t.Cleanup(func() {
+		l.Close()
+		for _, pid := range r.pids {
+			if Alive(pid) {
+				t.Errorf("sandbox process %d is still running after the test", pid)
+			}
+		}
+		out, _ := exec.Command("ip", "netns", "list").Output()
+		for _, ns := range []string{l.NSN, l.NSP, l.NSK} {
+			if strings.Contains(string(out), ns) {
+				t.Errorf("namespace %s is still there after the test", ns)
+			}
+		}
+		for _, s := range r.sandboxes {
+			if _, err := os.Stat(filepath.Join("/sys/fs/cgroup/cpuacct", s.id)); err == nil {
+				t.Errorf("cgroup %s is still there after the test", s.id)
+			}
+		}
+	})
+	return r
+}
+
+// start starts a sandbox with the rig's runsc and the given runsc flags.
+func (r *runscRig) start(t *testing.T, o SandboxOptions) *Sandbox {
+	t.Helper()
+	o.Runsc = r.runsc
+	s, err := r.StartSandbox(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.sandboxes = append(r.sandboxes, s)
+	r.pids = append(r.pids, s.Pids()...)
+	if len(r.pids) == 0 {
+		t.Fatalf("no sandbox process in %s", r.NSN)
+	}
+	return s
+}
+
+// bootLog stops the sandbox and returns its boot log, which ends with the
+// qdisc's statistics.
+func bootLog(t *testing.T, s *Sandbox) string {
+	t.Helper()
+	s.Stop()
+	log, err := s.BootLog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return log
+}
+
+var sentLine = regexp.MustCompile(`Sent (\d+) bytes (\d+) pkt \(dropped (\d+)`)
+
+// TestRunscShaping: 4 iperf streams from inside a runsc sandbox to the
+// kernel peer, shaped by netqdisc's tbf in runsc: on-wire at the peer within
+// [0.97, 1.01] of the rate, with a 10 ms bucket at 10 Mbit/s and a
+// 2-packet bucket at 100 Mbit/s (where upstream runsc's tbf sends about
+// half the rate); the boot log names the qdisc and ends with its tc -s
+// statistics.
+func TestRunscShaping(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		rate, burst uint64
+	}{
+		{"10mbit burst 12500", 10 * mbit, 12500},
+		{"100mbit burst 3028", 100 * mbit, 3028},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRunscRig(t)
+			s := r.start(t, SandboxOptions{Flags: []string{"--qdisc=tbf", fmt.Sprintf("--qdisc-tbf-rate=%d", tc.rate), fmt.Sprintf("--qdisc-tbf-burst=%d", tc.burst), "--gso=false"}})
+			res, err := r.MeasureSandbox(s, Options{Streams: 4, Warmup: warmup, Window: measureFor})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ratio := res.WireBps / float64(tc.rate)
+			t.Logf("on-wire %.2f Mbit/s (%.4f of the rate), sandbox CPU %.2f s/GB", res.WireBps*8/1e6, ratio, res.CPUPerGB())
+			if ratio < 0.97 || ratio > 1.01 {
+				t.Errorf("on-wire %.4f of the rate, want [0.97, 1.01]", ratio)
+			}
+			log := bootLog(t, s)
+			if want := fmt.Sprintf("Enabling qdisc on %q: tbf rate %dMbit burst %db", r.VethN, tc.rate*8/1e6, tc.burst); !strings.Contains(log, want) {
+				t.Errorf("boot log does not say %q", want)
+			}
+			m := sentLine.FindStringSubmatch(log)
+			if m == nil {
+				t.Fatal("boot log has no tc -s statistics")
+			}
+			if sent, _ := strconv.ParseUint(m[1], 10, 64); sent < res.WireBytes {
+				t.Errorf("tc -s says %s bytes sent, fewer than the %d the peer received in the window", m[1], res.WireBytes)
+			}
+		})
+	}
+}
+
+// TestRunscLatency: with --qdisc-tbf-latency=50ms at 10 Mbit/s, the median
+// ping RTT from the peer under 4 iperf streams from the sandbox is at most
+// the latency + the idle RTT + 15 ms, and no ping is lost. Each stream
+// has a 16 KiB send buffer (iperf -w 8K: gVisor doubles SO_SNDBUF, as
+// Linux does), as the kernel's TCP small queues would limit it; with 32 KiB
+// each, 4 streams overfill the 75 KB queue and tail drops take pings too.
+func TestRunscLatency(t *testing.T) {
+	r := newRunscRig(t)
+	const latency = 50 * time.Millisecond
+	s := r.start(t, SandboxOptions{Flags: []string{"--qdisc=tbf", "--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500", "--qdisc-tbf-latency=50ms", "--gso=false"}})
+	res, err := r.MeasureSandbox(s, Options{Streams: 4, Warmup: warmup, Window: measureFor, PingInterval: 100 * time.Millisecond, SendBuffer: 8 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p50, bound := res.RTT(0.5), latency+res.IdleRTT+15*time.Millisecond
+	t.Logf("on-wire %.4f of 10 Mbit/s, RTT idle %v, loaded p50 %v max %v, %d of %d pings lost", res.WireBps/(10*mbit), res.IdleRTT, p50, res.RTT(1), res.PingsLost(), res.PingsSent)
+	if p50 > bound {
+		t.Errorf("loaded RTT p50 %v, want at most %v", p50, bound)
+	}
+	if res.PingsLost() != 0 || res.PingsSent == 0 {
+		t.Errorf("%d of %d pings lost, want none", res.PingsLost(), res.PingsSent)
+	}
+	if m := sentLine.FindString(bootLog(t, s)); m != "" {
+		t.Logf("tc -s: %s", m)
+	}
+}
+
+// TestRunscAnnotations: a dev.gvisor.flag.qdisc-tbf-rate annotation below
+// the operator's rate shapes the sandbox to it; one above is refused: runsc
+// run exits non-zero, naming the annotation and the ceiling, before any
+// sandbox runs or any packet reaches the peer.
+func TestRunscAnnotations(t *testing.T) {
+	operator := []string{"--qdisc=tbf", "--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500", "--gso=false"}
+	t.Run("below the ceiling", func(t *testing.T) {
+		r := newRunscRig(t)
+		s := r.start(t, SandboxOptions{Flags: operator, Annotations: map[string]string{"dev.gvisor.flag.qdisc-tbf-rate": "5mbit"}})
+		res, err := r.MeasureSandbox(s, Options{Streams: 4, Warmup: warmup, Window: measureFor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ratio := res.WireBps / (5 * mbit)
+		t.Logf("on-wire %.4f of the annotation's 5 Mbit/s", ratio)
+		if ratio < 0.97 || ratio > 1.01 {
+			t.Errorf("on-wire %.4f of 5 Mbit/s, want [0.97, 1.01]", ratio)
+		}
+	})
+	t.Run("above the ceiling", func(t *testing.T) {
+		r := newRunscRig(t)
+		rx0, err := RxBytes(r.NSP, r.VethP1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := r.StartSandbox(SandboxOptions{Runsc: r.runsc, Flags: operator, Annotations: map[string]string{"dev.gvisor.flag.qdisc-tbf-rate": "20mbit"}})
+		if err == nil {
+			s.Close()
+			t.Fatal("runsc run accepted a rate annotation above the operator's")
+		}
+		for _, want := range []string{"dev.gvisor.flag.qdisc-tbf-rate", "20mbit", "--qdisc-tbf-rate=1250000 bytes/s (10Mbit)", "--allow-flag-override"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("runsc's error does not say %q: %v", want, err)
+			}
+		}
+		if pids := (&Sandbox{lab: r.Lab}).Pids(); len(pids) != 0 {
+			t.Errorf("processes %v run in the sandbox's namespace", pids)
+		}
+		if rx1, err := RxBytes(r.NSP, r.VethP1); err != nil || rx1 != rx0 {
+			t.Errorf("the peer received %d bytes (%v); want none", rx1-rx0, err)
+		}
+	})
+}
+
+// TestRunscFIFOAndNone: with runsc's default fifo and with none, a 16 MiB
+// file sent from the sandbox with socat reaches the peer intact, and the
+// boot log says which qdisc the NIC has.
+func TestRunscFIFOAndNone(t *testing.T) {
+	dir := t.TempDir()
+	payload := make([]byte, 16<<20)
+	rand.Read(payload)
+	file := filepath.Join(dir, "payload")
+	if err := os.WriteFile(file, payload, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("%x", sha256.Sum256(payload))
+	for _, tc := range []struct {
+		qdisc, log string
+	}{
+		{"fifo", "fifo queues"},
+		{"none", "No qdisc on"},
+	} {
+		t.Run(tc.qdisc, func(t *testing.T) {
+			r := newRunscRig(t)
+			s := r.start(t, SandboxOptions{Flags: []string{"--qdisc=" + tc.qdisc}, Mounts: []string{dir}})
+			const port = 5202
+			var out strings.Builder
+			sink, err := r.Start(r.NSP, &out, "sh", "-c", fmt.Sprintf("socat -u TCP-LISTEN:%d,reuseaddr STDOUT | sha256sum", port))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := WaitListening(r.NSP, port); err != nil {
+				t.Fatal(err)
+			}
+			var sout strings.Builder
+			send, err := s.Exec(&sout, "socat", "-u", "OPEN:"+file, fmt.Sprintf("TCP:%s:%d", PeerAddr, port))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := send.Wait(); err != nil {
+				t.Fatalf("socat in the sandbox: %v: %s", err, sout.String())
+			}
+			done := make(chan error, 1)
+			go func() { done <- sink.Wait() }()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("socat | sha256sum at the peer: %v: %s", err, out.String())
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatalf("the peer did not finish receiving: %s", out.String())
+			}
+			if got := strings.Fields(out.String()); len(got) == 0 || got[0] != want {
+				t.Errorf("the peer received content with SHA-256 %q, want %s", out.String(), want)
+			}
+			if log := bootLog(t, s); !strings.Contains(log, tc.log) {
+				t.Errorf("boot log does not say %q", tc.log)
+			}
+		})
+	}
+}
+
