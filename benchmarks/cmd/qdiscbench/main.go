@@ -73,6 +73,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	chartPath := fs.String("chart", "", "draw throughput against streams and rate over time to this .svg or .png file")
 	quiet := fs.Bool("quiet", false, "no live lines")
 	netns := fs.Bool("netns", false, "measure on a real veth against the Linux kernel in network namespaces the run makes and removes (root; needs ip, tc, iperf, ping, ethtool, socat); with --compare, beside the kernel's tbf and upstream's")
+	runscCmp := fs.Bool("runsc", false, "real runsc sandboxes side by side: upstream runsc and netqdisc's (runsc/build.sh and runsc/build.sh --upstream build them) with the same flags at 10 and 100 Mbit/s, bursts of 2 packets and 10 ms, and fifo; iperf from the sandbox to the kernel on a veth (root); about 2 minutes a round")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: qdiscbench [flags]\n\nShapes real TCP through a qdisc between two in-process gVisor netstacks.\n\n")
@@ -119,6 +120,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	for _, w := range cfg.Warnings() {
 		fmt.Fprintf(stderr, "qdiscbench: warning: %s\n", w)
+	}
+	if *runscCmp {
+		n := *rounds
+		if n == 0 {
+			n = 2
+		}
+		return runRunsc(stdout, stderr, runscSettings(), n, *streams, max(*warmup, 2*time.Second), min(*duration, 5*time.Second))
 	}
 	if *netns {
 		// On a real veth: a warm-up of at least 2 s (TCP start and the first

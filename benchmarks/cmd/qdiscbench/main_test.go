@@ -4,8 +4,12 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/netqdisc/netqdisc/e2e"
 )
 
 func TestBadInputExits2BeforeTraffic(t *testing.T) {
@@ -77,5 +81,38 @@ func TestShortRun(t *testing.T) {
 	}
 	if svg, err := os.ReadFile(chartPath); err != nil || !strings.Contains(string(svg), "<svg") {
 		t.Errorf("chart: %v", err)
+	}
+}
+
+// TestRunscTable runs the --runsc comparison briefly on its fifo setting
+// and checks the table: both runscs measured, in rows with every column.
+// It skips where there is no root or no runsc binaries (runsc/build.sh and
+// runsc/build.sh --upstream build them). It asserts no speed.
+func TestRunscTable(t *testing.T) {
+	if err := e2e.Check(); err != nil {
+		t.Skipf("needs a real-peer lab: %v", err)
+	}
+	ours, err := e2e.RunscBinary(false)
+	if err != nil {
+		t.Skip(err)
+	}
+	up, err := e2e.RunscBinary(true)
+	if err != nil {
+		t.Skip(err)
+	}
+	var out, errb strings.Builder
+	cands := []runscCandidate{{name: "upstream runsc", binary: up}, {name: "netqdisc runsc", binary: ours}}
+	settings := runscSettings()
+	if code := compareRunsc(&out, &errb, cands, settings[len(settings)-1:], 1, 2, time.Second, time.Second); code != 0 {
+		t.Fatalf("compareRunsc = %d; stderr:\n%s\nstdout:\n%s", code, errb.String(), out.String())
+	}
+	for _, want := range []string{`on-wire/rate\s+RTT idle\s+loaded RTT p50\s+pings lost\s+CPU s/GB`,
+		`fifo\s+upstream runsc\s+[0-9.]+\s+–\s+\S+\s+\S+\s+\d+/\d+\s+[0-9.]+`, `fifo\s+netqdisc runsc\s+[0-9.]+\s+–\s+\S+\s+\S+\s+\d+/\d+\s+[0-9.]+`} {
+		if !regexp.MustCompile(want).MatchString(out.String()) {
+			t.Errorf("table does not match %q:\n%s", want, out.String())
+		}
+	}
+	if !strings.Contains(errb.String(), "round 1/1, 2/2: fifo, netqdisc runsc") {
+		t.Errorf("no progress line for the second run:\n%s", errb.String())
 	}
 }
