@@ -260,7 +260,6 @@ func TestRunscFIFOAndNone(t *testing.T) {
 	}
 }
 
-
 // TestRunscMetrics: the qdisc's tc -s counters of a running sandbox (a
 // 10-packet queue, so that some packets drop) are gVisor metrics, which runsc exports in Prometheus format (runsc
 // export-metrics reads them from the sandbox as runsc's metric server
