@@ -261,10 +261,10 @@ func TestRunscFIFOAndNone(t *testing.T) {
 }
 
 // TestRunscMetrics: the qdisc's tc -s counters of a running sandbox (a
-// 10-packet queue, so that some packets drop) are gVisor metrics, which runsc exports in Prometheus format (runsc
-// export-metrics reads them from the sandbox as runsc's metric server
-// does; the server itself is a sidecar binary whose source the Go module
-// does not ship).
+// 10-packet queue, so that some packets drop) are gVisor metrics, which
+// runsc exports in Prometheus format: runsc export-metrics reads them from
+// the sandbox as runsc's metric server does (the server itself is a
+// sidecar binary whose source the Go module does not ship).
 func TestRunscMetrics(t *testing.T) {
 	r := newRunscRig(t)
 	// The metric server's address makes runsc read the sandbox's metric
