@@ -153,7 +153,11 @@ func TestRunscLatency(t *testing.T) {
 	if res.PingsLost() != 0 || res.PingsSent == 0 {
 		t.Errorf("%d of %d pings lost, want none", res.PingsLost(), res.PingsSent)
 	}
-	if m := sentLine.FindString(bootLog(t, s)); m != "" {
+	log := bootLog(t, s)
+	if !strings.Contains(log, "tbf rate 10Mbit burst 12500b lat 50ms") {
+		t.Errorf("boot log does not show the latency flag reaching the boot process")
+	}
+	if m := sentLine.FindString(log); m != "" {
 		t.Logf("tc -s: %s", m)
 	}
 }
@@ -200,6 +204,50 @@ func TestRunscAnnotations(t *testing.T) {
 			t.Errorf("the peer received %d bytes (%v); want none", rx1-rx0, err)
 		}
 	})
+}
+
+// TestRunscOwnFlagsKeepRunscRules: an annotation for a flag runsc owns
+// still goes through runsc's own rules (net-raw is not on its allowlist).
+func TestRunscOwnFlagsKeepRunscRules(t *testing.T) {
+	r := newRunscRig(t)
+	s, err := r.StartSandbox(SandboxOptions{Runsc: r.runsc, Annotations: map[string]string{"dev.gvisor.flag.net-raw": "true", "dev.gvisor.flag.qdisc": "tbf", "dev.gvisor.flag.qdisc-tbf-rate": "10mbit", "dev.gvisor.flag.qdisc-tbf-burst": "12500"}})
+	if err == nil {
+		s.Close()
+		t.Fatal("runsc run accepted a net-raw annotation without --allow-flag-override")
+	}
+	for _, want := range []string{"net-raw", "allow-flag-override"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("runsc's error does not say %q: %v", want, err)
+		}
+	}
+}
+
+// TestRunscFlagsHelp: runsc flags lists netqdisc's flags with their units,
+// and runsc --help points to it.
+func TestRunscFlagsHelp(t *testing.T) {
+	bin, err := RunscBinary(false)
+	if err != nil {
+		t.Skip(err)
+	}
+	out, err := exec.Command(bin, "flags").CombinedOutput()
+	if err != nil {
+		t.Fatalf("runsc flags: %v: %s", err, out)
+	}
+	for _, want := range []string{
+		"-qdisc value\n    \tqueueing discipline on the sandbox's non-loopback NICs: none, fifo or tbf. (default fifo)",
+		"-qdisc-tbf-rate value\n    \ttbf: egress rate limit; bytes/s as a bare number (as runsc), or with tc's units: 10mbit",
+		"-qdisc-tbf-burst value\n    \ttbf: bucket depth",
+		"-qdisc-tbf-peakrate value", "-qdisc-tbf-mtu value", "-qdisc-tbf-limit value",
+		"-qdisc-tbf-latency duration\n    \ttbf: most time a packet may wait (limit = rate*latency + burst), e.g. 50ms",
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("runsc flags does not say %q", want)
+		}
+	}
+	help, _ := exec.Command(bin, "--help").CombinedOutput()
+	if !strings.Contains(string(help), "flags") {
+		t.Errorf("runsc --help does not point to runsc flags:\n%s", help)
+	}
 }
 
 // TestRunscFIFOAndNone: with runsc's default fifo and with none, a 16 MiB
