@@ -24,10 +24,11 @@ type Options struct {
 	// often during the window (ping -i).
 	PingInterval time.Duration
 	// SendBuffer, if not 0, caps each netstack stream's TCP send buffer in
-	// bytes. The kernel's TCP stops filling a qdisc on its own (TCP small
-	// queues, NET_XMIT_CN); gVisor's does not, and keeps a short queue at
-	// its limit, where tail drops also take pings. A capped send buffer
-	// gives the netstack's streams the same restraint.
+	// bytes; iperf senders (the kernel's, a sandbox's) get it as -w, which
+	// Linux and gVisor double. The kernel's TCP stops filling a qdisc on its
+	// own (TCP small queues, NET_XMIT_CN); gVisor's does not, and keeps a
+	// short queue at its limit, where tail drops also take pings. A capped
+	// send buffer gives gVisor's streams the same restraint.
 	SendBuffer int
 }
 
@@ -151,6 +152,33 @@ func idleRTT(ns, target string) (time.Duration, error) {
 	return rtts[len(rtts)/2], nil
 }
 
+// startIperfServer starts iperf's server on the peer and waits until it
+// listens; stop kills it.
+func (l *Lab) startIperfServer() (stop func(), err error) {
+	srv, err := l.Start(l.NSP, nil, "iperf", "-s", "-p", fmt.Sprint(iperfPort))
+	if err != nil {
+		return nil, err
+	}
+	stop = func() { srv.Process.Kill() }
+	if err := WaitListening(l.NSP, iperfPort); err != nil {
+		stop()
+		return nil, err
+	}
+	return stop, nil
+}
+
+// iperfArgs is the iperf client's command line: o.Streams streams to addr
+// for the warm-up, the window and 2 s more, each with an o.SendBuffer
+// socket buffer (-w) if set.
+func iperfArgs(addr string, o Options) []string {
+	secs := int((o.Warmup + o.Window).Seconds()) + 2
+	args := []string{"iperf", "-c", addr, "-p", fmt.Sprint(iperfPort), "-P", fmt.Sprint(o.Streams), "-t", fmt.Sprint(secs)}
+	if o.SendBuffer > 0 {
+		args = append(args, "-w", fmt.Sprint(o.SendBuffer))
+	}
+	return args
+}
+
 // sinkPort is where the peer's kernel takes the netstack's bulk streams:
 // socat, discarding. (iperf's server reads the first bytes of a connection
 // as its own client's header, so it cannot take a plain stream.)
@@ -225,21 +253,16 @@ func (l *Lab) MeasureKernel(rate, burst uint64, latency time.Duration, o Options
 		return r, err
 	}
 	defer Run(l.NSK, "tc", "qdisc", "del", "dev", l.VethK, "root")
-	var out strings.Builder
-	srv, err := l.Start(l.NSP, &out, "iperf", "-s", "-p", fmt.Sprint(iperfPort))
+	stop, err := l.startIperfServer()
 	if err != nil {
 		return r, err
 	}
-	defer srv.Process.Kill()
-	if err := WaitListening(l.NSP, iperfPort); err != nil {
-		return r, err
-	}
+	defer stop()
 	if r.IdleRTT, err = idleRTT(l.NSP, KernelAddr); err != nil {
 		return r, err
 	}
-	secs := int((o.Warmup + o.Window).Seconds()) + 2
 	var cout strings.Builder
-	cli, err := l.Start(l.NSK, &cout, "iperf", "-c", PeerKernelAddr, "-p", fmt.Sprint(iperfPort), "-P", fmt.Sprint(o.Streams), "-t", fmt.Sprint(secs))
+	cli, err := l.Start(l.NSK, &cout, iperfArgs(PeerKernelAddr, o)...)
 	if err != nil {
 		return r, err
 	}

@@ -313,25 +313,16 @@ func Alive(pid int) bool {
 // over the window.
 func (l *Lab) MeasureSandbox(s *Sandbox, o Options) (Result, error) {
 	var r Result
-	var out strings.Builder
-	srv, err := l.Start(l.NSP, &out, "iperf", "-s", "-p", fmt.Sprint(iperfPort))
+	stop, err := l.startIperfServer()
 	if err != nil {
 		return r, err
 	}
-	defer srv.Process.Kill()
-	if err := WaitListening(l.NSP, iperfPort); err != nil {
-		return r, err
-	}
+	defer stop()
 	if r.IdleRTT, err = idleRTT(l.NSP, NetstackAddr); err != nil {
 		return r, err
 	}
-	secs := int((o.Warmup + o.Window).Seconds()) + 2
-	args := []string{"iperf", "-c", PeerAddr, "-p", fmt.Sprint(iperfPort), "-P", fmt.Sprint(o.Streams), "-t", fmt.Sprint(secs)}
-	if o.SendBuffer > 0 {
-		args = append(args, "-w", fmt.Sprint(o.SendBuffer))
-	}
 	var cout strings.Builder
-	cli, err := s.Exec(&cout, args...)
+	cli, err := s.Exec(&cout, iperfArgs(PeerAddr, o)...)
 	if err != nil {
 		return r, err
 	}

@@ -59,25 +59,37 @@ type runscRow struct {
 // peer, interleaved over rounds; it prints on-wire/rate, loaded ping RTT and
 // the sandbox's CPU per GB.
 func runRunsc(stdout, stderr io.Writer, settings []runscSetting, rounds, streams int, warmup, window time.Duration) int {
-	ours, err := e2e.RunscBinary(false)
+	cands, err := runscCandidates()
 	if err == nil {
-		var up string
-		if up, err = e2e.RunscBinary(true); err == nil {
-			err = e2e.Check()
-			cands := []runscCandidate{
-				{name: "upstream runsc", binary: up},
-				{name: "netqdisc runsc", binary: ours},
-				{name: "netqdisc runsc, latency 50ms", binary: ours, extra: []string{"--qdisc-tbf-latency=50ms"}, tbfOnly: true},
-			}
-			if err == nil {
-				return compareRunsc(stdout, stderr, cands, settings, rounds, streams, warmup, window)
-			}
-		}
+		err = e2e.Check()
 	}
-	fmt.Fprintf(stderr, "qdiscbench --runsc: %v\n", err)
-	return 2
+	if err != nil {
+		fmt.Fprintf(stderr, "qdiscbench --runsc: %v\n", err)
+		return 2
+	}
+	return compareRunsc(stdout, stderr, cands, settings, rounds, streams, warmup, window)
 }
 
+// runscCandidates are upstream runsc, netqdisc's runsc, and netqdisc's with
+// a 50 ms latency bound (a flag upstream lacks) on its tbf settings.
+func runscCandidates() ([]runscCandidate, error) {
+	up, err := e2e.RunscBinary(true)
+	if err != nil {
+		return nil, err
+	}
+	ours, err := e2e.RunscBinary(false)
+	if err != nil {
+		return nil, err
+	}
+	return []runscCandidate{
+		{name: "upstream runsc", binary: up},
+		{name: "netqdisc runsc", binary: ours},
+		{name: "netqdisc runsc, latency 50ms", binary: ours, extra: []string{"--qdisc-tbf-latency=50ms"}, tbfOnly: true},
+	}, nil
+}
+
+// compareRunsc measures every candidate at every setting, round after
+// round, and prints the table.
 func compareRunsc(stdout, stderr io.Writer, cands []runscCandidate, settings []runscSetting, rounds, streams int, warmup, window time.Duration) int {
 	lab, err := e2e.New()
 	if err != nil {
