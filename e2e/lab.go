@@ -102,8 +102,11 @@ func New() (*Lab, error) {
 		return nil, err
 	}
 	id := hex.EncodeToString(b[:])
+	// The namespaces carry the PID of the process that made them, so that
+	// Sweep leaves the Labs of other running processes alone.
+	ns := fmt.Sprintf("%s-%d-%s", Prefix, os.Getpid(), id)
 	l := &Lab{
-		NSN: Prefix + "-" + id + "-n", NSP: Prefix + "-" + id + "-p", NSK: Prefix + "-" + id + "-k",
+		NSN: ns + "-n", NSP: ns + "-p", NSK: ns + "-k",
 		// Interface names are at most 15 bytes.
 		VethN: "nqn" + id, VethP1: "nqp" + id, VethP2: "nqq" + id, VethK: "nqk" + id,
 	}
@@ -202,18 +205,25 @@ func killAll(ns string) {
 	}
 }
 
-// Sweep removes namespaces a run killed before it could close its Labs
-// left behind.
+// Sweep removes the namespaces that processes killed before they could
+// close their Labs left behind; those of running processes (another test
+// binary, a qdiscbench run) stay.
 func Sweep() {
 	out, err := exec.Command("ip", "netns", "list").Output()
 	if err != nil {
 		return
 	}
 	for _, line := range strings.Split(string(out), "\n") {
-		if f := strings.Fields(line); len(f) > 0 && strings.HasPrefix(f[0], Prefix+"-") {
-			killAll(f[0])
-			exec.Command("ip", "netns", "del", f[0]).Run()
+		f := strings.Fields(line)
+		if len(f) == 0 || !strings.HasPrefix(f[0], Prefix+"-") {
+			continue
 		}
+		pid, _, _ := strings.Cut(strings.TrimPrefix(f[0], Prefix+"-"), "-")
+		if n, err := strconv.Atoi(pid); err == nil && Alive(n) {
+			continue
+		}
+		killAll(f[0])
+		exec.Command("ip", "netns", "del", f[0]).Run()
 	}
 }
 

@@ -100,10 +100,10 @@ func ping(ns, addr string, count int, interval time.Duration) ([]time.Duration, 
 
 // window measures rx_bytes of dev in ns over o.Window, pinging target
 // meanwhile, after o.Warmup; with cpu, the sender's CPU time too.
-func window(o Options, ns, dev, target string, r *Result, cpu func() (time.Duration, error)) error {
+func window(o Options, ns, dev, target string, r *Result, cpu func() (time.Duration, error)) (err error) {
 	time.Sleep(o.Warmup)
 	var wg sync.WaitGroup
-	var perr, err error
+	var perr error
 	if o.PingInterval > 0 {
 		wg.Add(1)
 		go func() {
@@ -112,6 +112,12 @@ func window(o Options, ns, dev, target string, r *Result, cpu func() (time.Durat
 			r.RTTs, r.PingsSent, perr = ping(ns, target, n, o.PingInterval)
 		}()
 	}
+	defer func() {
+		wg.Wait() // the pings write r: wait for them on every path
+		if err == nil {
+			err = perr
+		}
+	}()
 	var c0, c1 time.Duration
 	if cpu != nil {
 		if c0, err = cpu(); err != nil {
@@ -136,8 +142,7 @@ func window(o Options, ns, dev, target string, r *Result, cpu func() (time.Durat
 		}
 		r.CPU = c1 - c0
 	}
-	wg.Wait()
-	return perr
+	return nil
 }
 
 func idleRTT(ns, target string) (time.Duration, error) {

@@ -75,7 +75,7 @@ type Sandbox struct {
 // StartSandbox starts a sandbox with runsc run --detach. On error (runsc
 // refused the flags or annotations, say) nothing is left running, and the
 // error has runsc's output.
-func (l *Lab) StartSandbox(o SandboxOptions) (*Sandbox, error) {
+func (l *Lab) StartSandbox(o SandboxOptions) (_ *Sandbox, err error) {
 	dir, err := os.MkdirTemp("", Prefix+"-sandbox-")
 	if err != nil {
 		return nil, err
@@ -84,8 +84,12 @@ func (l *Lab) StartSandbox(o SandboxOptions) (*Sandbox, error) {
 	l.mu.Lock()
 	l.closers = append(l.closers, s.Close)
 	l.mu.Unlock()
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
 	if err := s.writeBundle(o); err != nil {
-		s.Close()
 		return nil, err
 	}
 	// runsc takes the namespace's address off the veth as it starts (and
@@ -97,7 +101,6 @@ func (l *Lab) StartSandbox(o SandboxOptions) (*Sandbox, error) {
 	// file, not a pipe that would stay open.
 	out, err := os.Create(filepath.Join(dir, "run.out"))
 	if err != nil {
-		s.Close()
 		return nil, err
 	}
 	defer out.Close()
@@ -105,11 +108,9 @@ func (l *Lab) StartSandbox(o SandboxOptions) (*Sandbox, error) {
 	run.Stdout, run.Stderr = out, out
 	if err := run.Run(); err != nil {
 		said, _ := os.ReadFile(out.Name())
-		s.Close()
 		return nil, fmt.Errorf("runsc run: %v: %s", err, strings.TrimSpace(string(said)))
 	}
 	if err := s.waitAnswers(10 * time.Second); err != nil {
-		s.Close()
 		return nil, err
 	}
 	return s, nil
