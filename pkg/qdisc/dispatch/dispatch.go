@@ -59,6 +59,11 @@ type Gate interface {
 	// credit. Gates shared by several lanes must be safe for concurrent
 	// use.
 	Book(seen int64, size uint32) (departure int64)
+	// BookAll books packets of the given sizes, in order, at seen, as
+	// consecutive Book calls would with no booking between them, and
+	// writes their departures. A dispatcher books a batch with it: one
+	// update of a shared bucket instead of one per packet.
+	BookAll(seen int64, sizes []uint32, departures []int64)
 }
 
 // Budget is a bound on the bytes queued across lanes that share it.
@@ -158,6 +163,12 @@ type Lane struct {
 	passDone *sync.Cond
 	// passBatch is the batch of such passes (one pass runs at a time).
 	passBatch stack.PacketBufferList
+	// bookSizes and bookDepartures carry a batch's bookings to the gate
+	// (kept here: arrays passed to an interface would escape to the heap).
+	// +checklocks:mu
+	bookSizes [qdisc.BatchSize]uint32
+	// +checklocks:mu
+	bookDepartures [qdisc.BatchSize]int64
 	// lastWait is when the lane last had to wait for its gate: while that
 	// is recent the lane is shaping, and a packet arriving on the idle
 	// lane is sent from its enqueuer's goroutine rather than by waking the
@@ -165,6 +176,10 @@ type Lane struct {
 	// stays asynchronous, as fifo's.
 	// +checklocks:mu
 	lastWait int64
+	// overflows counts the packets dropped because the ring or the byte
+	// bound was full (the other drops are in drops).
+	// +checklocks:mu
+	overflows uint64
 
 	lateness qdisc.Histogram
 
@@ -224,8 +239,8 @@ func (l *Lane) Enqueue(pkt *stack.PacketBuffer) tcpip.Error {
 		return &tcpip.ErrClosedForSend{}
 	}
 	if !l.ring.HasSpace() || (l.maxBytes != 0 && l.ring.Bytes()+size > l.maxBytes) || (l.budget != nil && !l.budget.take(size)) {
+		l.overflows++ // under the lock already: no atomic on a contended path
 		l.mu.Unlock()
-		l.drops.Add(1)
 		return &tcpip.ErrNoBufferSpace{}
 	}
 	inline := false
@@ -317,12 +332,12 @@ func (l *Lane) Quiescent() bool {
 // Stats returns the lane's counters and backlog.
 func (l *Lane) Stats() qdisc.Stats {
 	l.mu.Lock()
-	backlogBytes, backlogPackets := l.ring.Bytes(), uint64(l.ring.Len())
+	backlogBytes, backlogPackets, overflows := l.ring.Bytes(), uint64(l.ring.Len()), l.overflows
 	l.mu.Unlock()
 	return qdisc.Stats{
 		Bytes:          l.sentBytes.Load(),
 		Packets:        l.sentPackets.Load(),
-		Drops:          l.drops.Load(),
+		Drops:          l.drops.Load() + overflows,
 		Overlimits:     l.overlimits.Load(),
 		BacklogBytes:   backlogBytes,
 		BacklogPackets: backlogPackets,
@@ -406,6 +421,13 @@ func (l *Lane) run(batch *stack.PacketBufferList) {
 				l.lateness.Record(time.Duration(now - l.deadline))
 			}
 		}
+		if l.gate != nil {
+			// The batch's packets not yet booked are booked now, seen now
+			// (they had arrived by now), in one call.
+			l.ring.StampFront(l.bookSizes[:], l.bookDepartures[:], func(sizes []uint32, departures []int64) {
+				l.gate.BookAll(now, sizes, departures)
+			})
+		}
 		n := 0
 		for n < qdisc.BatchSize {
 			pkt, size := l.ring.PeekFront()
@@ -413,13 +435,7 @@ func (l *Lane) run(batch *stack.PacketBufferList) {
 				break
 			}
 			if l.gate != nil {
-				departure := l.ring.FrontStamp()
-				if departure == packetbuf.Unstamped {
-					// Seen now: it had arrived by now.
-					departure = l.gate.Book(now, size)
-					l.ring.SetFrontStamp(departure)
-				}
-				if wait = departure - now; wait > 0 {
+				if wait = l.ring.FrontStamp() - now; wait > 0 {
 					break
 				}
 			}

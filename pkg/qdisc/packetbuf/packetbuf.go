@@ -135,6 +135,30 @@ func (r *Ring) SetFrontStamp(stamp int64) {
 	}
 }
 
+// StampFront stamps the packets without a stamp among the first
+// len(stamps), front to back, in one call: it copies their sizes into
+// sizes (as long as stamps), book fills their stamps, and the ring keeps
+// them. The packets with a stamp must all be in front of those without,
+// as they are when stamps are only given at the back (PushBackAt,
+// StampUnstamped).
+func (r *Ring) StampFront(sizes []uint32, stamps []int64, book func(sizes []uint32, stamps []int64)) {
+	n := min(len(stamps), r.n)
+	k := 0
+	for k < n && r.stamps[r.index(k)] != Unstamped {
+		k++
+	}
+	if k == n {
+		return
+	}
+	for j := k; j < n; j++ {
+		sizes[j-k] = r.sizes[r.index(j)]
+	}
+	book(sizes[:n-k], stamps[:n-k])
+	for j := k; j < n; j++ {
+		r.stamps[r.index(j)] = stamps[j-k]
+	}
+}
+
 // StampUnstamped stamps, front to back, the packets at the back that have
 // no stamp, each with what stamp returns for its size. It finds them by
 // walking back from the last packet to the first that has a stamp: a qdisc

@@ -45,19 +45,26 @@ func TestNoAllocationPerPacket(t *testing.T) {
 }
 
 // BenchmarkWritePacket is the per-packet cost of a tbf that never limits,
-// from WritePacket to the lower link, with the producers given by -cpu;
-// BenchmarkUpstreamWritePacket is gVisor's own tbf on the same setting,
-// for a ratio from one run.
+// from WritePacket to the lower link, with 1 and 2 queues and the
+// producers given by -cpu (fifo's benchmark has the same names, for a
+// ratio between the two); BenchmarkUpstreamWritePacket is gVisor's own tbf
+// on the same setting (it has one queue), for a ratio from one run.
 func BenchmarkWritePacket(b *testing.B) {
-	link := qdisctest.NewLink(nil)
-	link.Discard = true
-	d, err := tbf.New(link, tcpip.NewStdClock(), never)
-	if err != nil {
-		b.Fatal(err)
+	for _, queues := range []int{1, 2} {
+		b.Run(map[int]string{1: "1queue", 2: "2queues"}[queues], func(b *testing.B) {
+			link := qdisctest.NewLink(nil)
+			link.Discard = true
+			cfg := never
+			cfg.Queues = queues
+			d, err := tbf.New(link, tcpip.NewStdClock(), cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer d.Close()
+			qdisctest.BenchWritePacket(b, d)
+			qdisctest.WaitQuiescent(b, d)
+		})
 	}
-	defer d.Close()
-	qdisctest.BenchWritePacket(b, d)
-	qdisctest.WaitQuiescent(b, d)
 }
 
 func BenchmarkUpstreamWritePacket(b *testing.B) {

@@ -11,6 +11,7 @@ import (
 // gate is the token state every lane of a Discipline draws from.
 type gate interface {
 	Book(seen int64, size uint32) (departure int64)
+	BookAll(seen int64, sizes []uint32, departures []int64)
 }
 
 // newGate returns the bucket for cfg, full at time start: lock-free when
@@ -67,6 +68,24 @@ func (b *rateBucket) Book(seen int64, size uint32) int64 {
 	}
 }
 
+// BookAll implements dispatch.Gate.BookAll: the packets' bookings one
+// after another, with one compare-and-swap for them all.
+func (b *rateBucket) BookAll(seen int64, sizes []uint32, departures []int64) {
+	for {
+		t0 := b.t0.Load()
+		t := t0
+		for i, size := range sizes {
+			cost := int64(b.rate.TimeNS(size))
+			s := max(t+cost, seen)
+			departures[i] = s
+			t = max(t, s-b.buffer) + cost
+		}
+		if b.t0.CompareAndSwap(t0, t) {
+			return
+		}
+	}
+}
+
 // dualBucket is tbf_dequeue with a peak-rate bucket, exactly: both buckets
 // share t_c, and the peak credit is capped by the rate bucket's elapsed
 // time as in Linux, so it is kept under a short lock.
@@ -87,9 +106,23 @@ type dualBucket struct {
 // time, not before seen nor the last departure, at which both buckets hold
 // enough (see rateBucket.Book).
 func (b *dualBucket) Book(seen int64, size uint32) int64 {
-	cost, pcost := int64(b.rate.TimeNS(size)), int64(b.peak.TimeNS(size))
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	return b.bookLocked(seen, size)
+}
+
+// BookAll implements dispatch.Gate.BookAll, under one lock.
+func (b *dualBucket) BookAll(seen int64, sizes []uint32, departures []int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for i, size := range sizes {
+		departures[i] = b.bookLocked(seen, size)
+	}
+}
+
+// +checklocks:b.mu
+func (b *dualBucket) bookLocked(seen int64, size uint32) int64 {
+	cost, pcost := int64(b.rate.TimeNS(size)), int64(b.peak.TimeNS(size))
 	// The rate test min(s - tc, buffer) + tokens >= cost holds from
 	// s = tc + cost - tokens (cost <= buffer), and the peak test from
 	// tc + pcost - ptokens (pcost < buffer: the peak rate is above the

@@ -178,7 +178,6 @@ type Discipline struct {
 	cfg     Config // as given, with Limit filled in
 	maxSize uint32 // the largest packet the buckets can pass
 	lanes   dispatch.Group
-	budget  *dispatch.Budget
 	closed  atomic.Bool
 }
 
@@ -206,15 +205,19 @@ func New(lower stack.LinkEndpoint, clock tcpip.Clock, cfg Config) (*Discipline, 
 	case slack < 0:
 		slack = 0
 	}
-	d.budget = dispatch.NewBudget(uint64(cfg.Limit))
-	d.lanes.Init(cfg.Queues, dispatch.Config{
+	lanes := dispatch.Config{
 		Lower:      lower,
 		MaxPackets: int(cfg.Limit/minPacketBytes) + 1,
-		Budget:     d.budget,
 		Gate:       g,
 		Clock:      clock,
 		Slack:      slack,
-	})
+	}
+	if cfg.Queues > 1 {
+		lanes.Budget = dispatch.NewBudget(uint64(cfg.Limit)) // shared by the lanes
+	} else {
+		lanes.MaxBytes = uint64(cfg.Limit) // the one lane's own: no atomic per packet
+	}
+	d.lanes.Init(cfg.Queues, lanes)
 	d.lanes.Start()
 	return d, nil
 }
