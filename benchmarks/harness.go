@@ -233,7 +233,8 @@ func cpuNow() time.Duration {
 
 // rtts collects probe samples with their times.
 type rtts struct {
-	mu      sync.Mutex
+	mu sync.Mutex
+	// +checklocks:mu
 	samples []sample
 }
 

@@ -73,23 +73,32 @@ func Check() error {
 // Lab is one run's namespaces and veths.
 type Lab struct {
 	// NSN, NSP and NSK are the namespaces of the netstack's veth, the peer
-	// and the kernel sender.
-	NSN, NSP, NSK string
+	// and the kernel sender. (One field a line: gVisor's checklocks maps
+	// annotations to fields by their declarations' order.)
+	NSN string
+	NSP string
+	NSK string
 	// VethN is the netstack's veth (in NSN); VethP1 and VethP2 the peer's
 	// ends facing the netstack and the kernel sender; VethK the kernel
 	// sender's.
-	VethN, VethP1, VethP2, VethK string
+	VethN  string
+	VethP1 string
+	VethP2 string
+	VethK  string
 
-	mu    sync.Mutex
+	mu sync.Mutex
+	// +checklocks:mu
 	procs []*exec.Cmd
 	// closers close what runs in the namespaces (sandboxes) before the
 	// Lab kills what is left.
+	// +checklocks:mu
 	closers []func()
 }
 
 var (
 	labsMu sync.Mutex
-	labs   = map[*Lab]bool{}
+	// +checklocks:labsMu
+	labs = map[*Lab]bool{}
 )
 
 // New makes a Lab. On error, whatever it made is removed.

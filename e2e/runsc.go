@@ -64,11 +64,18 @@ type SandboxOptions struct {
 // sandbox is closed, and Exec runs the workload. Its cgroup (cgroupsPath,
 // named after its ID) gives its CPU time.
 type Sandbox struct {
-	lab                  *Lab
-	runsc, dir, root, id string
-	debugLog             string
+	lab *Lab
+	// runsc is the binary; dir holds the bundle, runsc's root (state),
+	// and debugLog; id is the container's. (One field a line, for
+	// checklocks.)
+	runsc    string
+	dir      string
+	root     string
+	id       string
+	debugLog string
 
-	mu     sync.Mutex
+	mu sync.Mutex
+	// +checklocks:mu
 	closed bool
 }
 

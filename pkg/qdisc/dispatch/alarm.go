@@ -29,8 +29,7 @@ import (
 // caught up, never sent early.
 type Alarm struct {
 	clock tcpip.Clock
-	slack int64
-	timer tcpip.Timer
+	slack int64 // +checklocksignore: set once, by newAlarm
 	lanes []*Lane
 	fires atomic.Uint64
 	// due is the earliest departure a lane waits for (MaxInt64: none), so
@@ -38,6 +37,9 @@ type Alarm struct {
 	due atomic.Int64
 
 	mu sync.Mutex
+	// timer is the one timer, created stopped and Reset thereafter.
+	// +checklocks:mu
+	timer tcpip.Timer
 	// armed says the timer is set, for at.
 	// +checklocks:mu
 	armed bool
@@ -53,13 +55,11 @@ type Alarm struct {
 	waiting int
 }
 
+// +checklocksignore: the alarm is not shared until it is returned.
 func newAlarm(clock tcpip.Clock, slack time.Duration, lanes []*Lane) *Alarm {
 	a := &Alarm{clock: clock, slack: int64(max(slack, 0)), lanes: lanes}
-	a.mu.Lock()
 	a.served = math.MinInt64 / 2 // long ago, whatever the clock's epoch
-	a.mu.Unlock()
 	a.due.Store(math.MaxInt64)
-	// One timer for the qdisc's life: created stopped, then Reset.
 	a.timer = clock.AfterFunc(time.Hour, a.fire)
 	a.timer.Stop()
 	return a
@@ -132,7 +132,7 @@ func (a *Alarm) help(now int64) {
 // serveLocked runs a pass of every lane whose departure has come, one after
 // another; the lanes still waiting arm the timer again (and set due). It
 // unlocks a.mu.
-// +checklocks:a.mu
+// +checklocksrelease:a.mu
 func (a *Alarm) serveLocked(now int64) {
 	a.served = max(a.served, now)
 	a.due.Store(math.MaxInt64)

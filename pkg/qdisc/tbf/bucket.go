@@ -90,8 +90,12 @@ func (b *rateBucket) BookAll(seen int64, sizes []uint32, departures []int64) {
 // share t_c, and the peak credit is capped by the rate bucket's elapsed
 // time as in Linux, so it is kept under a short lock.
 type dualBucket struct {
-	rate, peak  rate.Rate
-	buffer, mtu int64
+	// Set once, by newGate. (One field a line: checklocks maps
+	// annotations to fields by their declarations' order.)
+	rate   rate.Rate // +checklocksignore
+	peak   rate.Rate // +checklocksignore
+	buffer int64     // +checklocksignore
+	mtu    int64     // +checklocksignore
 
 	mu sync.Mutex
 	// +checklocks:mu
@@ -106,31 +110,27 @@ type dualBucket struct {
 // time, not before seen nor the last departure, at which both buckets hold
 // enough (see rateBucket.Book).
 func (b *dualBucket) Book(seen int64, size uint32) int64 {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.bookLocked(seen, size)
+	var departure [1]int64
+	b.BookAll(seen, []uint32{size}, departure[:])
+	return departure[0]
 }
 
-// BookAll implements dispatch.Gate.BookAll, under one lock.
+// BookAll implements dispatch.Gate.BookAll: Book for each packet in turn,
+// under one lock.
 func (b *dualBucket) BookAll(seen int64, sizes []uint32, departures []int64) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	for i, size := range sizes {
-		departures[i] = b.bookLocked(seen, size)
+		cost, pcost := int64(b.rate.TimeNS(size)), int64(b.peak.TimeNS(size))
+		// The rate test min(s - tc, buffer) + tokens >= cost holds from
+		// s = tc + cost - tokens (cost <= buffer), and the peak test from
+		// tc + pcost - ptokens (pcost < buffer: the peak rate is above the
+		// rate and the packet no larger than the burst).
+		s := max(seen, b.tc+max(cost-b.tokens, pcost-b.ptokens, 0))
+		toks := min(s-b.tc, b.buffer)
+		ptoks := min(toks+b.ptokens, b.mtu) - pcost
+		toks = min(toks+b.tokens, b.buffer) - cost
+		b.tc, b.tokens, b.ptokens = s, toks, ptoks
+		departures[i] = s
 	}
-}
-
-// +checklocks:b.mu
-func (b *dualBucket) bookLocked(seen int64, size uint32) int64 {
-	cost, pcost := int64(b.rate.TimeNS(size)), int64(b.peak.TimeNS(size))
-	// The rate test min(s - tc, buffer) + tokens >= cost holds from
-	// s = tc + cost - tokens (cost <= buffer), and the peak test from
-	// tc + pcost - ptokens (pcost < buffer: the peak rate is above the
-	// rate and the packet no larger than the burst).
-	s := max(seen, b.tc+max(cost-b.tokens, pcost-b.ptokens, 0))
-	toks := min(s-b.tc, b.buffer)
-	ptoks := min(toks+b.ptokens, b.mtu) - pcost
-	toks = min(toks+b.tokens, b.buffer) - cost
-	b.tc, b.tokens, b.ptokens = s, toks, ptoks
-	return s
+	b.mu.Unlock()
 }

@@ -1,0 +1,305 @@
+package dispatch
+
+import (
+	"sync/atomic"
+
+	"gvisor.dev/gvisor/pkg/sleep"
+	"gvisor.dev/gvisor/pkg/sync"
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
+
+	"github.com/netqdisc/netqdisc/pkg/qdisc"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/packetbuf"
+)
+
+// Lane is one queue and its dispatcher. Use it through a pointer, after
+// Init and Start. The shaping half of it (a lane with a Gate) is in
+// shaping.go.
+type Lane struct {
+	lower    stack.LinkWriter
+	maxBytes uint64
+	budget   *Budget
+	gate     Gate
+	clock    tcpip.Clock
+	alarm    *Alarm
+
+	wake    sleep.Waker
+	closing sleep.Waker
+
+	mu sync.Mutex
+	// +checklocks:mu
+	ring packetbuf.Ring
+	// +checklocks:mu
+	state state
+	// +checklocks:mu
+	closed bool
+	// overflows counts the packets dropped because the ring or the byte
+	// bound was full (the other drops are in drops).
+	// +checklocks:mu
+	overflows uint64
+
+	// The shaping lane's state (see shaping.go).
+
+	// deadline is the departure the gate booked for the head packet,
+	// while the lane waits on the alarm.
+	// +checklocks:mu
+	deadline int64
+	// timerFired says the alarm started a pass that has not yet looked at
+	// the clock (which then records how late the wait ended).
+	// +checklocks:mu
+	timerFired bool
+	// inPass says a pass runs off the dispatcher, on the timer's goroutine
+	// or an enqueuer's; drain waits for it on passDone.
+	// +checklocks:mu
+	inPass   bool
+	passDone *sync.Cond
+	// passBatch is the batch of such passes (one pass runs at a time).
+	passBatch stack.PacketBufferList
+	// lastWait is when the lane last had to wait for its gate: while that
+	// is recent the lane is shaping (see shapingRecently).
+	// +checklocks:mu
+	lastWait int64
+	// bookSizes and bookDepartures carry a batch's bookings to the gate
+	// (kept here: arrays passed to an interface would escape to the heap).
+	// +checklocks:mu
+	bookSizes [qdisc.BatchSize]uint32
+	// +checklocks:mu
+	bookDepartures [qdisc.BatchSize]int64
+
+	lateness qdisc.Histogram
+
+	sentBytes   atomic.Uint64
+	sentPackets atomic.Uint64
+	drops       atomic.Uint64
+	overlimits  atomic.Uint64
+
+	// Lanes sit side by side in a slice, each written by its own producers
+	// and dispatcher: keep a lane's lines to itself.
+	_ [cacheLine]byte
+}
+
+// cacheLine is generous: two lines, for CPUs that prefetch in pairs.
+const cacheLine = 128
+
+// Init sets the lane up; it must be called once, before Start.
+func (l *Lane) Init(cfg Config) {
+	l.lower = cfg.Lower
+	l.maxBytes = cfg.MaxBytes
+	l.budget = cfg.Budget
+	l.gate = cfg.Gate
+	l.clock = cfg.Clock
+	l.alarm = cfg.alarm
+	if l.gate != nil && l.alarm == nil {
+		l.alarm = newAlarm(cfg.Clock, cfg.Slack, []*Lane{l})
+	}
+	l.mu.Lock()
+	l.ring.Init(cfg.MaxPackets)
+	l.state = idle
+	l.mu.Unlock()
+	l.passDone = sync.NewCond(&l.mu)
+}
+
+// Start starts the lane's dispatcher goroutine; wg.Done is called when it
+// has stopped, after Close.
+func (l *Lane) Start(wg *sync.WaitGroup) {
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		l.loop()
+	}()
+}
+
+// Enqueue queues pkt, taking a reference of its own. It answers
+// ErrClosedForSend after Close, and ErrNoBufferSpace (counting a drop) when
+// the ring or the byte bound is full; in both cases it takes nothing.
+func (l *Lane) Enqueue(pkt *stack.PacketBuffer) tcpip.Error {
+	size := uint64(pkt.Size())
+	l.mu.Lock()
+	if err := l.admitLocked(size); err != nil {
+		l.mu.Unlock()
+		return err
+	}
+	if l.gate != nil {
+		l.enqueueShapingLocked(pkt, size)
+		return nil
+	}
+	l.ring.PushBack(pkt.IncRef())
+	wake := l.wakeLocked()
+	l.mu.Unlock()
+	if wake {
+		l.wake.Assert()
+	}
+	return nil
+}
+
+// admitLocked says whether a packet of size bytes may be queued: not after
+// Close, and not past the ring's, the lane's or the budget's bound (a
+// drop). Admitted, it is counted in the budget.
+// +checklocks:l.mu
+func (l *Lane) admitLocked(size uint64) tcpip.Error {
+	if l.closed {
+		return &tcpip.ErrClosedForSend{}
+	}
+	if !l.ring.HasSpace() || (l.maxBytes != 0 && l.ring.Bytes()+size > l.maxBytes) || (l.budget != nil && !l.budget.take(size)) {
+		l.overflows++ // under the lock already: no atomic on a contended path
+		return &tcpip.ErrNoBufferSpace{}
+	}
+	return nil
+}
+
+// wakeLocked makes an idle lane running and reports whether its
+// dispatcher must be woken (after the lock is released).
+// +checklocks:l.mu
+func (l *Lane) wakeLocked() bool {
+	if l.state != idle {
+		return false
+	}
+	l.state = running
+	return true
+}
+
+// CountDrop counts a packet the owner refused before queueing it.
+func (l *Lane) CountDrop() { l.drops.Add(1) }
+
+// Close stops the lane: later Enqueues are refused, and the dispatcher
+// releases every queued packet and exits. It does not wait; the owner
+// waits on the WaitGroup given to Start. Close is idempotent.
+func (l *Lane) Close() {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return
+	}
+	l.closed = true
+	l.mu.Unlock()
+	l.closing.Assert()
+}
+
+// Quiescent reports whether the lane is idle or throttled: nothing runs
+// until its timer fires or a packet arrives. Tests use it to step a clock
+// deterministically.
+func (l *Lane) Quiescent() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.state != running
+}
+
+// Stats returns the lane's counters and backlog.
+func (l *Lane) Stats() qdisc.Stats {
+	l.mu.Lock()
+	backlogBytes, backlogPackets, overflows := l.ring.Bytes(), uint64(l.ring.Len()), l.overflows
+	l.mu.Unlock()
+	return qdisc.Stats{
+		Bytes:          l.sentBytes.Load(),
+		Packets:        l.sentPackets.Load(),
+		Drops:          l.drops.Load() + overflows,
+		Overlimits:     l.overlimits.Load(),
+		BacklogBytes:   backlogBytes,
+		BacklogPackets: backlogPackets,
+	}
+}
+
+// Lateness returns how late the lane's waits on the alarm ended: the time
+// from each booked departure to the pass the alarm started (from its timer
+// or an arriving packet), which includes any Slack.
+func (l *Lane) Lateness() qdisc.HistogramSnapshot { return l.lateness.Snapshot() }
+
+// loop is the dispatcher: it runs a pass each time it is woken, until the
+// lane is closed.
+func (l *Lane) loop() {
+	var s sleep.Sleeper
+	s.AddWaker(&l.wake)
+	s.AddWaker(&l.closing)
+	defer s.Done()
+	var batch stack.PacketBufferList
+	for {
+		if s.Fetch(true) == &l.closing {
+			l.drain()
+			return
+		}
+		l.run(&batch)
+	}
+}
+
+// run runs a pass (see the package doc).
+func (l *Lane) run(batch *stack.PacketBufferList) {
+	if l.gate != nil {
+		l.runShaping(batch)
+		return
+	}
+	var sizes [qdisc.BatchSize]uint32
+	for {
+		l.mu.Lock()
+		if !l.continueLocked() {
+			l.mu.Unlock()
+			return
+		}
+		n := 0
+		for ; n < qdisc.BatchSize && !l.ring.IsEmpty(); n++ {
+			pkt, size := l.ring.RemoveFront()
+			batch.PushBack(pkt)
+			sizes[n] = size
+		}
+		l.mu.Unlock()
+		l.write(batch, sizes[:n])
+	}
+}
+
+// continueLocked says whether a pass goes on: not once the lane is closed
+// (the closing waker is asserted, and the dispatcher drains), nor once the
+// ring is empty (the lane is then idle).
+// +checklocks:l.mu
+func (l *Lane) continueLocked() bool {
+	if l.closed {
+		return false
+	}
+	if l.ring.IsEmpty() {
+		l.state = idle
+		return false
+	}
+	return true
+}
+
+// write hands batch to the lower link, releases the batch's references and
+// counts what the link took; what it refused is dropped.
+func (l *Lane) write(batch *stack.PacketBufferList, sizes []uint32) {
+	n, _ := l.lower.WritePackets(*batch)
+	batch.Reset()
+	n = max(0, min(n, len(sizes)))
+	var bytes uint64
+	for _, s := range sizes[:n] {
+		bytes += uint64(s)
+	}
+	l.sentPackets.Add(uint64(n))
+	l.sentBytes.Add(bytes)
+	if n < len(sizes) {
+		l.drops.Add(uint64(len(sizes) - n))
+	}
+	if l.budget != nil {
+		all := bytes
+		for _, s := range sizes[n:] {
+			all += uint64(s)
+		}
+		l.budget.give(all)
+	}
+}
+
+// drain runs on the dispatcher after Close: it waits for a pass running
+// off the dispatcher, stops waiting on the alarm, and releases every
+// queued packet, counting each as a drop.
+func (l *Lane) drain() {
+	l.mu.Lock()
+	for l.inPass {
+		l.passDone.Wait()
+	}
+	if l.state == throttled {
+		l.alarm.leave()
+	}
+	dropped, bytes := l.ring.Purge()
+	l.state = stopped
+	l.mu.Unlock()
+	l.drops.Add(uint64(dropped))
+	if l.budget != nil {
+		l.budget.give(bytes)
+	}
+}
