@@ -155,3 +155,63 @@ func TestStamps(t *testing.T) {
 		pkt.DecRef()
 	}
 }
+
+// TestStampFront: StampFront books the unstamped packets among the first
+// n, after the stamped ones, with their sizes in order, and leaves the
+// rest unstamped; with every one of the first n stamped it books nothing.
+func TestStampFront(t *testing.T) {
+	for _, tc := range []struct {
+		name               string
+		stamped, unstamped int
+		n                  int
+		wantBooked         int
+	}{
+		{"all unstamped, more than n", 0, 10, 4, 4},
+		{"all unstamped, fewer than n", 0, 3, 4, 3},
+		{"stamped prefix, then unstamped", 2, 10, 5, 3},
+		{"n within the stamped prefix", 5, 10, 4, 0},
+		{"empty", 0, 0, 4, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var r Ring
+			r.Init(100)
+			defer r.Purge()
+			for i := 0; i < tc.stamped+tc.unstamped; i++ {
+				pkt := qdisctest.MakePacket(100+i, 0, uint64(i))
+				if i < tc.stamped {
+					r.PushBackAt(pkt, int64(i))
+				} else {
+					r.PushBack(pkt)
+				}
+			}
+			sizes, stamps := make([]uint32, tc.n), make([]int64, tc.n)
+			var booked []uint32
+			r.StampFront(sizes, stamps, func(sizes []uint32, stamps []int64) {
+				booked = append(booked, sizes...)
+				for i := range stamps {
+					stamps[i] = 1000 + int64(i)
+				}
+			})
+			if len(booked) != tc.wantBooked {
+				t.Fatalf("booked %d packets, want %d", len(booked), tc.wantBooked)
+			}
+			for i := 0; i < tc.stamped+tc.unstamped; i++ {
+				want := int64(Unstamped)
+				switch {
+				case i < tc.stamped:
+					want = int64(i)
+				case i < tc.stamped+tc.wantBooked:
+					want = 1000 + int64(i-tc.stamped)
+					if booked[i-tc.stamped] != uint32(100+i) {
+						t.Errorf("packet %d booked with size %d, want %d", i, booked[i-tc.stamped], 100+i)
+					}
+				}
+				if got := r.FrontStamp(); got != want {
+					t.Errorf("packet %d: stamp %d, want %d", i, got, want)
+				}
+				pkt, _ := r.RemoveFront()
+				pkt.DecRef()
+			}
+		})
+	}
+}

@@ -1,0 +1,247 @@
+package dispatch_test
+
+import (
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"gvisor.dev/gvisor/pkg/tcpip"
+
+	"github.com/netqdisc/netqdisc/pkg/qdisc/dispatch"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/qdisctest"
+)
+
+func TestMain(m *testing.M) { qdisctest.Main(m) }
+
+// spacedGate is a fake gate that lets one packet leave every gap, the
+// first at once: departures seen, seen+gap, seen+2*gap, ...
+type spacedGate struct {
+	gap int64 // +checklocksignore: set once
+
+	mu sync.Mutex
+	// last is the last departure booked, if set.
+	// +checklocks:mu
+	last int64
+	// +checklocks:mu
+	set bool
+}
+
+func (g *spacedGate) Book(seen int64, _ uint32) int64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	d := seen
+	if g.set {
+		d = max(seen, g.last+g.gap)
+	}
+	g.last, g.set = d, true
+	return d
+}
+
+func (g *spacedGate) BookAll(seen int64, sizes []uint32, departures []int64) {
+	for i, size := range sizes {
+		departures[i] = g.Book(seen, size)
+	}
+}
+
+// rig is a Group of lanes on a recording link and a StepClock.
+type rig struct {
+	g     dispatch.Group
+	link  *qdisctest.Link
+	clock *qdisctest.StepClock
+	seq   uint64
+}
+
+// newRig starts lanes lanes; with gap > 0 they share a spacedGate.
+func newRig(t *testing.T, lanes int, gap, slack time.Duration) *rig {
+	r := &rig{clock: qdisctest.NewStepClock()}
+	r.link = qdisctest.NewLink(r.clock)
+	cfg := dispatch.Config{Lower: r.link, MaxPackets: 100, Clock: r.clock, Slack: slack}
+	if gap > 0 {
+		cfg.Gate = &spacedGate{gap: int64(gap)}
+	}
+	r.g.Init(lanes, cfg)
+	r.g.Start()
+	t.Cleanup(r.g.Close)
+	return r
+}
+
+// send enqueues a packet on the lane for hash.
+func (r *rig) send(t *testing.T, hash uint32) uint64 {
+	t.Helper()
+	r.seq++
+	pkt := qdisctest.MakePacket(100, hash, r.seq)
+	defer pkt.DecRef()
+	if err := r.g.Lane(hash).Enqueue(pkt); err != nil {
+		t.Fatalf("Enqueue: %v", err)
+	}
+	return r.seq
+}
+
+// sent returns the sequence numbers the link has received, in order.
+func (r *rig) sent() []uint64 {
+	var s []uint64
+	for _, rec := range r.link.Records() {
+		s = append(s, rec.Seq)
+	}
+	return s
+}
+
+func equal(a, b []uint64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// TestIdleLaneWakesItsDispatcher: a packet queued on an idle fifo lane is
+// sent by its dispatcher, and the lane is idle again, its counters right.
+func TestIdleLaneWakesItsDispatcher(t *testing.T) {
+	r := newRig(t, 1, 0, 0)
+	for round := 1; round <= 3; round++ {
+		want := []uint64{}
+		for range round {
+			r.send(t, 0)
+		}
+		for i := uint64(1); i <= r.seq; i++ {
+			want = append(want, i)
+		}
+		qdisctest.WaitQuiescent(t, &r.g)
+		if got := r.sent(); !equal(got, want) {
+			t.Fatalf("round %d: sent %v, want %v", round, got, want)
+		}
+	}
+	if s := r.g.Stats(); s.Packets != r.seq || s.Bytes != 100*r.seq || s.BacklogPackets != 0 || s.Overlimits != 0 {
+		t.Errorf("stats %+v, want %d packets of 100 bytes, no backlog, no overlimits", s, r.seq)
+	}
+	if r.g.Wakeups() != 0 {
+		t.Errorf("a fifo lane used a timer")
+	}
+}
+
+// TestThrottledLaneWakesOnTheAlarm: a packet whose departure is to come
+// makes the lane throttled (an overlimit); when the timer fires at the
+// departure, the pass runs on the timer's goroutine and sends it before
+// the timer returns, and the wait's lateness is recorded.
+func TestThrottledLaneWakesOnTheAlarm(t *testing.T) {
+	r := newRig(t, 1, time.Millisecond, 0)
+	r.send(t, 0)
+	r.send(t, 0)
+	qdisctest.WaitQuiescent(t, &r.g)
+	if got := r.sent(); !equal(got, []uint64{1}) {
+		t.Fatalf("sent %v before the departure, want [1]", got)
+	}
+	if s := r.g.Stats(); s.Overlimits != 1 || s.BacklogPackets != 1 {
+		t.Fatalf("stats %+v, want 1 overlimit and 1 packet waiting", s)
+	}
+	r.clock.Advance(999 * time.Microsecond)
+	if n := r.clock.Fire(); n != 0 {
+		t.Fatalf("%d timers fired before the departure", n)
+	}
+	r.clock.Advance(time.Microsecond)
+	if n := r.clock.Fire(); n != 1 {
+		t.Fatalf("%d timers fired at the departure, want 1", n)
+	}
+	if got := r.sent(); !equal(got, []uint64{1, 2}) {
+		t.Errorf("sent %v when the timer returned, want [1 2]", got)
+	}
+	if l := r.g.Lateness(); l.Count() != 1 || l.Quantile(1) != 0 {
+		t.Errorf("lateness %d samples, max %v; want 1 sample of 0", l.Count(), l.Quantile(1))
+	}
+	if r.g.Wakeups() != 1 {
+		t.Errorf("%d timer wake-ups, want 1", r.g.Wakeups())
+	}
+}
+
+// TestCloseWaitsForAPassOnTheTimer: Close, while a pass that the timer
+// started is writing to the link, returns only after that write, and then
+// every packet is sent or dropped, once (the leak checker in TestMain
+// checks the references).
+func TestCloseWaitsForAPassOnTheTimer(t *testing.T) {
+	r := newRig(t, 1, time.Millisecond, 0)
+	for range 3 {
+		r.send(t, 0)
+	}
+	qdisctest.WaitQuiescent(t, &r.g)
+	inWrite, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	r.link.OnWrite = func() {
+		once.Do(func() {
+			close(inWrite)
+			<-release
+		})
+	}
+	r.clock.Advance(time.Millisecond)
+	go r.clock.Fire() // the timer's goroutine: its pass blocks in the write
+	<-inWrite
+	closed := make(chan struct{})
+	go func() {
+		r.g.Close()
+		close(closed)
+	}()
+	// Close has begun once the lane refuses packets; until then they are
+	// queued.
+	accepted := uint64(3)
+	pkt := qdisctest.MakePacket(100, 0, 99)
+	for r.g.Lane(0).Enqueue(pkt) == nil {
+		accepted++
+		runtime.Gosched()
+	}
+	pkt.DecRef()
+	for range 1000 {
+		runtime.Gosched()
+	}
+	select {
+	case <-closed:
+		t.Fatal("Close returned while a pass on the timer was writing")
+	default:
+	}
+	close(release)
+	<-closed
+	s := r.g.Stats()
+	if s.Packets != 2 || s.Packets+s.Drops != accepted || s.BacklogPackets != 0 {
+		t.Errorf("stats %+v: want the 2 packets due sent, the other %d of the %d accepted dropped, nothing queued", s, accepted-2, accepted)
+	}
+}
+
+// TestArrivalServesOtherLanes: once the timer has served the lanes, it
+// fires again no sooner than Slack later; a packet arriving on another lane
+// meanwhile finds the next departure come and runs the waiting lane's pass
+// on its own goroutine, before its Enqueue returns, with no wake-up.
+func TestArrivalServesOtherLanes(t *testing.T) {
+	r := newRig(t, 2, time.Millisecond, time.Second)
+	for range 3 {
+		r.send(t, 0) // lane 0: departures now, +1 ms, +2 ms
+	}
+	qdisctest.WaitQuiescent(t, &r.g)
+	r.clock.Advance(time.Millisecond)
+	if n := r.clock.Fire(); n != 1 {
+		t.Fatalf("%d timers fired at the first wait's departure, want 1", n)
+	}
+	if got := r.sent(); !equal(got, []uint64{1, 2}) {
+		t.Fatalf("sent %v after the first wake-up, want [1 2]", got)
+	}
+	r.clock.Advance(time.Millisecond)
+	if n := r.clock.Fire(); n != 0 {
+		t.Fatalf("%d timers fired within the Slack of the last wake-up", n)
+	}
+	r.send(t, 1) // lane 1: serves lane 0's packet 3, due now
+	found := false
+	for _, seq := range r.sent() {
+		found = found || seq == 3
+	}
+	if !found {
+		t.Errorf("lane 0's packet 3 was not sent by the time lane 1's Enqueue returned: sent %v", r.sent())
+	}
+	qdisctest.WaitQuiescent(t, &r.g)
+	if r.g.Wakeups() != 1 {
+		t.Errorf("%d timer wake-ups, want 1 (the first wait's)", r.g.Wakeups())
+	}
+}
+
+var _ tcpip.Clock = (*qdisctest.StepClock)(nil)
