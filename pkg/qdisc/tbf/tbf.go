@@ -30,7 +30,9 @@
 //     counts packets and has no latency bound;
 //   - no division on the packet path: transmission times come from
 //     rate.Rate's precomputed multiplier and shift, as in Linux;
-//   - one clock reading per batch, not per packet under the queue lock;
+//   - the clock is read once per batch (and once more when the queue must
+//     wait), not per packet under the queue lock, and a batch's departures
+//     are booked in one update of the bucket;
 //   - one timer for the qdisc's life, re-armed with Reset, where upstream
 //     allocates a timer per wake; packets that arrive while the bucket is
 //     empty do not wake the dispatcher at all;
@@ -64,12 +66,13 @@
 // wake-up sends its catch-up at once. Lateness() records how late the
 // wake-ups run.
 //
-// That is also what makes wake-ups cheap to ration. Each costs tens of
-// microseconds of CPU on a VM, as much as fifo spends on a packet, and a
-// bucket of one or two packets would otherwise need one per packet; so a
-// queue's timer fires at most once per Slack (DefaultSlack, 8 ms: 125 a
-// second), each time sending all that came due. A queue that waits only
-// now and then is still woken at the departure time.
+// That is also what makes wake-ups cheap to ration. A wake-up costs as much
+// CPU as fifo spends on a packet (README: Small bursts), and a bucket of
+// one or two packets would otherwise need one per packet; so the qdisc's
+// one timer, shared by its queues, fires at most once per Slack
+// (DefaultSlack, 8 ms: 125 a second), each time sending all that came due.
+// A queue that waits only now and then is still woken at the departure
+// time.
 package tbf
 
 import (
@@ -88,10 +91,8 @@ import (
 )
 
 // DefaultSlack is Slack's default: the qdisc's timer wakes at most 125
-// times a second. A wake-up costs about 50 µs of CPU on the 2-core VMs
-// netqdisc is measured on, whatever mechanism wakes the thread (Go timer,
-// nanosleep, timerfd: all measured), so waking costs at most about 0.6% of
-// a core, a seventh of what fifo spends carrying 10 Mbit/s. A packet that
+// times a second, a small fraction of a core whatever wakes the thread
+// (README: Small bursts has the measured cost). A packet that
 // waits leaves at most this (plus the timer's granularity) late, usually
 // much less, since arriving packets send what is due; the rate holds
 // because late departures are caught up. With the granularity it stays
