@@ -272,7 +272,8 @@ func quantile(d []time.Duration, q float64) time.Duration {
 	return d[i]
 }
 
-// Run measures candidate c under o.
+// Run measures candidate c under o: it sets the two stacks up, measures,
+// and tears everything down, on every path.
 func Run(c Candidate, o Options) (Result, error) {
 	o.Streams = max(o.Streams, 1)
 	if o.Probe == 0 {
@@ -281,84 +282,152 @@ func Run(c Candidate, o Options) (Result, error) {
 	if o.Sample == 0 {
 		o.Sample = 100 * time.Millisecond
 	}
-	res := Result{Candidate: c, Streams: o.Streams, Pace: o.Pace}
+	h := &harness{c: c, o: o}
+	defer h.tearDown()
+	if err := h.setUp(); err != nil {
+		return Result{Candidate: c, Streams: o.Streams, Pace: o.Pace}, err
+	}
+	res := h.measure()
+	h.tearDown() // stops the receivers, whose count and checks end here
+	res.Received = h.received.Load()
+	if p := h.contentErr.Load(); p != nil {
+		return res, fmt.Errorf("%s: stream content: %w", c.Name(), *p)
+	}
+	return res, nil
+}
 
-	sa, sb := newStack(), newStack()
-	pa, pb := pipe.New(macA, macB, mtu+header.EthernetMinimumSize)
-	wire := &tap{LinkEndpoint: ethernet.New(pa)}
-	back := &valve{LinkEndpoint: ethernet.New(pb)}
-	q, err := c.Make(wire, sa.Clock())
-	if err != nil {
-		sb.Destroy()
-		sa.Destroy()
-		return res, fmt.Errorf("%s: %w", c.Name(), err)
-	}
-	if err := setupNIC(sa, wire, q, addrA, addrB, macB); err != nil {
-		return res, err
-	}
-	if err := setupNIC(sb, back, nil, addrB, addrA, macA); err != nil {
-		return res, err
-	}
-	var closers []io.Closer
-	var wg sync.WaitGroup
-	var stopping atomic.Bool
-	cleanup := func() {
-		stopping.Store(true)
-		for _, c := range closers {
-			c.Close()
+// harness is one run: a sender stack A with the qdisc under test, a
+// receiver stack B, the bulk streams, the RTT probe and the goroutines
+// that serve them.
+type harness struct {
+	c Candidate
+	o Options
+
+	// One field a line: checklocks maps annotations to fields by their
+	// declarations' order.
+	sa   *stack.Stack
+	sb   *stack.Stack
+	wire *tap
+	back *valve
+	q    stack.QueueingDiscipline
+	// attached says a NIC owns q (and closes it with its stack).
+	attached bool
+
+	probe    net.Conn
+	rt       rtts
+	idleRTT  time.Duration
+	start    time.Time
+	received atomic.Uint64
+	// contentErr is the first stream corruption a receiver found.
+	contentErr atomic.Pointer[error]
+
+	stopping atomic.Bool
+	wg       sync.WaitGroup
+	closeMu  sync.Mutex
+	// +checklocks:closeMu
+	closers []io.Closer
+	// +checklocks:closeMu
+	tornDown bool
+}
+
+// setUpFault, when set (by tests), is called after each set-up step and
+// fails it by returning an error.
+var setUpFault func(step string) error
+
+// setUp builds the stacks and the qdisc, then starts the receivers and the
+// echo server on B, the probe and the bulk senders on A. On error, what
+// it started is left for tearDown.
+func (h *harness) setUp() error {
+	for _, step := range []struct {
+		name string
+		run  func() error
+	}{
+		{"stacks", h.setUpStacks},
+		{"servers", h.startServers},
+		{"probe", h.startProbe},
+		{"senders", h.startSenders},
+	} {
+		if err := step.run(); err != nil {
+			return err
 		}
-		wg.Wait()
-		back.closed.Store(true) // nothing re-enters the sender now (see valve)
-		sb.Destroy()
-		sa.Destroy()
+		if setUpFault != nil {
+			if err := setUpFault(step.name); err != nil {
+				return err
+			}
+		}
 	}
+	return nil
+}
 
-	// Receivers and the echo server on B.
-	bulkL, err := gonet.ListenTCP(sb, tcpip.FullAddress{NIC: nicID, Addr: addrB, Port: bulkPort}, ipv4.ProtocolNumber)
+// setUpStacks makes the two stacks, joined by an in-memory pipe, and the
+// qdisc on A's NIC.
+func (h *harness) setUpStacks() error {
+	h.sa, h.sb = newStack(), newStack()
+	pa, pb := pipe.New(macA, macB, mtu+header.EthernetMinimumSize)
+	h.wire = &tap{LinkEndpoint: ethernet.New(pa)}
+	h.back = &valve{LinkEndpoint: ethernet.New(pb)}
+	q, err := h.c.Make(h.wire, h.sa.Clock())
 	if err != nil {
-		cleanup()
-		return res, err
+		return fmt.Errorf("%s: %w", h.c.Name(), err)
 	}
-	closers = append(closers, bulkL)
-	probeL, err := gonet.ListenTCP(sb, tcpip.FullAddress{NIC: nicID, Addr: addrB, Port: probePort}, ipv4.ProtocolNumber)
+	h.q = q
+	if err := setupNIC(h.sa, h.wire, q, addrA, addrB, macB); err != nil {
+		return err
+	}
+	h.attached = true
+	return setupNIC(h.sb, h.back, nil, addrB, addrA, macA)
+}
+
+// track registers what tearDown must close; after tearDown it closes c at
+// once.
+func (h *harness) track(c io.Closer) {
+	h.closeMu.Lock()
+	defer h.closeMu.Unlock()
+	if h.tornDown {
+		c.Close()
+		return
+	}
+	h.closers = append(h.closers, c)
+}
+
+// startServers listens on B: bulk receivers that check every byte, and an
+// echo server for the probe.
+func (h *harness) startServers() error {
+	bulkL, err := gonet.ListenTCP(h.sb, tcpip.FullAddress{NIC: nicID, Addr: addrB, Port: bulkPort}, ipv4.ProtocolNumber)
 	if err != nil {
-		cleanup()
-		return res, err
+		return err
 	}
-	closers = append(closers, probeL)
-	var received atomic.Uint64
-	var contentErr atomic.Pointer[error]
-	var connMu sync.Mutex
-	track := func(c net.Conn) {
-		connMu.Lock()
-		closers = append(closers, c)
-		connMu.Unlock()
+	h.track(bulkL)
+	probeL, err := gonet.ListenTCP(h.sb, tcpip.FullAddress{NIC: nicID, Addr: addrB, Port: probePort}, ipv4.ProtocolNumber)
+	if err != nil {
+		return err
 	}
-	wg.Add(2)
+	h.track(probeL)
+	h.wg.Add(2)
 	go func() {
-		defer wg.Done()
+		defer h.wg.Done()
 		for {
 			conn, err := bulkL.Accept()
 			if err != nil {
 				return
 			}
-			track(conn)
-			wg.Add(1)
+			h.track(conn)
+			h.wg.Add(1)
 			go func() {
-				defer wg.Done()
-				if err := receive(conn, &received); err != nil && !stopping.Load() {
-					contentErr.CompareAndSwap(nil, &err)
+				defer h.wg.Done()
+				if err := receive(conn, &h.received); err != nil && !h.stopping.Load() {
+					h.contentErr.CompareAndSwap(nil, &err)
 				}
 			}()
 		}
 	}()
 	go func() {
-		defer wg.Done()
+		defer h.wg.Done()
 		conn, err := probeL.Accept()
 		if err != nil {
 			return
 		}
-		track(conn)
+		h.track(conn)
 		buf := make([]byte, probeSize)
 		for {
 			if _, err := io.ReadFull(conn, buf); err != nil {
@@ -369,94 +438,111 @@ func Run(c Candidate, o Options) (Result, error) {
 			}
 		}
 	}()
+	return nil
+}
 
-	// The probe client on A.
-	probe, err := gonet.DialTCP(sa, tcpip.FullAddress{NIC: nicID, Addr: addrB, Port: probePort}, ipv4.ProtocolNumber)
+// ping sends one probe and waits for its echo.
+func (h *harness) ping() (time.Duration, error) {
+	buf := make([]byte, probeSize)
+	t0 := time.Now()
+	if _, err := h.probe.Write(buf); err != nil {
+		return 0, err
+	}
+	if _, err := io.ReadFull(h.probe, buf); err != nil {
+		return 0, err
+	}
+	return time.Since(t0), nil
+}
+
+// startProbe connects the probe, measures the idle RTT, then probes every
+// o.Probe until tearDown.
+func (h *harness) startProbe() error {
+	probe, err := gonet.DialTCP(h.sa, tcpip.FullAddress{NIC: nicID, Addr: addrB, Port: probePort}, ipv4.ProtocolNumber)
 	if err != nil {
-		cleanup()
-		return res, fmt.Errorf("probe: %v", err)
+		return fmt.Errorf("probe: %v", err)
 	}
-	track(probe)
-	var rt rtts
-	ping := func() (time.Duration, error) {
-		buf := make([]byte, probeSize)
-		t0 := time.Now()
-		if _, err := probe.Write(buf); err != nil {
-			return 0, err
-		}
-		if _, err := io.ReadFull(probe, buf); err != nil {
-			return 0, err
-		}
-		return time.Since(t0), nil
-	}
+	h.track(probe)
+	h.probe = probe
 	var idle []time.Duration
 	for i := 0; i < 20; i++ {
-		d, err := ping()
+		d, err := h.ping()
 		if err != nil {
-			cleanup()
-			return res, fmt.Errorf("probe: %v", err)
+			return fmt.Errorf("probe: %v", err)
 		}
 		idle = append(idle, d)
-		time.Sleep(o.Probe / 2)
+		time.Sleep(h.o.Probe / 2)
 	}
 	sort.Slice(idle, func(i, j int) bool { return idle[i] < idle[j] })
-	res.RTTIdle = quantile(idle, 0.5)
-	wg.Add(1)
+	h.idleRTT = quantile(idle, 0.5)
+	h.wg.Add(1)
 	go func() {
-		defer wg.Done()
-		for !stopping.Load() {
-			d, err := ping()
+		defer h.wg.Done()
+		for !h.stopping.Load() {
+			d, err := h.ping()
 			if err != nil {
 				return
 			}
-			rt.add(time.Now(), d)
-			time.Sleep(o.Probe)
+			h.rt.add(time.Now(), d)
+			time.Sleep(h.o.Probe)
 		}
 	}()
+	return nil
+}
 
-	// The bulk senders on A.
-	start := time.Now()
-	for i := 0; i < o.Streams; i++ {
-		conn, err := gonet.DialTCP(sa, tcpip.FullAddress{NIC: nicID, Addr: addrB, Port: bulkPort}, ipv4.ProtocolNumber)
+// startSenders dials the bulk streams from A, each writing its content
+// until tearDown.
+func (h *harness) startSenders() error {
+	h.start = time.Now()
+	for i := 0; i < h.o.Streams; i++ {
+		conn, err := gonet.DialTCP(h.sa, tcpip.FullAddress{NIC: nicID, Addr: addrB, Port: bulkPort}, ipv4.ProtocolNumber)
 		if err != nil {
-			cleanup()
-			return res, fmt.Errorf("stream %d: %v", i, err)
+			return fmt.Errorf("stream %d: %v", i, err)
 		}
-		track(conn)
-		wg.Add(1)
+		h.track(conn)
+		h.wg.Add(1)
 		go func() {
-			defer wg.Done()
-			send(conn, uint64(i)+1, o.Pace/uint64(o.Streams), start)
+			defer h.wg.Done()
+			send(conn, uint64(i)+1, h.o.Pace/uint64(h.o.Streams), h.start)
 		}()
 	}
+	return nil
+}
 
-	// The timeline and the live line.
-	drops := func() uint64 {
-		if s, ok := q.(statser); ok {
-			return s.Stats().Drops
-		}
-		return sa.Stats().NICs.TxPacketsDroppedNoBufferSpace.Value()
+// drops and wakeups read the qdisc's counters (upstream's qdiscs have
+// none: the stack's count of refused packets, and 0).
+func (h *harness) drops() uint64 {
+	if s, ok := h.q.(statser); ok {
+		return s.Stats().Drops
 	}
-	wakeups := func() uint64 {
-		if w, ok := q.(interface{ Wakeups() uint64 }); ok {
-			return w.Wakeups()
-		}
-		return 0
+	return h.sa.Stats().NICs.TxPacketsDroppedNoBufferSpace.Value()
+}
+
+func (h *harness) wakeups() uint64 {
+	if w, ok := h.q.(interface{ Wakeups() uint64 }); ok {
+		return w.Wakeups()
 	}
+	return 0
+}
+
+// measure runs the warm-up and the measured time, sampling the timeline
+// and calling o.Progress, and returns what it measured.
+func (h *harness) measure() Result {
+	o, start := h.o, h.start
+	res := Result{Candidate: h.c, Streams: o.Streams, Pace: o.Pace, RTTIdle: h.idleRTT}
 	end := start.Add(o.Warmup + o.Duration)
 	measureFrom := start.Add(o.Warmup)
 	var wireAt0, recvAt0, drops0, wakeups0 uint64
 	var cpu0 time.Duration
-	lastSec, lastBytes := start, wire.bytes.Load()
-	prevAt, prevBytes := start, wire.bytes.Load()
+	lastSec, lastBytes := start, h.wire.bytes.Load()
+	prevAt, prevBytes := start, h.wire.bytes.Load()
 	measuring := false
 	for now := time.Now(); now.Before(end); now = time.Now() {
 		time.Sleep(min(o.Sample, end.Sub(now), max(0, measureFrom.Sub(now))+boolDur(measuring, o.Sample)))
 		now = time.Now()
-		b := wire.bytes.Load()
+		b := h.wire.bytes.Load()
 		if !measuring && !now.Before(measureFrom) {
 			measuring = true
-			wireAt0, recvAt0, drops0, wakeups0, cpu0 = b, received.Load(), drops(), wakeups(), cpuNow()
+			wireAt0, recvAt0, drops0, wakeups0, cpu0 = b, h.received.Load(), h.drops(), h.wakeups(), cpuNow()
 			measureFrom = now
 		}
 		if dt := now.Sub(prevAt); dt > 0 {
@@ -464,38 +550,65 @@ func Run(c Candidate, o Options) (Result, error) {
 		}
 		prevAt, prevBytes = now, b
 		if o.Progress != nil && now.Sub(lastSec) >= time.Second {
-			r := rt.between(lastSec, now)
-			o.Progress(Progress{Elapsed: now.Sub(start), WireBps: float64(b-lastBytes) / now.Sub(lastSec).Seconds(), RTT: quantile(r, 0.5), Drops: drops(), Warmup: !measuring})
+			r := h.rt.between(lastSec, now)
+			o.Progress(Progress{Elapsed: now.Sub(start), WireBps: float64(b-lastBytes) / now.Sub(lastSec).Seconds(), RTT: quantile(r, 0.5), Drops: h.drops(), Warmup: !measuring})
 			lastSec, lastBytes = now, b
 		}
 	}
 	stopAt := time.Now()
 	res.Elapsed = stopAt.Sub(measureFrom)
 	res.CPU = cpuNow() - cpu0
-	res.Wakeups = wakeups() - wakeups0
-	res.WireBps = float64(wire.bytes.Load()-wireAt0) / res.Elapsed.Seconds()
-	res.GoodputBps = float64(received.Load()-recvAt0) / res.Elapsed.Seconds()
-	res.Drops = drops() - drops0
-	loaded := rt.between(measureFrom, stopAt)
+	res.Wakeups = h.wakeups() - wakeups0
+	res.WireBps = float64(h.wire.bytes.Load()-wireAt0) / res.Elapsed.Seconds()
+	res.GoodputBps = float64(h.received.Load()-recvAt0) / res.Elapsed.Seconds()
+	res.Drops = h.drops() - drops0
+	loaded := h.rt.between(measureFrom, stopAt)
 	res.RTTSamples = len(loaded)
 	res.RTTP50, res.RTTP99, res.RTTMax = quantile(loaded, 0.5), quantile(loaded, 0.99), quantile(loaded, 1)
-	if s, ok := q.(statser); ok {
+	if s, ok := h.q.(statser); ok {
 		res.Stats, res.HasStats = s.Stats(), true
 	}
-	if s, ok := q.(fmt.Stringer); ok {
+	if s, ok := h.q.(fmt.Stringer); ok {
 		res.Describe = s.String()
 	}
-	if l, ok := q.(interface {
+	if l, ok := h.q.(interface {
 		Lateness() qdisc.HistogramSnapshot
 	}); ok {
 		res.Lateness, res.HasLateness = l.Lateness(), true
 	}
-	cleanup()
-	res.Received = received.Load()
-	if p := contentErr.Load(); p != nil {
-		return res, fmt.Errorf("%s: stream content: %w", c.Name(), *p)
+	return res
+}
+
+// tearDown stops the streams and the probe, waits for every goroutine of
+// the run, and destroys both stacks (and with A, the qdisc; a qdisc no
+// NIC took is closed here). It is safe on a partial set-up and more than
+// once.
+func (h *harness) tearDown() {
+	h.closeMu.Lock()
+	if h.tornDown {
+		h.closeMu.Unlock()
+		return
 	}
-	return res, nil
+	h.tornDown = true
+	closers := h.closers
+	h.closeMu.Unlock()
+	h.stopping.Store(true)
+	for _, c := range closers {
+		c.Close()
+	}
+	h.wg.Wait()
+	if h.back != nil {
+		h.back.closed.Store(true) // nothing re-enters the sender now (see valve)
+	}
+	if h.sb != nil {
+		h.sb.Destroy()
+	}
+	if h.sa != nil {
+		h.sa.Destroy()
+	}
+	if h.q != nil && !h.attached {
+		h.q.Close()
+	}
 }
 
 func boolDur(b bool, d time.Duration) time.Duration {

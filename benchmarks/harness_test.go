@@ -1,8 +1,10 @@
 package benchmarks
 
 import (
+	"fmt"
 	"io"
 	"net"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -100,6 +102,37 @@ func TestRunRefusesBadConfig(t *testing.T) {
 	c := FromConfig(&runscflags.Config{QDisc: runscflags.QDiscTBF, TBFRate: 10 * Mbit, TBFBurst: 1000})
 	if _, err := Run(c, Options{Duration: time.Second}); err == nil || !strings.Contains(err.Error(), "--qdisc-tbf-burst") {
 		t.Errorf("Run with a burst below the MTU: %v; want an error naming --qdisc-tbf-burst", err)
+	}
+}
+
+// TestFailedSetUpLeavesNothing: whichever set-up step fails, Run returns
+// its error and leaves no goroutine behind: not the qdisc's dispatchers,
+// the stacks', the receivers', the probe's or the senders'.
+func TestFailedSetUpLeavesNothing(t *testing.T) {
+	for _, step := range []string{"stacks", "servers", "probe", "senders"} {
+		t.Run(step, func(t *testing.T) {
+			before := runtime.NumGoroutine()
+			setUpFault = func(s string) error {
+				if s == step {
+					return fmt.Errorf("injected failure after %s", s)
+				}
+				return nil
+			}
+			defer func() { setUpFault = nil }()
+			c := FromConfig(&runscflags.Config{QDisc: runscflags.QDiscTBF, TBFRate: 10 * Mbit, TBFBurst: 12500})
+			if _, err := Run(c, Options{Streams: 2, Duration: time.Second}); err == nil || !strings.Contains(err.Error(), "injected failure after "+step) {
+				t.Fatalf("Run: %v; want the injected failure", err)
+			}
+			// Goroutines that were told to stop may still be returning.
+			deadline := time.Now().Add(10 * time.Second)
+			for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if n := runtime.NumGoroutine(); n > before {
+				buf := make([]byte, 1<<20)
+				t.Fatalf("%d goroutines before Run, %d after:\n%s", before, n, buf[:runtime.Stack(buf, true)])
+			}
+		})
 	}
 }
 
