@@ -66,6 +66,14 @@ type Lane struct {
 	// +checklocks:mu
 	bookDepartures [qdisc.BatchSize]int64
 
+	// take holds the batches a fifo pass took from the ring; only the
+	// dispatcher uses it.
+	take [takeBatches]struct {
+		pkts  stack.PacketBufferList
+		sizes [qdisc.BatchSize]uint32
+		n     int
+	}
+
 	lateness qdisc.Histogram
 
 	sentBytes   atomic.Uint64
@@ -227,23 +235,32 @@ func (l *Lane) run(batch *stack.PacketBufferList) {
 		l.runShaping(batch)
 		return
 	}
-	var sizes [qdisc.BatchSize]uint32
 	for {
 		l.mu.Lock()
 		if !l.continueLocked() {
 			l.mu.Unlock()
 			return
 		}
-		n := 0
-		for ; n < qdisc.BatchSize && !l.ring.IsEmpty(); n++ {
-			pkt, size := l.ring.RemoveFront()
-			batch.PushBack(pkt)
-			sizes[n] = size
+		k := 0
+		for ; k < len(l.take) && !l.ring.IsEmpty(); k++ {
+			t := &l.take[k]
+			for t.n = 0; t.n < qdisc.BatchSize && !l.ring.IsEmpty(); t.n++ {
+				pkt, size := l.ring.RemoveFront()
+				t.pkts.PushBack(pkt)
+				t.sizes[t.n] = size
+			}
 		}
 		l.mu.Unlock()
-		l.write(batch, sizes[:n])
+		for i := range k {
+			l.write(&l.take[i].pkts, l.take[i].sizes[:l.take[i].n])
+		}
 	}
 }
+
+// takeBatches is how many batches a fifo pass takes from the ring under
+// one lock: with many producers on one queue, the lock is what they
+// contend for, and the dispatcher takes it a quarter as often.
+const takeBatches = 4
 
 // continueLocked says whether a pass goes on: not once the lane is closed
 // (the closing waker is asserted, and the dispatcher drains), nor once the
