@@ -103,6 +103,9 @@ type Config struct {
 	// Budget, if not nil, bounds the bytes queued in all the lanes that
 	// share it, the same way.
 	Budget *Budget
+	// MaxPacketBytes, if not 0, is the largest packet the lane takes: a
+	// larger one is dropped (tbf's bucket could never pass it).
+	MaxPacketBytes uint32
 	// Gate, if not nil, is asked before each packet leaves, and Clock gives
 	// it the time and runs the alarm the lane waits on.
 	Gate  Gate

@@ -16,12 +16,13 @@ import (
 // Init and Start. The shaping half of it (a lane with a Gate) is in
 // shaping.go.
 type Lane struct {
-	lower    stack.LinkWriter
-	maxBytes uint64
-	budget   *Budget
-	gate     Gate
-	clock    tcpip.Clock
-	alarm    *Alarm
+	lower     stack.LinkWriter
+	maxBytes  uint64
+	maxPacket uint64
+	budget    *Budget
+	gate      Gate
+	clock     tcpip.Clock
+	alarm     *Alarm
 
 	wake    sleep.Waker
 	closing sleep.Waker
@@ -33,10 +34,10 @@ type Lane struct {
 	state state
 	// +checklocks:mu
 	closed bool
-	// overflows counts the packets dropped because the ring or the byte
-	// bound was full (the other drops are in drops).
+	// refused counts the packets dropped at Enqueue: too large, or the
+	// ring or a byte bound full (the other drops are in drops).
 	// +checklocks:mu
-	overflows uint64
+	refused uint64
 
 	// The shaping lane's state (see shaping.go).
 
@@ -53,26 +54,21 @@ type Lane struct {
 	// +checklocks:mu
 	inPass   bool
 	passDone *sync.Cond
-	// passBatch is the batch of such passes (one pass runs at a time).
-	passBatch stack.PacketBufferList
 	// lastWait is when the lane last had to wait for its gate: while that
 	// is recent the lane is shaping (see shapingRecently).
 	// +checklocks:mu
 	lastWait int64
-	// bookSizes and bookDepartures carry a batch's bookings to the gate
+	// bookSizes and bookDepartures carry a pass's bookings to the gate
 	// (kept here: arrays passed to an interface would escape to the heap).
 	// +checklocks:mu
-	bookSizes [qdisc.BatchSize]uint32
+	bookSizes [takeBatches * qdisc.BatchSize]uint32
 	// +checklocks:mu
-	bookDepartures [qdisc.BatchSize]int64
+	bookDepartures [takeBatches * qdisc.BatchSize]int64
 
-	// take holds the batches a fifo pass took from the ring; only the
-	// dispatcher uses it.
-	take [takeBatches]struct {
-		pkts  stack.PacketBufferList
-		sizes [qdisc.BatchSize]uint32
-		n     int
-	}
+	// taken holds the batches a pass took from the ring, to write after
+	// releasing the lock. One pass runs at a time (see the package doc),
+	// on whichever goroutine runs it.
+	taken [takeBatches]batch
 
 	lateness qdisc.Histogram
 
@@ -89,10 +85,31 @@ type Lane struct {
 // cacheLine is generous: two lines, for CPUs that prefetch in pairs.
 const cacheLine = 128
 
+// takeBatches is how many batches a pass takes from the ring under one
+// lock: with many producers on one queue, the lock is what they contend
+// for, and the pass takes it a quarter as often.
+const takeBatches = 4
+
+// batch is packets taken from the ring for one WritePackets call.
+type batch struct {
+	pkts  stack.PacketBufferList
+	sizes [qdisc.BatchSize]uint32
+	n     int
+}
+
+// add appends pkt, of size bytes, and reports whether the batch is full.
+func (b *batch) add(pkt *stack.PacketBuffer, size uint32) bool {
+	b.pkts.PushBack(pkt)
+	b.sizes[b.n] = size
+	b.n++
+	return b.n == qdisc.BatchSize
+}
+
 // Init sets the lane up; it must be called once, before Start.
 func (l *Lane) Init(cfg Config) {
 	l.lower = cfg.Lower
 	l.maxBytes = cfg.MaxBytes
+	l.maxPacket = uint64(cfg.MaxPacketBytes)
 	l.budget = cfg.Budget
 	l.gate = cfg.Gate
 	l.clock = cfg.Clock
@@ -118,8 +135,9 @@ func (l *Lane) Start(wg *sync.WaitGroup) {
 }
 
 // Enqueue queues pkt, taking a reference of its own. It answers
-// ErrClosedForSend after Close, and ErrNoBufferSpace (counting a drop) when
-// the ring or the byte bound is full; in both cases it takes nothing.
+// ErrClosedForSend after Close, ErrMessageTooLong for a packet larger than
+// MaxPacketBytes, and ErrNoBufferSpace when the ring or a byte bound is
+// full (the last two count a drop); then it takes nothing.
 func (l *Lane) Enqueue(pkt *stack.PacketBuffer) tcpip.Error {
 	size := uint64(pkt.Size())
 	l.mu.Lock()
@@ -141,15 +159,20 @@ func (l *Lane) Enqueue(pkt *stack.PacketBuffer) tcpip.Error {
 }
 
 // admitLocked says whether a packet of size bytes may be queued: not after
-// Close, and not past the ring's, the lane's or the budget's bound (a
+// Close; not larger than MaxPacketBytes (ErrMessageTooLong, a drop); not
+// past the ring's, the lane's or the budget's bound (ErrNoBufferSpace, a
 // drop). Admitted, it is counted in the budget.
 // +checklocks:l.mu
 func (l *Lane) admitLocked(size uint64) tcpip.Error {
 	if l.closed {
 		return &tcpip.ErrClosedForSend{}
 	}
+	if l.maxPacket != 0 && size > l.maxPacket {
+		l.refused++
+		return &tcpip.ErrMessageTooLong{}
+	}
 	if !l.ring.HasSpace() || (l.maxBytes != 0 && l.ring.Bytes()+size > l.maxBytes) || (l.budget != nil && !l.budget.take(size)) {
-		l.overflows++ // under the lock already: no atomic on a contended path
+		l.refused++ // under the lock already: no atomic on a contended path
 		return &tcpip.ErrNoBufferSpace{}
 	}
 	return nil
@@ -165,9 +188,6 @@ func (l *Lane) wakeLocked() bool {
 	l.state = running
 	return true
 }
-
-// CountDrop counts a packet the owner refused before queueing it.
-func (l *Lane) CountDrop() { l.drops.Add(1) }
 
 // Close stops the lane: later Enqueues are refused, and the dispatcher
 // releases every queued packet and exits. It does not wait; the owner
@@ -195,12 +215,12 @@ func (l *Lane) Quiescent() bool {
 // Stats returns the lane's counters and backlog.
 func (l *Lane) Stats() qdisc.Stats {
 	l.mu.Lock()
-	backlogBytes, backlogPackets, overflows := l.ring.Bytes(), uint64(l.ring.Len()), l.overflows
+	backlogBytes, backlogPackets, refused := l.ring.Bytes(), uint64(l.ring.Len()), l.refused
 	l.mu.Unlock()
 	return qdisc.Stats{
 		Bytes:          l.sentBytes.Load(),
 		Packets:        l.sentPackets.Load(),
-		Drops:          l.drops.Load() + overflows,
+		Drops:          l.drops.Load() + refused,
 		Overlimits:     l.overlimits.Load(),
 		BacklogBytes:   backlogBytes,
 		BacklogPackets: backlogPackets,
@@ -219,20 +239,19 @@ func (l *Lane) loop() {
 	s.AddWaker(&l.wake)
 	s.AddWaker(&l.closing)
 	defer s.Done()
-	var batch stack.PacketBufferList
 	for {
 		if s.Fetch(true) == &l.closing {
 			l.drain()
 			return
 		}
-		l.run(&batch)
+		l.run()
 	}
 }
 
 // run runs a pass (see the package doc).
-func (l *Lane) run(batch *stack.PacketBufferList) {
+func (l *Lane) run() {
 	if l.gate != nil {
-		l.runShaping(batch)
+		l.runShaping()
 		return
 	}
 	for {
@@ -242,25 +261,16 @@ func (l *Lane) run(batch *stack.PacketBufferList) {
 			return
 		}
 		k := 0
-		for ; k < len(l.take) && !l.ring.IsEmpty(); k++ {
-			t := &l.take[k]
-			for t.n = 0; t.n < qdisc.BatchSize && !l.ring.IsEmpty(); t.n++ {
-				pkt, size := l.ring.RemoveFront()
-				t.pkts.PushBack(pkt)
-				t.sizes[t.n] = size
+		for !l.ring.IsEmpty() && k < len(l.taken) {
+			pkt, size := l.ring.RemoveFront()
+			if l.taken[k].add(pkt, size) {
+				k++
 			}
 		}
 		l.mu.Unlock()
-		for i := range k {
-			l.write(&l.take[i].pkts, l.take[i].sizes[:l.take[i].n])
-		}
+		l.writeTaken()
 	}
 }
-
-// takeBatches is how many batches a fifo pass takes from the ring under
-// one lock: with many producers on one queue, the lock is what they
-// contend for, and the dispatcher takes it a quarter as often.
-const takeBatches = 4
 
 // continueLocked says whether a pass goes on: not once the lane is closed
 // (the closing waker is asserted, and the dispatcher drains), nor once the
@@ -277,11 +287,24 @@ func (l *Lane) continueLocked() bool {
 	return true
 }
 
-// write hands batch to the lower link, releases the batch's references and
-// counts what the link took; what it refused is dropped.
-func (l *Lane) write(batch *stack.PacketBufferList, sizes []uint32) {
-	n, _ := l.lower.WritePackets(*batch)
-	batch.Reset()
+// writeTaken writes the batches the pass took, each to the lower link in
+// one call: it releases their references and counts what the link took;
+// what it refused is dropped.
+func (l *Lane) writeTaken() {
+	for i := range l.taken {
+		b := &l.taken[i]
+		if b.n == 0 {
+			return
+		}
+		l.write(b)
+	}
+}
+
+func (l *Lane) write(b *batch) {
+	n, _ := l.lower.WritePackets(b.pkts)
+	b.pkts.Reset()
+	sizes := b.sizes[:b.n]
+	b.n = 0
 	n = max(0, min(n, len(sizes)))
 	var bytes uint64
 	for _, s := range sizes[:n] {

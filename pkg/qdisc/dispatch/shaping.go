@@ -5,14 +5,12 @@ import (
 	"time"
 
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
-
-	"github.com/netqdisc/netqdisc/pkg/qdisc"
 )
 
 // The shaping lane: a lane with a Gate. Its steps are
 //
 //   - book: a packet's departure is booked with the gate when a pass first
-//     sees it (a batch at a time, bookBatchLocked) or, while the lane is
+//     sees it (a pass's worth at a time, bookLocked) or, while the lane is
 //     throttled, as it arrives (enqueueShapingLocked);
 //   - take what is due: a pass takes the packets whose departure has come
 //     (takeDueLocked);
@@ -123,7 +121,7 @@ func (l *Lane) onAlarm(now int64) {
 // runInline runs a pass off the dispatcher (the lane having been made
 // running and inPass), then lets a waiting drain go on.
 func (l *Lane) runInline() {
-	l.runShaping(&l.passBatch)
+	l.runShaping()
 	l.mu.Lock()
 	l.inPass = false
 	l.passDone.Broadcast()
@@ -132,8 +130,7 @@ func (l *Lane) runInline() {
 
 // runShaping is a shaping lane's pass: book, take what is due, write it,
 // and throttle when the head must wait.
-func (l *Lane) runShaping(batch *stack.PacketBufferList) {
-	var sizes [qdisc.BatchSize]uint32
+func (l *Lane) runShaping() {
 	for {
 		l.mu.Lock()
 		if !l.continueLocked() {
@@ -145,9 +142,8 @@ func (l *Lane) runShaping(batch *stack.PacketBufferList) {
 			l.timerFired = false
 			l.lateness.Record(time.Duration(now - l.deadline))
 		}
-		l.bookBatchLocked(now)
-		n, wait := l.takeDueLocked(now, batch, sizes[:])
-		if n == 0 {
+		l.bookLocked(now)
+		if wait := l.takeDueLocked(now); wait > 0 {
 			throttled := l.throttleLocked(now, wait)
 			l.mu.Unlock()
 			if throttled {
@@ -156,36 +152,41 @@ func (l *Lane) runShaping(batch *stack.PacketBufferList) {
 			continue
 		}
 		l.mu.Unlock()
-		l.write(batch, sizes[:n])
+		l.writeTaken()
 	}
 }
 
-// bookBatchLocked books, seen now (they had arrived by now), the packets of
-// the next batch that have no departure yet, in one gate call.
+// bookLocked books, seen now (they had arrived by now), the packets a pass
+// may take that have no departure yet, in one gate call.
 // +checklocks:l.mu
-func (l *Lane) bookBatchLocked(now int64) {
+func (l *Lane) bookLocked(now int64) {
 	l.ring.StampFront(l.bookSizes[:], l.bookDepartures[:], func(sizes []uint32, departures []int64) {
 		l.gate.BookAll(now, sizes, departures)
 	})
 }
 
-// takeDueLocked moves the packets whose departure has come, up to a batch,
-// from the ring to batch, their sizes to sizes, and returns how many. When
-// none is due, wait is how long the head has still to wait. (A batch that
-// ends on a packet still to come is written first, and the next pass
-// throttles: the lane never waits with a batch in hand.)
+// takeDueLocked moves the packets whose departure has come, up to
+// takeBatches batches, from the ring to l.taken. When none is due, it
+// returns how long the head has still to wait (else 0). (A pass that took
+// packets and stopped at one still to come writes them first, and its
+// next round throttles: the lane never waits with packets in hand.)
 // +checklocks:l.mu
-func (l *Lane) takeDueLocked(now int64, batch *stack.PacketBufferList, sizes []uint32) (n int, wait int64) {
-	for n < len(sizes) && !l.ring.IsEmpty() {
-		if wait = l.ring.FrontStamp() - now; wait > 0 {
-			break
+func (l *Lane) takeDueLocked(now int64) (wait int64) {
+	k, n := 0, 0
+	for !l.ring.IsEmpty() && k < len(l.taken) {
+		if w := l.ring.FrontStamp() - now; w > 0 {
+			if n == 0 {
+				return w
+			}
+			return 0
 		}
 		pkt, size := l.ring.RemoveFront()
-		batch.PushBack(pkt)
-		sizes[n] = size
 		n++
+		if l.taken[k].add(pkt, size) {
+			k++
+		}
 	}
-	return n, wait
+	return 0
 }
 
 // throttleLocked makes the lane wait on the alarm for the head's

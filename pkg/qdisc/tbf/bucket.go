@@ -71,14 +71,19 @@ func (b *rateBucket) Book(seen int64, size uint32) int64 {
 // BookAll implements dispatch.Gate.BookAll: the packets' bookings one
 // after another, with one compare-and-swap for them all.
 func (b *rateBucket) BookAll(seen int64, sizes []uint32, departures []int64) {
+	r, buffer := b.rate, b.buffer // departures could alias b: load once
 	for {
 		t0 := b.t0.Load()
 		t := t0
-		for i, size := range sizes {
-			cost := int64(b.rate.TimeNS(size))
+		var size uint32
+		var cost int64
+		for i, sz := range sizes {
+			if sz != size || cost == 0 { // a batch is mostly one size
+				size, cost = sz, int64(r.TimeNS(sz))
+			}
 			s := max(t+cost, seen)
 			departures[i] = s
-			t = max(t, s-b.buffer) + cost
+			t = max(t, s-buffer) + cost
 		}
 		if b.t0.CompareAndSwap(t0, t) {
 			return

@@ -79,7 +79,6 @@ import (
 	"fmt"
 	"math"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"gvisor.dev/gvisor/pkg/tcpip"
@@ -176,10 +175,8 @@ func configErr(field, format string, args ...any) error {
 
 // Discipline is a token bucket filter qdisc.
 type Discipline struct {
-	cfg     Config // as given, with Limit filled in
-	maxSize uint32 // the largest packet the buckets can pass
-	lanes   dispatch.Group
-	closed  atomic.Bool
+	cfg   Config // as given, with Limit filled in
+	lanes dispatch.Group
 }
 
 var _ stack.QueueingDiscipline = (*Discipline)(nil)
@@ -197,7 +194,7 @@ func New(lower stack.LinkEndpoint, clock tcpip.Clock, cfg Config) (*Discipline, 
 	if err != nil {
 		return nil, err
 	}
-	d := &Discipline{cfg: cfg, maxSize: maxSize}
+	d := &Discipline{cfg: cfg}
 	g := newGate(cfg, int64(clock.NowMonotonic().Sub(tcpip.MonotonicTime{})))
 	slack := cfg.Slack
 	switch {
@@ -207,11 +204,12 @@ func New(lower stack.LinkEndpoint, clock tcpip.Clock, cfg Config) (*Discipline, 
 		slack = 0
 	}
 	lanes := dispatch.Config{
-		Lower:      lower,
-		MaxPackets: int(cfg.Limit/minPacketBytes) + 1,
-		Gate:       g,
-		Clock:      clock,
-		Slack:      slack,
+		Lower:          lower,
+		MaxPackets:     int(cfg.Limit/minPacketBytes) + 1,
+		MaxPacketBytes: maxSize,
+		Gate:           g,
+		Clock:          clock,
+		Slack:          slack,
 	}
 	if cfg.Queues > 1 {
 		lanes.Budget = dispatch.NewBudget(uint64(cfg.Limit)) // shared by the lanes
@@ -297,24 +295,13 @@ func check(lower stack.LinkEndpoint, cfg Config) (Config, uint32, error) {
 // Close, ErrMessageTooLong for a packet larger than the buckets can pass,
 // and ErrNoBufferSpace when the backlog is full; the last two count drops.
 func (d *Discipline) WritePacket(pkt *stack.PacketBuffer) tcpip.Error {
-	if d.closed.Load() {
-		return &tcpip.ErrClosedForSend{}
-	}
-	l := d.lanes.Lane(pkt.Hash)
-	if size := pkt.Size(); size > int(d.maxSize) {
-		l.CountDrop()
-		return &tcpip.ErrMessageTooLong{}
-	}
-	return l.Enqueue(pkt)
+	return d.lanes.Lane(pkt.Hash).Enqueue(pkt)
 }
 
 // Close implements stack.QueueingDiscipline.Close. Packets still queued
 // are released and counted as drops; the dispatcher has exited when Close
 // returns. Close is idempotent and safe against concurrent WritePacket.
-func (d *Discipline) Close() {
-	d.closed.Store(true)
-	d.lanes.Close()
-}
+func (d *Discipline) Close() { d.lanes.Close() }
 
 // Lateness returns how late the queues' waits for tokens ended: the time
 // from each booked departure to the pass that sent it (run by the timer,
