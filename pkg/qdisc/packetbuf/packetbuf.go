@@ -150,13 +150,15 @@ func (r *Ring) StampFront(sizes []uint32, stamps []int64, book func(sizes []uint
 	if k == n {
 		return
 	}
-	for j := k; j < n; j++ {
-		sizes[j-k] = r.sizes[r.index(j)]
-	}
-	book(sizes[:n-k], stamps[:n-k])
-	for j := k; j < n; j++ {
-		r.stamps[r.index(j)] = stamps[j-k]
-	}
+	// The m packets from the k-th are in one run of slots, or two when
+	// they wrap around the end of the arrays.
+	m, i := n-k, r.index(k)
+	first := min(m, len(r.pkts)-i)
+	copy(sizes, r.sizes[i:i+first])
+	copy(sizes[first:m], r.sizes[:m-first])
+	book(sizes[:m], stamps[:m])
+	copy(r.stamps[i:i+first], stamps)
+	copy(r.stamps[:m-first], stamps[first:m])
 }
 
 // StampUnstamped stamps, front to back, the packets at the back that have

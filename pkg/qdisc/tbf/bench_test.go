@@ -10,11 +10,14 @@ import (
 	"github.com/netqdisc/netqdisc/pkg/qdisc/tbf"
 )
 
-// never is a ceiling far away: 10 Tbit/s with a 128 MiB bucket. (The gVisor
-// pull request's 100 Gbit/s is not far enough for a micro-benchmark: one
-// core writes 1500-byte packets at about 45 GB/s into a qdisc whose lower
-// link discards them, so 100 Gbit/s shapes it, at 120 ns a packet.)
-var never = tbf.Config{Rate: 10_000 * gbit, Burst: 128 << 20}
+// never is a ceiling far away: 10 Tbit/s. (The gVisor pull request's
+// 100 Gbit/s is not far enough for a micro-benchmark: one core writes
+// 1500-byte packets at about 45 GB/s into a qdisc whose lower link
+// discards them, so 100 Gbit/s shapes it, at 120 ns a packet.) Its bucket
+// and queue are 1000 full-size packets, as fifo's queue, so that the two
+// hold the same backlog (a queue must hold the bucket's largest packet: a
+// 128 MiB bucket would make it 89,000 packets, far out of cache).
+var never = tbf.Config{Rate: 10_000 * gbit, Burst: 1000 * 1514}
 
 func TestNoAllocationPerPacket(t *testing.T) {
 	for _, tc := range []struct {
