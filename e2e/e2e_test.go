@@ -63,7 +63,11 @@ const (
 // 12500 B, latency 50 ms) through netqdisc's tbf and, on an identical veth,
 // through the kernel's: the on-wire rate at the peer must be within
 // [0.97, 1.01] of the configured rate, the median ping RTT under the load
-// at most the latency + the idle RTT + 15 ms, and no ping lost.
+// at most the latency + the idle RTT + 15 ms, and no ping lost to
+// netqdisc. (The kernel, the control, is held to the rate and the RTT; a
+// ping its tbf tail-drops under 4 streams, seen once in a CI run while
+// other tests loaded both cores, is logged, not failed: it is the
+// kernel's behaviour, not ours.)
 func TestShapingAgainstTheKernel(t *testing.T) {
 	l := newLab(t)
 	const rate, burst, latency = 10 * mbit, 12500, 50 * time.Millisecond
@@ -77,11 +81,12 @@ func TestShapingAgainstTheKernel(t *testing.T) {
 	on.SendBuffer = 16 << 10
 	mk, _ := qdiscFrom(t, []string{"--qdisc=tbf", "--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500", "--qdisc-tbf-latency=50ms"}, nil)
 	for _, tc := range []struct {
-		name string
-		run  func() (Result, error)
+		name     string
+		run      func() (Result, error)
+		noneLost bool
 	}{
-		{"netqdisc", func() (Result, error) { return l.MeasureNetstack(mk, on) }},
-		{"kernel", func() (Result, error) { return l.MeasureKernel(rate, burst, latency, o) }},
+		{"netqdisc", func() (Result, error) { return l.MeasureNetstack(mk, on) }, true},
+		{"kernel", func() (Result, error) { return l.MeasureKernel(rate, burst, latency, o) }, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, err := tc.run()
@@ -97,8 +102,13 @@ func TestShapingAgainstTheKernel(t *testing.T) {
 			if limit := latency + r.IdleRTT + 15*time.Millisecond; r.RTT(0.5) > limit {
 				t.Errorf("median RTT under load %v; want at most %v (latency + idle + 15ms)", r.RTT(0.5), limit)
 			}
-			if r.PingsLost() != 0 || r.PingsSent == 0 {
+			switch {
+			case r.PingsSent == 0:
+				t.Errorf("no ping sent")
+			case r.PingsLost() != 0 && tc.noneLost:
 				t.Errorf("%d of %d pings lost", r.PingsLost(), r.PingsSent)
+			case r.PingsLost() != 0:
+				t.Logf("the kernel's tbf lost %d of %d pings", r.PingsLost(), r.PingsSent)
 			}
 		})
 	}
