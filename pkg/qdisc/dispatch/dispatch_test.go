@@ -2,6 +2,7 @@ package dispatch_test
 
 import (
 	"runtime"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -87,18 +88,6 @@ func (r *rig) sent() []uint64 {
 	return s
 }
 
-func equal(a, b []uint64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // TestIdleLaneWakesItsDispatcher: a packet queued on an idle fifo lane is
 // sent by its dispatcher, and the lane is idle again, its counters right.
 func TestIdleLaneWakesItsDispatcher(t *testing.T) {
@@ -112,7 +101,7 @@ func TestIdleLaneWakesItsDispatcher(t *testing.T) {
 			want = append(want, i)
 		}
 		qdisctest.WaitQuiescent(t, &r.g)
-		if got := r.sent(); !equal(got, want) {
+		if got := r.sent(); !slices.Equal(got, want) {
 			t.Fatalf("round %d: sent %v, want %v", round, got, want)
 		}
 	}
@@ -133,7 +122,7 @@ func TestThrottledLaneWakesOnTheAlarm(t *testing.T) {
 	r.send(t, 0)
 	r.send(t, 0)
 	qdisctest.WaitQuiescent(t, &r.g)
-	if got := r.sent(); !equal(got, []uint64{1}) {
+	if got := r.sent(); !slices.Equal(got, []uint64{1}) {
 		t.Fatalf("sent %v before the departure, want [1]", got)
 	}
 	if s := r.g.Stats(); s.Overlimits != 1 || s.BacklogPackets != 1 {
@@ -147,7 +136,7 @@ func TestThrottledLaneWakesOnTheAlarm(t *testing.T) {
 	if n := r.clock.Fire(); n != 1 {
 		t.Fatalf("%d timers fired at the departure, want 1", n)
 	}
-	if got := r.sent(); !equal(got, []uint64{1, 2}) {
+	if got := r.sent(); !slices.Equal(got, []uint64{1, 2}) {
 		t.Errorf("sent %v when the timer returned, want [1 2]", got)
 	}
 	if l := r.g.Lateness(); l.Count() != 1 || l.Quantile(1) != 0 {
@@ -223,7 +212,7 @@ func TestArrivalServesOtherLanes(t *testing.T) {
 	if n := r.clock.Fire(); n != 1 {
 		t.Fatalf("%d timers fired at the first wait's departure, want 1", n)
 	}
-	if got := r.sent(); !equal(got, []uint64{1, 2}) {
+	if got := r.sent(); !slices.Equal(got, []uint64{1, 2}) {
 		t.Fatalf("sent %v after the first wake-up, want [1 2]", got)
 	}
 	r.clock.Advance(time.Millisecond)

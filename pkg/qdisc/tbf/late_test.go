@@ -2,6 +2,7 @@ package tbf_test
 
 import (
 	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -163,7 +164,7 @@ func TestSlack(t *testing.T) {
 	advanceTo := r.advanceTo
 	check := func(step string, want ...time.Duration) {
 		t.Helper()
-		if got := r.times(); !equal(got, want) {
+		if got := r.times(); !slices.Equal(got, want) {
 			t.Fatalf("%s: departures %v, want %v", step, got, want)
 		}
 	}
@@ -207,18 +208,6 @@ func TestSlack(t *testing.T) {
 	if l := r.d.Lateness(); l.Count() != 4 {
 		t.Errorf("%d waits' lateness recorded, want 4 (3 ended by the timer, 1 by an arrival)", l.Count())
 	}
-}
-
-func equal(a, b []time.Duration) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestOneAlarmForAllQueues: the queues of one bucket share one timer, and
