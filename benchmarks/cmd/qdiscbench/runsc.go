@@ -48,7 +48,7 @@ type runscCandidate struct {
 // runscRow is one candidate's rounds at one setting.
 type runscRow struct {
 	setting runscSetting
-	cand    string
+	cand    runscCandidate
 	rounds  []e2e.Result
 	err     error
 }
@@ -102,13 +102,9 @@ func compareRunsc(stdout, stderr io.Writer, cands []runscCandidate, settings []r
 	for _, s := range settings {
 		for _, c := range cands {
 			if !c.tbfOnly || s.rate != 0 {
-				rows = append(rows, &runscRow{setting: s, cand: c.name})
+				rows = append(rows, &runscRow{setting: s, cand: c})
 			}
 		}
-	}
-	byName := map[string]runscCandidate{}
-	for _, c := range cands {
-		byName[c.name] = c
 	}
 	start := time.Now()
 	for round := 1; round <= rounds; round++ {
@@ -116,9 +112,8 @@ func compareRunsc(stdout, stderr io.Writer, cands []runscCandidate, settings []r
 			if row.err != nil {
 				continue
 			}
-			c := byName[row.cand]
-			fmt.Fprintf(stderr, "[%v] round %d/%d, %d/%d: %s, %s\n", time.Since(start).Round(time.Second), round, rounds, i+1, len(rows), row.setting.label, row.cand)
-			r, err := measureRunsc(lab, c, row.setting, o)
+			fmt.Fprintf(stderr, "[%v] round %d/%d, %d/%d: %s, %s\n", time.Since(start).Round(time.Second), round, rounds, i+1, len(rows), row.setting.label, row.cand.name)
+			r, err := measureRunsc(lab, row.cand, row.setting, o)
 			if err != nil {
 				row.err = err
 				continue
@@ -162,7 +157,7 @@ func writeRunscTable(w io.Writer, rows []*runscRow) {
 	fmt.Fprintln(tw, "setting\trunsc\ton-wire Mbit/s\ton-wire/rate\tRTT idle\tloaded RTT p50\tpings lost\tCPU s/GB\t")
 	for _, row := range rows {
 		if len(row.rounds) == 0 {
-			fmt.Fprintf(tw, "%s\t%s\terror: %v\t\t\t\t\t\t\n", row.setting.label, row.cand, row.err)
+			fmt.Fprintf(tw, "%s\t%s\terror: %v\t\t\t\t\t\t\n", row.setting.label, row.cand.name, row.err)
 			continue
 		}
 		wire, _, _ := median(row.rounds, func(r e2e.Result) float64 { return r.WireBps * 8 / 1e6 })
@@ -182,7 +177,7 @@ func writeRunscTable(w io.Writer, rows []*runscRow) {
 		if row.err != nil {
 			errNote = fmt.Sprintf(" (a later round failed: %v)", row.err)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%.2f\t%s\t%v\t%v\t%d/%d\t%.1f%s\t\n", row.setting.label, row.cand, wire, ratio,
+		fmt.Fprintf(tw, "%s\t%s\t%.2f\t%s\t%v\t%v\t%d/%d\t%.1f%s\t\n", row.setting.label, row.cand.name, wire, ratio,
 			time.Duration(idle).Round(time.Microsecond), time.Duration(p50).Round(10*time.Microsecond), lost, sent, cpu, errNote)
 	}
 	tw.Flush()
