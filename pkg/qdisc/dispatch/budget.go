@@ -2,26 +2,127 @@ package dispatch
 
 import "sync/atomic"
 
-// Budget is a bound on the bytes queued across lanes that share it.
+// Budget is a bound on the bytes queued across lanes that share it: a
+// packet that would take them past it is dropped, as one bfifo would drop
+// it.
+//
+// The shared count moves a chunk at a time, not a packet at a time: each
+// lane holds credit (bytes counted in the budget that its packets have not
+// used yet) and spends it under its own lock; it touches the shared word
+// only when its credit runs out, and gives credit back only when it holds
+// more than two chunks. An atomic on a word every producer writes is what
+// made several queues cost more than one.
+//
+// Exactness: when the shared count cannot cover a packet, the lane first
+// reclaims every other lane's credit and only then drops, so a packet is
+// dropped exactly when the bytes queued in all lanes would pass the limit.
+// After a reclaim the budget is tight: lanes take and give back exactly
+// what their packets use (no credit is held, so no reclaim is needed to
+// drop again) until the count falls below half the limit. Lanes racing near
+// the limit may drop a packet that a serial order would have taken (credit
+// granted to one lane while another reclaims); none can pass the limit.
 type Budget struct {
 	limit uint64
-	used  atomic.Uint64
+	// chunk is how much credit a lane takes at once (set by Group.Init).
+	chunk uint64
+	// lanes are the lanes sharing the budget (set by Group.Init).
+	lanes []*Lane
+	// used is the bytes queued in the lanes plus the credit they hold.
+	used atomic.Uint64
+	// tight says the limit was reached: see the type's doc.
+	tight atomic.Bool
 }
 
 // NewBudget returns a Budget of limit bytes.
 func NewBudget(limit uint64) *Budget { return &Budget{limit: limit} }
 
-// take reserves n bytes, or reports false when they would pass the limit.
-// Near the limit, two racing takes may both fail; neither can pass it.
-func (b *Budget) take(n uint64) bool {
-	if b.used.Add(n) > b.limit {
-		b.used.Add(-n)
-		return false
+// chunksPerLane is how many chunks of credit the lanes could hold between
+// them before they run the budget out: a quarter of the limit each lane.
+const chunksPerLane = 4
+
+// share registers the lanes that draw from the budget.
+func (b *Budget) share(lanes []*Lane) {
+	b.lanes = lanes
+	b.chunk = b.limit / uint64(chunksPerLane*len(lanes))
+}
+
+// grant counts at least need bytes more in the budget, up to a chunk (just
+// need when tight), and returns how many; 0 when need does not fit.
+func (b *Budget) grant(need uint64) uint64 {
+	for {
+		used := b.used.Load()
+		if used+need > b.limit {
+			return 0
+		}
+		n := need
+		if !b.tight.Load() {
+			n = min(max(need, b.chunk), b.limit-used)
+		}
+		if b.used.CompareAndSwap(used, used+n) {
+			return n
+		}
 	}
+}
+
+// give takes n bytes out of the count; below half the limit the budget is
+// no longer tight.
+func (b *Budget) give(n uint64) {
+	if n == 0 {
+		return
+	}
+	if b.used.Add(-n) < b.limit/2 && b.tight.Load() {
+		b.tight.Store(false)
+	}
+}
+
+// reclaim makes the budget tight and takes back the credit of every lane
+// but l, locking each in turn (the caller holds no lane's lock).
+func (b *Budget) reclaim(l *Lane) {
+	b.tight.Store(true)
+	for _, o := range b.lanes {
+		if o == l {
+			continue
+		}
+		o.mu.Lock()
+		b.give(o.credit)
+		o.credit = 0
+		o.mu.Unlock()
+	}
+}
+
+// chargeLocked spends size bytes of the lane's credit, taking more from
+// the budget when it runs short; it reports false when the budget cannot
+// cover them.
+// +checklocks:l.mu
+func (l *Lane) chargeLocked(size uint64) bool {
+	if l.credit < size {
+		got := l.budget.grant(size - l.credit)
+		if got == 0 {
+			return false
+		}
+		l.credit += got
+	}
+	l.credit -= size
 	return true
 }
 
-func (b *Budget) give(n uint64) { b.used.Add(-n) }
-
-// Used returns the bytes reserved now.
-func (b *Budget) Used() uint64 { return b.used.Load() }
+// refundLocked returns to the lane's credit the bytes of packets that have
+// left it (sent or dropped), and gives the budget back what the lane holds
+// beyond a chunk (everything, when the budget is tight).
+// +checklocks:l.mu
+func (l *Lane) refundLocked(bytes uint64) {
+	if l.budget == nil {
+		return
+	}
+	l.credit += bytes
+	keep := l.budget.chunk
+	if l.budget.tight.Load() {
+		keep = 0
+	} else if l.credit <= 2*keep {
+		return
+	}
+	if l.credit > keep {
+		l.budget.give(l.credit - keep)
+		l.credit = keep
+	}
+}

@@ -233,4 +233,62 @@ func TestArrivalServesOtherLanes(t *testing.T) {
 	}
 }
 
+// TestBudgetFillsToTheSharedLimit: lanes sharing a Budget hold packets up
+// to its limit together, wherever the packets went: credit one lane took
+// and did not use is reclaimed by another before it drops. The limit is
+// reached exactly in each round, with the packets skewed to either lane;
+// after Close every byte is back in the budget.
+func TestBudgetFillsToTheSharedLimit(t *testing.T) {
+	const size, limit = 100, 50 * 100
+	clock := qdisctest.NewStepClock()
+	link := qdisctest.NewLink(clock)
+	budget := dispatch.NewBudget(limit)
+	var g dispatch.Group
+	// One packet leaves every hour: the rest stay queued while a round
+	// fills the lanes.
+	g.Init(2, dispatch.Config{Lower: link, MaxPackets: 1000, Budget: budget, Gate: &spacedGate{gap: int64(time.Hour)}, Clock: clock})
+	g.Start()
+	t.Cleanup(g.Close)
+	seq := uint64(0)
+	for round, first := range []uint32{0, 1, 0} {
+		// A packet on one lane, so that it takes credit, then the rest on
+		// the other until one is refused.
+		for i := 0; ; i++ {
+			hash := 1 - first
+			if i == 0 {
+				hash = first
+			}
+			seq++
+			pkt := qdisctest.MakePacket(size, hash, seq)
+			err := g.Lane(hash).Enqueue(pkt)
+			pkt.DecRef()
+			if err != nil {
+				if _, ok := err.(*tcpip.ErrNoBufferSpace); !ok {
+					t.Fatalf("round %d: Enqueue: %v, want ErrNoBufferSpace at the limit", round, err)
+				}
+				break
+			}
+			if i == 0 {
+				// A packet being written still counts: let a first one
+				// that may leave at once be gone.
+				qdisctest.WaitQuiescent(t, &g)
+			}
+		}
+		qdisctest.WaitQuiescent(t, &g)
+		if s := g.Stats(); s.BacklogBytes != limit {
+			t.Fatalf("round %d: the lanes hold %d bytes when a packet is refused, want the limit, %d", round, s.BacklogBytes, limit)
+		}
+		// Send everything queued.
+		for g.Stats().BacklogPackets > 0 {
+			clock.Advance(time.Hour)
+			clock.Fire()
+			qdisctest.WaitQuiescent(t, &g)
+		}
+	}
+	g.Close()
+	if u := budget.Used(); u != 0 {
+		t.Errorf("after Close the budget counts %d bytes, want 0", u)
+	}
+}
+
 var _ tcpip.Clock = (*qdisctest.StepClock)(nil)

@@ -18,11 +18,14 @@ type Group struct {
 // they share one Alarm.
 func (g *Group) Init(n int, cfg Config) {
 	g.Lanes = make([]Lane, max(n, 1))
+	lanes := make([]*Lane, len(g.Lanes))
+	for i := range g.Lanes {
+		lanes[i] = &g.Lanes[i]
+	}
+	if cfg.Budget != nil {
+		cfg.Budget.share(lanes)
+	}
 	if cfg.Gate != nil {
-		lanes := make([]*Lane, len(g.Lanes))
-		for i := range g.Lanes {
-			lanes[i] = &g.Lanes[i]
-		}
 		g.alarm = newAlarm(cfg.Clock, cfg.Slack, lanes)
 		cfg.alarm = g.alarm
 	}

@@ -38,6 +38,10 @@ type Lane struct {
 	// ring or a byte bound full (the other drops are in drops).
 	// +checklocks:mu
 	refused uint64
+	// credit is bytes counted in the budget that no queued packet uses
+	// (see Budget).
+	// +checklocks:mu
+	credit uint64
 
 	// The shaping lane's state (see shaping.go).
 
@@ -161,9 +165,29 @@ func (l *Lane) Enqueue(pkt *stack.PacketBuffer) tcpip.Error {
 // admitLocked says whether a packet of size bytes may be queued: not after
 // Close; not larger than MaxPacketBytes (ErrMessageTooLong, a drop); not
 // past the ring's, the lane's or the budget's bound (ErrNoBufferSpace, a
-// drop). Admitted, it is counted in the budget.
+// drop). Admitted, it is charged to the budget. When the budget runs out,
+// the lock is released while the other lanes' credit is reclaimed, and the
+// packet is looked at again.
 // +checklocks:l.mu
 func (l *Lane) admitLocked(size uint64) tcpip.Error {
+	if err := l.checkLocked(size); err != nil || l.budget == nil || l.chargeLocked(size) {
+		return err
+	}
+	if !l.budget.tight.Load() {
+		l.mu.Unlock()
+		l.budget.reclaim(l)
+		l.mu.Lock()
+		if err := l.checkLocked(size); err != nil || l.chargeLocked(size) {
+			return err
+		}
+	}
+	l.refused++
+	return &tcpip.ErrNoBufferSpace{}
+}
+
+// checkLocked is admitLocked's checks but the budget's.
+// +checklocks:l.mu
+func (l *Lane) checkLocked(size uint64) tcpip.Error {
 	if l.closed {
 		return &tcpip.ErrClosedForSend{}
 	}
@@ -171,7 +195,7 @@ func (l *Lane) admitLocked(size uint64) tcpip.Error {
 		l.refused++
 		return &tcpip.ErrMessageTooLong{}
 	}
-	if !l.ring.HasSpace() || (l.maxBytes != 0 && l.ring.Bytes()+size > l.maxBytes) || (l.budget != nil && !l.budget.take(size)) {
+	if !l.ring.HasSpace() || (l.maxBytes != 0 && l.ring.Bytes()+size > l.maxBytes) {
 		l.refused++ // under the lock already: no atomic on a contended path
 		return &tcpip.ErrNoBufferSpace{}
 	}
@@ -254,8 +278,10 @@ func (l *Lane) run() {
 		l.runShaping()
 		return
 	}
+	var left uint64
 	for {
 		l.mu.Lock()
+		l.refundLocked(left)
 		if !l.continueLocked() {
 			l.mu.Unlock()
 			return
@@ -268,7 +294,7 @@ func (l *Lane) run() {
 			}
 		}
 		l.mu.Unlock()
-		l.writeTaken()
+		left = l.writeTaken()
 	}
 }
 
@@ -289,39 +315,39 @@ func (l *Lane) continueLocked() bool {
 
 // writeTaken writes the batches the pass took, each to the lower link in
 // one call: it releases their references and counts what the link took;
-// what it refused is dropped.
-func (l *Lane) writeTaken() {
+// what it refused is dropped. It returns the bytes that left the lane,
+// which the pass refunds to the budget the next time it holds the lock.
+func (l *Lane) writeTaken() (left uint64) {
 	for i := range l.taken {
 		b := &l.taken[i]
 		if b.n == 0 {
-			return
+			break
 		}
-		l.write(b)
+		left += l.write(b)
 	}
+	return left
 }
 
-func (l *Lane) write(b *batch) {
+// write writes one batch and returns its bytes.
+func (l *Lane) write(b *batch) (all uint64) {
 	n, _ := l.lower.WritePackets(b.pkts)
 	b.pkts.Reset()
 	sizes := b.sizes[:b.n]
 	b.n = 0
 	n = max(0, min(n, len(sizes)))
-	var bytes uint64
-	for _, s := range sizes[:n] {
-		bytes += uint64(s)
+	var sent uint64
+	for i, s := range sizes {
+		all += uint64(s)
+		if i < n {
+			sent = all
+		}
 	}
 	l.sentPackets.Add(uint64(n))
-	l.sentBytes.Add(bytes)
+	l.sentBytes.Add(sent)
 	if n < len(sizes) {
 		l.drops.Add(uint64(len(sizes) - n))
 	}
-	if l.budget != nil {
-		all := bytes
-		for _, s := range sizes[n:] {
-			all += uint64(s)
-		}
-		l.budget.give(all)
-	}
+	return all
 }
 
 // drain runs on the dispatcher after Close: it waits for a pass running
@@ -336,10 +362,11 @@ func (l *Lane) drain() {
 		l.alarm.leave()
 	}
 	dropped, bytes := l.ring.Purge()
+	if l.budget != nil {
+		l.budget.give(bytes + l.credit)
+		l.credit = 0
+	}
 	l.state = stopped
 	l.mu.Unlock()
 	l.drops.Add(uint64(dropped))
-	if l.budget != nil {
-		l.budget.give(bytes)
-	}
 }

@@ -131,8 +131,11 @@ func (l *Lane) runInline() {
 // runShaping is a shaping lane's pass: book, take what is due, write it,
 // and throttle when the head must wait.
 func (l *Lane) runShaping() {
+	var left uint64
 	for {
 		l.mu.Lock()
+		l.refundLocked(left)
+		left = 0
 		if !l.continueLocked() {
 			l.mu.Unlock()
 			return
@@ -152,7 +155,7 @@ func (l *Lane) runShaping() {
 			continue
 		}
 		l.mu.Unlock()
-		l.writeTaken()
+		left = l.writeTaken()
 	}
 }
 

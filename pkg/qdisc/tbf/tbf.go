@@ -49,7 +49,8 @@
 // the bucket is a single word moved by compare-and-swap (see rateBucket),
 // so no lock is shared on the packet path; with one, Linux's two-bucket
 // accounting takes a short lock. The backlog bound is shared too: Limit
-// holds across all rings together (an atomic byte budget).
+// holds across all rings together (dispatch.Budget: the rings draw on it
+// a chunk at a time, and reclaim each other's unused share before a drop).
 //
 // # Late wake-ups
 //
