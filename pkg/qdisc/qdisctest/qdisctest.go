@@ -68,7 +68,8 @@ type Record struct {
 
 // Link is a lower link endpoint for tests: an Ethernet-like link with an
 // MTU and a header length that records every packet written to it (or,
-// with Discard, only counts them). Set its exported fields before handing
+// with Discard, only counts them). As a stack.NetworkDispatcher it records
+// the packets delivered to it the same way. Set its exported fields before handing
 // it to a qdisc. It borrows the packets' references, as a real link does:
 // the qdisc releases them after WritePackets returns.
 type Link struct {
@@ -102,6 +103,7 @@ type Link struct {
 }
 
 var _ stack.LinkEndpoint = (*Link)(nil)
+var _ stack.NetworkDispatcher = (*Link)(nil)
 var _ stack.GSOEndpoint = (*Link)(nil)
 
 // NewLink returns a recording link with MTU 1500 and a 14-byte header that
@@ -121,14 +123,30 @@ func (l *Link) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) {
 	if l.AcceptAtMost > 0 && n > l.AcceptAtMost {
 		n, err = l.AcceptAtMost, &tcpip.ErrWouldBlock{}
 	}
+	l.record(list[:n])
+	return n, err
+}
+
+// DeliverNetworkPacket implements stack.NetworkDispatcher: a Link attached
+// above a receive-path shaper records what it delivers, as it records what
+// a qdisc writes to it.
+func (l *Link) DeliverNetworkPacket(_ tcpip.NetworkProtocolNumber, pkt *stack.PacketBuffer) {
+	l.record([]*stack.PacketBuffer{pkt})
+}
+
+// DeliverLinkPacket implements stack.NetworkDispatcher; it records nothing.
+func (*Link) DeliverLinkPacket(tcpip.NetworkProtocolNumber, *stack.PacketBuffer) {}
+
+// record counts pkts and, unless Discard, records them as one write.
+func (l *Link) record(pkts []*stack.PacketBuffer) {
 	var bytes uint64
-	for _, pkt := range list[:n] {
+	for _, pkt := range pkts {
 		bytes += uint64(pkt.Size())
 	}
-	l.packets.Add(uint64(n))
+	l.packets.Add(uint64(len(pkts)))
 	l.bytes.Add(bytes)
 	if l.Discard {
-		return n, err
+		return
 	}
 	var at tcpip.MonotonicTime
 	if l.clock != nil {
@@ -136,14 +154,13 @@ func (l *Link) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for _, pkt := range list[:n] {
+	for _, pkt := range pkts {
 		if e := Check(pkt); e != nil && l.bad == nil {
 			l.bad = e
 		}
 		l.records = append(l.records, Record{Seq: Seq(pkt), Size: pkt.Size(), Hash: pkt.Hash, At: at, Write: l.writes})
 	}
 	l.writes++
-	return n, err
 }
 
 // Records returns a copy of what the link has recorded.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/netqdisc/netqdisc/pkg/qdisc/qdisctest"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/tbf"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/tbf/tbftest"
 )
 
 // TestLateWakeupsCatchUp steps the clock far more coarsely than the bucket
@@ -40,7 +41,7 @@ func TestLateWakeupsCatchUp(t *testing.T) {
 			}
 			defer d.Close()
 			start := nowNS(clock)
-			m := newLinuxTBF(tc.cfg, d.Config().Limit, start)
+			m := tbftest.NewModel(tc.cfg, d.Config().Limit, start)
 			const n = 1500
 			for i := uint64(0); i < n; i++ {
 				pkt := qdisctest.MakePacket(1514, uint32(i), i)
@@ -48,30 +49,30 @@ func TestLateWakeupsCatchUp(t *testing.T) {
 					t.Fatal(err)
 				}
 				pkt.DecRef()
-				m.enqueue(start, i, 1514)
+				m.Enqueue(start, i, 1514)
 			}
 			qdisctest.WaitQuiescent(t, d)
-			for k := 0; len(m.sent) < n; k++ {
+			for k := 0; len(m.Sent) < n; k++ {
 				clock.Advance(tc.step)
 				clock.Fire()
 				now := nowNS(clock)
-				for m.watchdog >= 0 && m.watchdog <= now {
-					m.dequeue(m.watchdog) // Linux, woken on time
+				for m.Watchdog >= 0 && m.Watchdog <= now {
+					m.Dequeue(m.Watchdog) // Linux, woken on time
 				}
 				qdisctest.WaitQuiescent(t, d)
-				if got := len(link.Records()); got != len(m.sent) {
-					t.Fatalf("t=%v: sent %d packets; Linux's tbf woken on time, %d", time.Duration(now-start), got, len(m.sent))
+				if got := len(link.Records()); got != len(m.Sent) {
+					t.Fatalf("t=%v: sent %d packets; Linux's tbf woken on time, %d", time.Duration(now-start), got, len(m.Sent))
 				}
 			}
 			// The k-th departure is never before Linux's k-th (with one
 			// queue, the same packet; with several, the order across queues
 			// differs from one FIFO's).
 			for k, r := range link.Records() {
-				if at := int64(r.At.Sub(tcpip.MonotonicTime{})); at < m.sent[k].at {
-					t.Fatalf("departure %d (packet %d) at %v, before Linux's tbf's departure %d (%v)", k, r.Seq, time.Duration(at-start), k, time.Duration(m.sent[k].at-start))
+				if at := int64(r.At.Sub(tcpip.MonotonicTime{})); at < m.Sent[k].At {
+					t.Fatalf("departure %d (packet %d) at %v, before Linux's tbf's departure %d (%v)", k, r.Seq, time.Duration(at-start), k, time.Duration(m.Sent[k].At-start))
 				}
-				if tc.cfg.Queues <= 1 && r.Seq != m.sent[k].seq {
-					t.Fatalf("departure %d is packet %d; Linux's is packet %d", k, r.Seq, m.sent[k].seq)
+				if tc.cfg.Queues <= 1 && r.Seq != m.Sent[k].Seq {
+					t.Fatalf("departure %d is packet %d; Linux's is packet %d", k, r.Seq, m.Sent[k].Seq)
 				}
 			}
 			if l := d.Lateness(); l.Count() == 0 || l.Quantile(0.5) == 0 {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/netqdisc/netqdisc/pkg/qdisc/qdisctest"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/tbf"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/tbf/tbftest"
 )
 
 // TestConformanceQueues holds several queues sharing one bucket to Linux's
@@ -21,14 +22,14 @@ func TestConformanceQueues(t *testing.T) {
 		for _, tc := range []struct {
 			name     string
 			cfg      tbf.Config
-			arrivals []arrival
+			arrivals []tbftest.Arrival
 		}{
-			{"10mbit backlog", tbf.Config{Rate: 10 * mbit, Burst: 12500, Limit: 1 << 20}, backlog(0, 200, fixed(1514))},
-			{"100mbit two-packet burst, arrivals above the rate", tbf.Config{Rate: 100 * mbit, Burst: 3028, Limit: 1 << 20}, poisson(21, 0, 400, 100_000, fixed(1514))},
-			{"10gbit", tbf.Config{Rate: 10 * gbit, Burst: 128 << 10, Limit: 1 << 20}, concat(backlog(0, 300, fixed(1000)), backlog(50_000, 300, fixed(1000)))},
-			{"limit shared by all queues", tbf.Config{Rate: 10 * mbit, Burst: 3028, Limit: 10 * 1514}, concat(backlog(0, 40, fixed(1514)), poisson(22, 0, 200, 600_000, fixed(1514)))},
-			{"idle refill", tbf.Config{Rate: 10 * mbit, Burst: 6056, Limit: 1 << 20}, concat(backlog(0, 20, fixed(1514)), backlog(int64(time.Second), 20, fixed(1514)))},
-			{"peak rate", tbf.Config{Rate: 10 * mbit, Burst: 64 << 10, PeakRate: 100 * mbit, MTU: 1514, Limit: 1 << 20}, backlog(0, 150, fixed(1514))},
+			{"10mbit backlog", tbf.Config{Rate: 10 * mbit, Burst: 12500, Limit: 1 << 20}, tbftest.Backlog(0, 200, tbftest.Fixed(1514))},
+			{"100mbit two-packet burst, arrivals above the rate", tbf.Config{Rate: 100 * mbit, Burst: 3028, Limit: 1 << 20}, tbftest.Poisson(21, 0, 400, 100_000, tbftest.Fixed(1514))},
+			{"10gbit", tbf.Config{Rate: 10 * gbit, Burst: 128 << 10, Limit: 1 << 20}, tbftest.Concat(tbftest.Backlog(0, 300, tbftest.Fixed(1000)), tbftest.Backlog(50_000, 300, tbftest.Fixed(1000)))},
+			{"limit shared by all queues", tbf.Config{Rate: 10 * mbit, Burst: 3028, Limit: 10 * 1514}, tbftest.Concat(tbftest.Backlog(0, 40, tbftest.Fixed(1514)), tbftest.Poisson(22, 0, 200, 600_000, tbftest.Fixed(1514)))},
+			{"idle refill", tbf.Config{Rate: 10 * mbit, Burst: 6056, Limit: 1 << 20}, tbftest.Concat(tbftest.Backlog(0, 20, tbftest.Fixed(1514)), tbftest.Backlog(int64(time.Second), 20, tbftest.Fixed(1514)))},
+			{"peak rate", tbf.Config{Rate: 10 * mbit, Burst: 64 << 10, PeakRate: 100 * mbit, MTU: 1514, Limit: 1 << 20}, tbftest.Backlog(0, 150, tbftest.Fixed(1514))},
 		} {
 			t.Run(fmt.Sprintf("%d queues/%s", queues, tc.name), func(t *testing.T) {
 				cfg := tc.cfg
@@ -37,26 +38,26 @@ func TestConformanceQueues(t *testing.T) {
 			})
 		}
 		t.Run(fmt.Sprintf("%d queues/odd sizes", queues), func(t *testing.T) {
-			runBounds(t, tbf.Config{Rate: 100 * mbit, Burst: 3028, Limit: 20_000, Queues: queues}, poisson(23, 0, 600, 40_000, odd(24))) // ~160 Mbit/s offered
+			runBounds(t, tbf.Config{Rate: 100 * mbit, Burst: 3028, Limit: 20_000, Queues: queues}, tbftest.Poisson(23, 0, 600, 40_000, tbftest.Odd(24))) // ~160 Mbit/s offered
 		})
 	}
 }
 
 // runCounts steps the clock from event to event as runConformance does and
 // checks the count of departures and the drops against the model.
-func runCounts(t *testing.T, cfg tbf.Config, arrivals []arrival) {
+func runCounts(t *testing.T, cfg tbf.Config, arrivals []tbftest.Arrival) {
 	t.Helper()
-	ls := newLockstep(t, cfg, 1500)
-	ls.run(t, arrivals, func(seq uint64) uint32 { return uint32(seq) }, func(next int64) {
-		if got := len(ls.link.Records()); got != len(ls.m.sent) {
-			t.Fatalf("t=%dns: %d queues have sent %d packets, Linux's tbf %d", next-ls.start, cfg.Queues, got, len(ls.m.sent))
+	ls := tbftest.NewLockstep(t, makeDiscipline, cfg, 1500)
+	ls.Run(t, arrivals, func(seq uint64) uint32 { return uint32(seq) }, func(next int64) {
+		if got := len(ls.Link.Records()); got != len(ls.M.Sent) {
+			t.Fatalf("t=%dns: %d queues have sent %d packets, Linux's tbf %d", next-ls.Start, cfg.Queues, got, len(ls.M.Sent))
 		}
-		if st := ls.d.Stats(); st.BacklogBytes > uint64(ls.d.Config().Limit) {
-			t.Fatalf("t=%dns: %d bytes queued across the queues, limit %d", next-ls.start, st.BacklogBytes, ls.d.Config().Limit)
+		if st := ls.S.Stats(); st.BacklogBytes > uint64(ls.S.Limit()) {
+			t.Fatalf("t=%dns: %d bytes queued across the queues, limit %d", next-ls.Start, st.BacklogBytes, ls.S.Limit())
 		}
 	})
-	checkBounds(t, cfg, ls.link.Records())
-	if err := ls.link.Err(); err != nil {
+	tbftest.CheckBounds(t, cfg, ls.Link.Records())
+	if err := ls.Link.Err(); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -65,7 +66,7 @@ func runCounts(t *testing.T, cfg tbf.Config, arrivals []arrival) {
 // the clock 10 µs at a time, and checks that the backlog never passes the
 // limit, that every accepted packet is sent once, in order within its
 // flow, and the bucket's bounds.
-func runBounds(t *testing.T, cfg tbf.Config, arrivals []arrival) {
+func runBounds(t *testing.T, cfg tbf.Config, arrivals []tbftest.Arrival) {
 	t.Helper()
 	cfg.Slack = tbf.NoSlack // timers fire at the departure, as Linux's watchdog
 	clock := faketime.NewManualClock()
@@ -79,8 +80,8 @@ func runBounds(t *testing.T, cfg tbf.Config, arrivals []arrival) {
 	const step = 10 * time.Microsecond
 	accepted := 0
 	for i := 0; i < len(arrivals) || d.Stats().BacklogPackets > 0; {
-		for ; i < len(arrivals) && start+arrivals[i].at <= nowNS(clock); i++ {
-			pkt := qdisctest.MakePacket(int(arrivals[i].size), uint32(i%7), uint64(i))
+		for ; i < len(arrivals) && start+arrivals[i].At <= nowNS(clock); i++ {
+			pkt := qdisctest.MakePacket(int(arrivals[i].Size), uint32(i%7), uint64(i))
 			if d.WritePacket(pkt) == nil {
 				accepted++
 			}
@@ -105,7 +106,7 @@ func runBounds(t *testing.T, cfg tbf.Config, arrivals []arrival) {
 		}
 		last[r.Hash] = int64(r.Seq)
 	}
-	checkBounds(t, cfg, recs)
+	tbftest.CheckBounds(t, cfg, recs)
 	if st.Drops == 0 {
 		t.Errorf("no drops: the arrivals did not press on the limit")
 	}

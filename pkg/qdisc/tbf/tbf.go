@@ -188,10 +188,21 @@ func New(lower stack.LinkEndpoint, clock tcpip.Clock, cfg Config) (*Discipline, 
 	if lower == nil {
 		return nil, fmt.Errorf("tbf: no lower link endpoint")
 	}
+	return NewTo(lower, lower, clock, cfg)
+}
+
+// NewTo is New with the departures going to out rather than to a link's
+// WritePackets: the receive-path shaper (package ingress) delivers them to
+// the stack. link is the link the packets cross, whose MTU, header and
+// host-GSO size bound them.
+func NewTo(out stack.LinkWriter, link stack.LinkEndpoint, clock tcpip.Clock, cfg Config) (*Discipline, error) {
+	if out == nil || link == nil {
+		return nil, fmt.Errorf("tbf: no link endpoint")
+	}
 	if clock == nil {
 		return nil, fmt.Errorf("tbf: no clock")
 	}
-	cfg, maxSize, err := check(lower, cfg)
+	cfg, maxSize, err := check(link, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -205,7 +216,7 @@ func New(lower stack.LinkEndpoint, clock tcpip.Clock, cfg Config) (*Discipline, 
 		slack = 0
 	}
 	lanes := dispatch.Config{
-		Lower:          lower,
+		Lower:          out,
 		MaxPackets:     int(cfg.Limit/minPacketBytes) + 1,
 		MaxPacketBytes: maxSize,
 		Gate:           g,
@@ -296,7 +307,13 @@ func check(lower stack.LinkEndpoint, cfg Config) (Config, uint32, error) {
 // Close, ErrMessageTooLong for a packet larger than the buckets can pass,
 // and ErrNoBufferSpace when the backlog is full; the last two count drops.
 func (d *Discipline) WritePacket(pkt *stack.PacketBuffer) tcpip.Error {
-	return d.lanes.Lane(pkt.Hash).Enqueue(pkt)
+	return d.Enqueue(pkt, pkt.Hash)
+}
+
+// Enqueue is WritePacket with the queue chosen by hash rather than by
+// pkt.Hash (which only gVisor's TCP sets, on the send path).
+func (d *Discipline) Enqueue(pkt *stack.PacketBuffer, hash uint32) tcpip.Error {
+	return d.lanes.Lane(hash).Enqueue(pkt)
 }
 
 // Close implements stack.QueueingDiscipline.Close. Packets still queued

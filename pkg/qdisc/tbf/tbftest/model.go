@@ -1,0 +1,107 @@
+// Package tbftest holds a token bucket filter to Linux's: a model of
+// sch_tbf, the arrival patterns, and a lockstep harness that runs a shaper
+// and the model on the same arrivals and clock. tbf's conformance tests and
+// the receive-path shaper's (package ingress) run the same cases with it.
+package tbftest
+
+import (
+	"github.com/netqdisc/netqdisc/pkg/qdisc/rate"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/tbf"
+)
+
+// Model is Linux's sch_tbf, written from tbf_enqueue and tbf_dequeue: a
+// bfifo bounded at limit bytes, drained by tbf_dequeue, which is called
+// after every enqueue and whenever the watchdog (an ideal hrtimer) fires.
+type Model struct {
+	rate, peak  rate.Rate
+	hasPeak     bool
+	buffer, mtu int64
+	maxSize     uint32
+	limit       uint64
+
+	tc, tokens, ptokens int64
+	queue               []Departure
+	backlog             uint64
+
+	// Watchdog is when the watchdog fires next, -1 when it is not armed.
+	Watchdog int64
+	// Sent are the packets dequeued, in order; Drops counts those dropped.
+	Sent  []Departure
+	Drops int
+}
+
+// Departure is a packet of the model's: its sequence number, size and, once
+// sent, when.
+type Departure struct {
+	Seq  uint64
+	Size uint32
+	At   int64
+}
+
+// NewModel returns the model of a tbf configured as cfg, with the limit in
+// force, started at start (ns).
+func NewModel(cfg tbf.Config, limit uint32, start int64) *Model {
+	m := &Model{
+		rate:     rate.New(cfg.Rate).WithOverhead(cfg.Overhead).WithMPU(cfg.MPU),
+		maxSize:  cfg.Burst,
+		limit:    uint64(limit),
+		tc:       start,
+		Watchdog: -1,
+	}
+	m.buffer = int64(m.rate.TimeNS(cfg.Burst))
+	m.tokens = m.buffer
+	if cfg.PeakRate != 0 {
+		m.hasPeak = true
+		m.peak = rate.New(cfg.PeakRate).WithOverhead(cfg.Overhead).WithMPU(cfg.MPU)
+		m.mtu = int64(m.peak.TimeNS(cfg.MTU))
+		m.ptokens = m.mtu
+		m.maxSize = min(cfg.Burst, cfg.MTU)
+	}
+	return m
+}
+
+// Enqueue is tbf_enqueue (packets over max_size dropped, as tbf does for
+// non-GSO packets) followed by the dequeue run the kernel does after it.
+func (m *Model) Enqueue(now int64, seq uint64, size uint32) bool {
+	if size > m.maxSize || m.backlog+uint64(size) > m.limit {
+		m.Drops++
+		m.Dequeue(now)
+		return false
+	}
+	m.queue = append(m.queue, Departure{Seq: seq, Size: size})
+	m.backlog += uint64(size)
+	m.Dequeue(now)
+	return true
+}
+
+// Dequeue calls tbf_dequeue until it returns nothing.
+func (m *Model) Dequeue(now int64) {
+	m.Watchdog = -1
+	for len(m.queue) > 0 {
+		p := m.queue[0]
+		toks := min(now-m.tc, m.buffer)
+		var ptoks int64
+		if m.hasPeak {
+			ptoks = toks + m.ptokens
+			if ptoks > m.mtu {
+				ptoks = m.mtu
+			}
+			ptoks -= int64(m.peak.TimeNS(p.Size))
+		}
+		toks += m.tokens
+		if toks > m.buffer {
+			toks = m.buffer
+		}
+		toks -= int64(m.rate.TimeNS(p.Size))
+		if (toks | ptoks) >= 0 {
+			m.tc, m.tokens, m.ptokens = now, toks, ptoks
+			m.queue = m.queue[1:]
+			m.backlog -= uint64(p.Size)
+			p.At = now
+			m.Sent = append(m.Sent, p)
+			continue
+		}
+		m.Watchdog = now + max(-toks, -ptoks)
+		return
+	}
+}
