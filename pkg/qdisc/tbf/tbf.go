@@ -330,6 +330,11 @@ func (d *Discipline) Lateness() qdisc.HistogramSnapshot { return d.lanes.Latenes
 // the default Slack that is at most 125 a second, however many queues.
 func (d *Discipline) Wakeups() uint64 { return d.lanes.Wakeups() }
 
+// Quiescent reports whether every queue is idle or waiting for its
+// departure: nothing runs until a timer fires or a packet arrives. Tests
+// use it to step a clock.
+func (d *Discipline) Quiescent() bool { return d.lanes.Quiescent() }
+
 // Queues returns the number of queues.
 func (d *Discipline) Queues() int { return len(d.lanes.Lanes) }
 
