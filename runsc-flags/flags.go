@@ -2,8 +2,12 @@
 // runtime (runsc or one like it) offers it: runsc's own flags --qdisc,
 // --qdisc-tbf-rate and --qdisc-tbf-burst, the Linux tbf knobs runsc lacks
 // (--qdisc-tbf-peakrate, --qdisc-tbf-mtu, --qdisc-tbf-limit,
-// --qdisc-tbf-latency), OCI annotations that let a container author make
-// shaping stricter, and one factory that builds the qdisc for a NIC.
+// --qdisc-tbf-latency), the receive direction's shaper
+// (--qdisc-ingress-rate, --qdisc-ingress-burst, --qdisc-ingress-limit,
+// --qdisc-ingress-latency), OCI annotations that let a container author
+// make shaping stricter (dev.gvisor.flag.* and Kubernetes' bandwidth
+// annotations), and the factories that build a NIC's qdisc
+// (NewQueueingDiscipline) and receive shaper (NewIngress).
 //
 // # Units
 //
@@ -20,13 +24,24 @@
 //   - qdisc may only be set to tbf. A token bucket only ever delays or drops
 //     what fifo or none would have sent; any other choice could undo an
 //     operator's tbf.
-//   - rate, burst, peakrate, mtu, limit and latency may only be set to a
-//     valid, non-zero value no greater than the operator's, when the
-//     operator set one; with no operator value, any valid value. Each of
-//     these bounds traffic from above, so a smaller value is stricter. Zero
-//     is refused because in runsc's flags 0 means "unset", and unsetting a
-//     ceiling is the opposite of tightening it. A peak rate may be added:
-//     a second bucket only ever holds packets back.
+//   - rate, burst, peakrate, mtu, limit and latency, of the tbf and of the
+//     ingress shaper, may only be set to a valid, non-zero value no greater
+//     than the operator's, when the operator set one; with no operator
+//     value, any valid value. Each of these bounds traffic from above, so a
+//     smaller value is stricter. Zero is refused because in runsc's flags 0
+//     means "unset", and unsetting a ceiling is the opposite of tightening
+//     it. A peak rate may be added: a second bucket only ever holds packets
+//     back. So may an ingress shaper where the operator has none: it only
+//     ever delays or drops what would have been delivered at once.
+//   - kubernetes.io/egress-bandwidth and kubernetes.io/ingress-bandwidth
+//     (bits/s, Kubernetes quantities) are requests for the same: egress
+//     selects tbf, and each sets its direction's rate, a burst of 10 ms of
+//     it (at least 64 KiB + 14, the largest packet of a NIC with host GSO)
+//     and the CNI bandwidth plugin's 25 ms latency, each only where it is
+//     smaller than what is in force (a limit in force stays, capped at
+//     what 25 ms holds). A bandwidth above the operator's rate is refused:
+//     Kubernetes asked for that rate, and silently giving less would
+//     hide a misconfiguration.
 //   - allow-flag-override can never be set by an annotation: it is the
 //     operator's switch that turns the policy off.
 //   - The ceilings are the operator's flag values, never values set by
@@ -60,6 +75,7 @@ import (
 
 	"github.com/netqdisc/netqdisc/pkg/qdisc"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/fifo"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/ingress"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/rate"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/tbf"
 )
@@ -73,6 +89,10 @@ const (
 	FlagTBFMTU            = "qdisc-tbf-mtu"
 	FlagTBFLimit          = "qdisc-tbf-limit"
 	FlagTBFLatency        = "qdisc-tbf-latency"
+	FlagIngressRate       = "qdisc-ingress-rate"
+	FlagIngressBurst      = "qdisc-ingress-burst"
+	FlagIngressLimit      = "qdisc-ingress-limit"
+	FlagIngressLatency    = "qdisc-ingress-latency"
 	FlagAllowFlagOverride = "allow-flag-override"
 )
 
@@ -131,6 +151,14 @@ type Config struct {
 	TBFLimit    uint64
 	// TBFLatency bounds the time a packet may wait; 0 means unset.
 	TBFLatency time.Duration
+	// IngressRate (bytes per second), IngressBurst and IngressLimit
+	// (bytes) and IngressLatency shape what the sandbox receives, as a tbf
+	// on an ifb device does (package ingress). IngressRate 0 means the
+	// receive direction is not shaped.
+	IngressRate    uint64
+	IngressBurst   uint64
+	IngressLimit   uint64
+	IngressLatency time.Duration
 	// AllowFlagOverride lets annotations set any flag this package owns.
 	AllowFlagOverride bool
 
@@ -183,18 +211,22 @@ func RegisterQDiscFlags(fs *flag.FlagSet) {
 	fs.Var(new(sizeValue), FlagTBFMTU, "tbf: the peak bucket's depth (tc's mtu/minburst), required with --qdisc-tbf-peakrate; "+sizeHelp+".")
 	fs.Var(new(sizeValue), FlagTBFLimit, "tbf: most bytes queued; "+sizeHelp+". Default: 1000 full-size packets. Excludes --qdisc-tbf-latency.")
 	fs.Duration(FlagTBFLatency, 0, "tbf: most time a packet may wait (limit = rate*latency + burst), e.g. 50ms. Excludes --qdisc-tbf-limit.")
+	fs.Var(new(rateValue), FlagIngressRate, "ingress: rate limit on what the sandbox receives (a tbf on the receive path, as Linux's ifb); "+rateHelp+". Default: not shaped.")
+	fs.Var(new(sizeValue), FlagIngressBurst, "ingress: bucket depth; "+sizeHelp+". Required with --qdisc-ingress-rate; at least the NIC's MTU plus header.")
+	fs.Var(new(sizeValue), FlagIngressLimit, "ingress: most bytes queued; "+sizeHelp+". Default: 1000 full-size packets. Excludes --qdisc-ingress-latency.")
+	fs.Duration(FlagIngressLatency, 0, "ingress: most time a received packet may wait, e.g. 25ms. Excludes --qdisc-ingress-limit.")
 }
 
 // Owns reports whether name (without dashes) is a flag RegisterQDiscFlags
 // registers: a runtime hands annotations for these to ApplyAnnotations and
 // applies the others by its own rules.
 func Owns(name string) bool {
-	switch name {
-	case FlagQDisc, FlagTBFLatency:
+	if name == FlagQDisc {
 		return true
 	}
-	_, ok := ceilingKnobs[name]
-	return ok
+	_, ceiling := ceilingKnobs[name]
+	_, duration := durationKnobs[name]
+	return ceiling || duration
 }
 
 // Args returns the flags that give c's qdisc values to a FlagSet on which
@@ -223,6 +255,17 @@ func (c *Config) Args() []string {
 	if c.TBFLatency != 0 {
 		args = append(args, fmt.Sprintf("--%s=%v", FlagTBFLatency, c.TBFLatency))
 	}
+	for _, f := range []struct {
+		name string
+		v    uint64
+	}{{FlagIngressRate, c.IngressRate}, {FlagIngressBurst, c.IngressBurst}, {FlagIngressLimit, c.IngressLimit}} {
+		if f.v != 0 {
+			args = append(args, fmt.Sprintf("--%s=%d", f.name, f.v))
+		}
+	}
+	if c.IngressLatency != 0 {
+		args = append(args, fmt.Sprintf("--%s=%v", FlagIngressLatency, c.IngressLatency))
+	}
 	return args
 }
 
@@ -249,6 +292,10 @@ func NewFromFlags(fs *flag.FlagSet) (*Config, error) {
 		{FlagTBFMTU, func(v any) { c.TBFMTU = v.(uint64) }},
 		{FlagTBFLimit, func(v any) { c.TBFLimit = v.(uint64) }},
 		{FlagTBFLatency, func(v any) { c.TBFLatency = v.(time.Duration) }},
+		{FlagIngressRate, func(v any) { c.IngressRate = v.(uint64) }},
+		{FlagIngressBurst, func(v any) { c.IngressBurst = v.(uint64) }},
+		{FlagIngressLimit, func(v any) { c.IngressLimit = v.(uint64) }},
+		{FlagIngressLatency, func(v any) { c.IngressLatency = v.(time.Duration) }},
 		{FlagAllowFlagOverride, func(v any) { c.AllowFlagOverride = v.(bool) }},
 	} {
 		v, err := get(f.name)
@@ -295,7 +342,7 @@ func (c *Config) Validate() error {
 	for _, s := range []struct {
 		flag string
 		v    uint64
-	}{{FlagTBFBurst, c.TBFBurst}, {FlagTBFMTU, c.TBFMTU}, {FlagTBFLimit, c.TBFLimit}} {
+	}{{FlagTBFBurst, c.TBFBurst}, {FlagTBFMTU, c.TBFMTU}, {FlagTBFLimit, c.TBFLimit}, {FlagIngressBurst, c.IngressBurst}, {FlagIngressLimit, c.IngressLimit}} {
 		if s.v > math.MaxUint32 {
 			return fmt.Errorf("--%s=%d: at most %d bytes (4 GiB) can be configured", s.flag, s.v, uint64(math.MaxUint32))
 		}
@@ -312,6 +359,9 @@ func (c *Config) Validate() error {
 	case c.TBFPeakRate != 0 && c.TBFRate != 0 && c.TBFPeakRate <= c.TBFRate:
 		return fmt.Errorf("--%s=%s must be above --%s=%s", FlagTBFPeakRate, rate.FormatRate(c.TBFPeakRate), FlagTBFRate, rate.FormatRate(c.TBFRate))
 	}
+	if err := c.validateIngress(); err != nil {
+		return err
+	}
 	if c.QDisc == QDiscTBF {
 		if c.TBFRate == 0 {
 			return fmt.Errorf("--%s=tbf requires --%s (bytes/s, or with units such as 10mbit)", FlagQDisc, FlagTBFRate)
@@ -319,6 +369,21 @@ func (c *Config) Validate() error {
 		if c.TBFBurst == 0 {
 			return fmt.Errorf("--%s=tbf requires --%s (bytes, at least the NIC's MTU plus header, such as 1514)", FlagQDisc, FlagTBFBurst)
 		}
+	}
+	return nil
+}
+
+// validateIngress is Validate for the receive direction's flags.
+func (c *Config) validateIngress() error {
+	switch {
+	case c.IngressLatency < 0:
+		return fmt.Errorf("--%s=%v: latency must be positive", FlagIngressLatency, c.IngressLatency)
+	case c.IngressLimit != 0 && c.IngressLatency != 0:
+		return fmt.Errorf("--%s and --%s both bound the queue; give one of them", FlagIngressLimit, FlagIngressLatency)
+	case c.IngressRate == 0 && (c.IngressBurst != 0 || c.IngressLimit != 0 || c.IngressLatency != 0):
+		return fmt.Errorf("--%s, --%s and --%s shape the receive direction and need --%s (bytes/s, or with units such as 10mbit)", FlagIngressBurst, FlagIngressLimit, FlagIngressLatency, FlagIngressRate)
+	case c.IngressRate != 0 && c.IngressBurst == 0:
+		return fmt.Errorf("--%s requires --%s (bytes, at least the NIC's MTU plus header, such as 1514)", FlagIngressRate, FlagIngressBurst)
 	}
 	return nil
 }
@@ -332,11 +397,20 @@ type knob struct {
 }
 
 var ceilingKnobs = map[string]knob{
-	FlagTBFRate:     {rate.ParseRate, func(c *Config) *uint64 { return &c.TBFRate }, showRate},
-	FlagTBFBurst:    {rate.ParseSize, func(c *Config) *uint64 { return &c.TBFBurst }, showSize},
-	FlagTBFPeakRate: {rate.ParseRate, func(c *Config) *uint64 { return &c.TBFPeakRate }, showRate},
-	FlagTBFMTU:      {rate.ParseSize, func(c *Config) *uint64 { return &c.TBFMTU }, showSize},
-	FlagTBFLimit:    {rate.ParseSize, func(c *Config) *uint64 { return &c.TBFLimit }, showSize},
+	FlagTBFRate:      {rate.ParseRate, func(c *Config) *uint64 { return &c.TBFRate }, showRate},
+	FlagTBFBurst:     {rate.ParseSize, func(c *Config) *uint64 { return &c.TBFBurst }, showSize},
+	FlagTBFPeakRate:  {rate.ParseRate, func(c *Config) *uint64 { return &c.TBFPeakRate }, showRate},
+	FlagTBFMTU:       {rate.ParseSize, func(c *Config) *uint64 { return &c.TBFMTU }, showSize},
+	FlagTBFLimit:     {rate.ParseSize, func(c *Config) *uint64 { return &c.TBFLimit }, showSize},
+	FlagIngressRate:  {rate.ParseRate, func(c *Config) *uint64 { return &c.IngressRate }, showRate},
+	FlagIngressBurst: {rate.ParseSize, func(c *Config) *uint64 { return &c.IngressBurst }, showSize},
+	FlagIngressLimit: {rate.ParseSize, func(c *Config) *uint64 { return &c.IngressLimit }, showSize},
+}
+
+// durationKnobs are the annotation-settable latencies.
+var durationKnobs = map[string]func(*Config) *time.Duration{
+	FlagTBFLatency:     func(c *Config) *time.Duration { return &c.TBFLatency },
+	FlagIngressLatency: func(c *Config) *time.Duration { return &c.IngressLatency },
 }
 
 func showRate(v uint64) string { return fmt.Sprintf("%d bytes/s (%s)", v, rate.FormatRate(v)) }
@@ -353,7 +427,7 @@ func (c *Config) ApplyAnnotations(annotations map[string]string) error {
 	next := *c
 	keys := make([]string, 0, len(annotations))
 	for k := range annotations {
-		if strings.HasPrefix(k, AnnotationPrefix) {
+		if strings.HasPrefix(k, AnnotationPrefix) || k == AnnotationKubeEgress || k == AnnotationKubeIngress {
 			keys = append(keys, k)
 		}
 	}
@@ -365,6 +439,17 @@ func (c *Config) ApplyAnnotations(annotations map[string]string) error {
 			return fmt.Errorf("annotation %s=%q: %s", key, value, fmt.Sprintf(format, args...))
 		}
 		override := fmt.Sprintf("requires the runtime flag --%s", FlagAllowFlagOverride)
+		if key == AnnotationKubeEgress || key == AnnotationKubeIngress {
+			r, err := ParseKubeBandwidth(value)
+			if err == nil {
+				err = next.applyKube(op, key, r)
+			}
+			if err != nil {
+				return refuse("%v", err)
+			}
+			applied = append(applied, key)
+			continue
+		}
 		switch name {
 		case FlagAllowFlagOverride:
 			return refuse("--%s is the operator's and cannot be set by an annotation", FlagAllowFlagOverride)
@@ -377,15 +462,16 @@ func (c *Config) ApplyAnnotations(annotations map[string]string) error {
 				return refuse("only tbf, which can only tighten shaping, may be selected; qdisc=%s %s", q, override)
 			}
 			next.QDisc = q
-		case FlagTBFLatency:
+		case FlagTBFLatency, FlagIngressLatency:
 			d, err := time.ParseDuration(value)
 			if err != nil || d <= 0 {
 				return refuse("want a positive duration such as 50ms")
 			}
-			if !op.AllowFlagOverride && op.TBFLatency != 0 && d > op.TBFLatency {
-				return refuse("exceeds the operator's ceiling --%s=%v; raising it %s", FlagTBFLatency, op.TBFLatency, override)
+			field := durationKnobs[name]
+			if ceiling := *field(op); !op.AllowFlagOverride && ceiling != 0 && d > ceiling {
+				return refuse("exceeds the operator's ceiling --%s=%v; raising it %s", name, ceiling, override)
 			}
-			next.TBFLatency = d
+			*field(&next) = d
 		default:
 			k, ok := ceilingKnobs[name]
 			if !ok {
@@ -449,18 +535,67 @@ func (c *Config) NewQueueingDiscipline(lower stack.LinkEndpoint, clock tcpip.Clo
 	return q, nil
 }
 
+// NewIngress wraps child in the receive-direction shaper the Config
+// describes (package ingress), for a runtime to use as the NIC's link
+// endpoint in place of child; it returns nil when the receive direction is
+// not shaped. An error names the flag to change.
+func (c *Config) NewIngress(child stack.LinkEndpoint, clock tcpip.Clock) (*ingress.Endpoint, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	if c.IngressRate == 0 {
+		return nil, nil
+	}
+	e, err := ingress.New(child, clock, c.IngressConfig())
+	if err != nil {
+		var ce *tbf.ConfigError
+		if errors.As(err, &ce) {
+			return nil, fmt.Errorf("--%s: %s", ingressFlags[ce.Field], ce.Msg)
+		}
+		return nil, err
+	}
+	return e, nil
+}
+
+// IngressConfig returns the receive-direction tbf.Config the flags
+// describe, with one queue per GOMAXPROCS. Validate first.
+func (c *Config) IngressConfig() tbf.Config {
+	return tbf.Config{
+		Rate:    c.IngressRate,
+		Burst:   uint32(c.IngressBurst),
+		Limit:   uint32(c.IngressLimit),
+		Latency: c.IngressLatency,
+		Queues:  min(runtime.GOMAXPROCS(0), tbf.MaxQueues),
+	}
+}
+
+// ingressFlags maps tbf.ConfigError fields to the ingress flags.
+var ingressFlags = map[string]string{
+	"rate":     FlagIngressRate,
+	"burst":    FlagIngressBurst,
+	"limit":    FlagIngressLimit,
+	"latency":  FlagIngressLatency,
+	"queues":   FlagIngressRate,
+	"overhead": FlagIngressBurst,
+}
+
 // Warnings returns what the operator should know about a valid Config
 // that works but cannot be held as precisely as asked: for tbf, a burst
 // shorter than the platform's timer lateness (tbf.Config.CheckPrecision),
 // naming the flag to change.
 func (c *Config) Warnings() []string {
-	if c.QDisc != QDiscTBF {
-		return nil
+	var w []string
+	if c.QDisc == QDiscTBF {
+		if err := c.TBFConfig().CheckPrecision(); err != nil {
+			w = append(w, fmt.Sprintf("--%s: %v", FlagTBFBurst, err))
+		}
 	}
-	if err := c.TBFConfig().CheckPrecision(); err != nil {
-		return []string{fmt.Sprintf("--%s: %v", FlagTBFBurst, err)}
+	if c.IngressRate != 0 {
+		if err := c.IngressConfig().CheckPrecision(); err != nil {
+			w = append(w, fmt.Sprintf("--%s: %v", FlagIngressBurst, err))
+		}
 	}
-	return nil
+	return w
 }
 
 // TBFConfig returns the tbf.Config the flags describe, with one queue per

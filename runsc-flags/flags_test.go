@@ -47,6 +47,10 @@ func TestFlags(t *testing.T) {
 		{"limit and override", []string{"--qdisc=tbf", "--qdisc-tbf-rate=1gbit", "--qdisc-tbf-burst=1mb", "--qdisc-tbf-limit=4mb", "--allow-flag-override"},
 			Config{QDisc: QDiscTBF, TBFRate: 125_000_000, TBFBurst: 1 << 20, TBFLimit: 4 << 20, AllowFlagOverride: true}},
 		{"ceilings prepared for pods that pick tbf", []string{"--qdisc-tbf-rate=10mbit"}, Config{QDisc: QDiscFIFO, TBFRate: 1_250_000}},
+		{"ingress", []string{"--qdisc-ingress-rate=100mbit", "--qdisc-ingress-burst=125kb", "--qdisc-ingress-latency=25ms"},
+			Config{QDisc: QDiscFIFO, IngressRate: 12_500_000, IngressBurst: 128_000, IngressLatency: 25 * time.Millisecond}},
+		{"ingress limit beside tbf", []string{"--qdisc=tbf", "--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500", "--qdisc-ingress-rate=1250000", "--qdisc-ingress-burst=3028", "--qdisc-ingress-limit=1mb"},
+			Config{QDisc: QDiscTBF, TBFRate: 1_250_000, TBFBurst: 12500, IngressRate: 1_250_000, IngressBurst: 3028, IngressLimit: 1 << 20}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := parse(t, tc.args...)
@@ -79,6 +83,12 @@ func TestFlagErrors(t *testing.T) {
 		{"burst past 32 bits", []string{"--qdisc-tbf-burst=5gb"}, []string{"--qdisc-tbf-burst", "4 GiB"}},
 		{"limit past 32 bits", []string{"--qdisc-tbf-limit=4294967296"}, []string{"--qdisc-tbf-limit"}},
 		{"mtu past 32 bits", []string{"--qdisc-tbf-peakrate=1gbit", "--qdisc-tbf-mtu=8gb"}, []string{"--qdisc-tbf-mtu"}},
+		{"ingress rate unit", []string{"--qdisc-ingress-rate=fast"}, []string{"qdisc-ingress-rate", `"fast"`}},
+		{"ingress rate without burst", []string{"--qdisc-ingress-rate=10mbit"}, []string{"--qdisc-ingress-rate", "requires --qdisc-ingress-burst"}},
+		{"ingress burst without rate", []string{"--qdisc-ingress-burst=12500"}, []string{"need --qdisc-ingress-rate"}},
+		{"ingress limit and latency", []string{"--qdisc-ingress-rate=10mbit", "--qdisc-ingress-burst=12500", "--qdisc-ingress-limit=100kb", "--qdisc-ingress-latency=50ms"}, []string{"--qdisc-ingress-limit", "--qdisc-ingress-latency"}},
+		{"ingress negative latency", []string{"--qdisc-ingress-rate=10mbit", "--qdisc-ingress-burst=12500", "--qdisc-ingress-latency=-1ms"}, []string{"--qdisc-ingress-latency", "positive"}},
+		{"ingress burst past 32 bits", []string{"--qdisc-ingress-rate=10mbit", "--qdisc-ingress-burst=5gb"}, []string{"--qdisc-ingress-burst", "4 GiB"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := parse(t, tc.args...)
@@ -106,6 +116,7 @@ func TestHelpSaysUnits(t *testing.T) {
 	for name, unit := range map[string]string{
 		FlagTBFRate: "mbit", FlagTBFBurst: "kb", FlagTBFPeakRate: "bytes/s", FlagTBFMTU: "bytes",
 		FlagTBFLimit: "bytes", FlagTBFLatency: "50ms", FlagQDisc: "none, fifo or tbf",
+		FlagIngressRate: "mbit", FlagIngressBurst: "kb", FlagIngressLimit: "bytes", FlagIngressLatency: "25ms",
 	} {
 		if u := fs.Lookup(name).Usage; !strings.Contains(u, unit) {
 			t.Errorf("--%s help %q does not say %q", name, u, unit)

@@ -34,7 +34,34 @@ func randomOperator(rng *rand.Rand) []string {
 	case 1:
 		args = append(args, fmt.Sprintf("--qdisc-tbf-latency=%dms", 1+rng.Intn(1000)))
 	}
+	if rng.Intn(2) == 0 {
+		args = append(args, fmt.Sprintf("--qdisc-ingress-rate=%d", uint64(1+rng.Intn(1000))*125_000), fmt.Sprintf("--qdisc-ingress-burst=%d", 1514+rng.Intn(1<<20)))
+		switch rng.Intn(3) {
+		case 0:
+			args = append(args, fmt.Sprintf("--qdisc-ingress-limit=%d", 1514+rng.Intn(1<<22)))
+		case 1:
+			args = append(args, fmt.Sprintf("--qdisc-ingress-latency=%dms", 1+rng.Intn(1000)))
+		}
+	}
 	return args
+}
+
+// randomKube is a Kubernetes bandwidth near ceiling (bytes/s): below,
+// equal, above, or not a quantity.
+func randomKube(rng *rand.Rand, ceiling uint64) string {
+	if ceiling == 0 {
+		ceiling = uint64(1+rng.Intn(1000)) * 125_000
+	}
+	switch rng.Intn(5) {
+	case 0:
+		return "garbage"
+	case 1:
+		return fmt.Sprint(ceiling * 8)
+	case 2:
+		return fmt.Sprintf("%dk", ceiling*8/1000+1)
+	default:
+		return fmt.Sprint(1000 + rng.Uint64()%(ceiling*8))
+	}
 }
 
 // randomValue is a value near ceiling: below, equal, above, zero, or text
@@ -69,16 +96,26 @@ func randomValue(rng *rand.Rand, ceiling uint64, isRate bool) string {
 
 func randomAnnotations(rng *rand.Rand, op *Config) map[string]string {
 	m := map[string]string{}
-	for _, name := range []string{FlagQDisc, FlagTBFRate, FlagTBFBurst, FlagTBFPeakRate, FlagTBFMTU, FlagTBFLimit, FlagTBFLatency, FlagAllowFlagOverride, "debug"} {
-		if rng.Intn(3) != 0 {
+	for _, key := range []string{AnnotationKubeEgress, AnnotationKubeIngress} {
+		if rng.Intn(6) == 0 {
+			ceiling := op.TBFRate
+			if key == AnnotationKubeIngress {
+				ceiling = op.IngressRate
+			}
+			m[key] = randomKube(rng, ceiling)
+		}
+	}
+	for _, name := range []string{FlagQDisc, FlagTBFRate, FlagTBFBurst, FlagTBFPeakRate, FlagTBFMTU, FlagTBFLimit, FlagTBFLatency,
+		FlagIngressRate, FlagIngressBurst, FlagIngressLimit, FlagIngressLatency, FlagAllowFlagOverride, "debug"} {
+		if rng.Intn(5) != 0 {
 			continue
 		}
 		var v string
 		switch name {
 		case FlagQDisc:
 			v = []string{"none", "fifo", "tbf", "tbf", "tbf", "red"}[rng.Intn(6)]
-		case FlagTBFLatency:
-			c := op.TBFLatency
+		case FlagTBFLatency, FlagIngressLatency:
+			c := *durationKnobs[name](op)
 			if c == 0 {
 				c = 100 * time.Millisecond
 			}
@@ -89,7 +126,7 @@ func randomAnnotations(rng *rand.Rand, op *Config) map[string]string {
 			v = "true"
 		default:
 			k := ceilingKnobs[name]
-			v = randomValue(rng, *k.field(op), name == FlagTBFRate || name == FlagTBFPeakRate)
+			v = randomValue(rng, *k.field(op), name == FlagTBFRate || name == FlagTBFPeakRate || name == FlagIngressRate)
 		}
 		m[AnnotationPrefix+name] = v
 	}
@@ -142,8 +179,12 @@ func TestPolicyProperty(t *testing.T) {
 			if *got.snapshot() != *op {
 				t.Fatalf("operator %q, annotations %v refused (%s) but the Config changed: %+v", args, set, firstErr, *got)
 			}
-			if !strings.Contains(firstErr, AnnotationPrefix) {
-				t.Fatalf("refusal %q does not name the annotation", firstErr)
+			named := false
+			for k := range set {
+				named = named || strings.HasPrefix(firstErr, "annotation "+k+"=") || strings.Contains(firstErr, k)
+			}
+			if !named {
+				t.Fatalf("refusal %q does not name an annotation of %v", firstErr, set)
 			}
 			continue
 		}
@@ -157,13 +198,26 @@ func TestPolicyProperty(t *testing.T) {
 		if _, ok := set[AnnotationPrefix+FlagQDisc]; ok && got.QDisc != QDiscTBF {
 			t.Fatalf("annotations %v selected %v", set, got.QDisc)
 		}
+		if _, ok := set[AnnotationKubeEgress]; ok && got.QDisc != QDiscTBF {
+			t.Fatalf("annotations %v: egress bandwidth without tbf", set)
+		}
+		if _, ok := set[AnnotationKubeIngress]; ok && got.IngressRate == 0 {
+			t.Fatalf("annotations %v: ingress bandwidth without an ingress shaper", set)
+		}
 		for name, k := range ceilingKnobs {
 			if ceiling, v := *k.field(op), *k.field(got); ceiling != 0 && (v > ceiling || v == 0) {
 				t.Fatalf("operator %q, annotations %v: --%s went from %d to %d", args, set, name, ceiling, v)
 			}
 		}
-		if op.TBFLatency != 0 && (got.TBFLatency > op.TBFLatency || got.TBFLatency == 0) {
-			t.Fatalf("operator %q, annotations %v: latency went from %v to %v", args, set, op.TBFLatency, got.TBFLatency)
+		for name, field := range durationKnobs {
+			if ceiling, v := *field(op), *field(got); ceiling != 0 && v > ceiling {
+				t.Fatalf("operator %q, annotations %v: --%s went from %v to %v", args, set, name, ceiling, v)
+			}
+		}
+		// A latency bound may become a limit no larger than what it held
+		// (a Kubernetes annotation under an operator's limit), never go.
+		if op.TBFLatency != 0 && got.TBFLatency == 0 && got.TBFLimit == 0 {
+			t.Fatalf("operator %q, annotations %v: latency unset", args, set)
 		}
 		if err := got.Validate(); err != nil {
 			t.Fatalf("accepted annotations %v give an invalid Config: %v", set, err)

@@ -1,0 +1,128 @@
+package runscflags
+
+import (
+	"fmt"
+	"math"
+	"math/big"
+	"strings"
+	"time"
+)
+
+// Kubernetes' pod bandwidth annotations, in bits per second as Kubernetes
+// quantities ("10M", "1G", "500k"). Kubelet hands them to the CNI bandwidth
+// plugin; a runtime that passes pod annotations into the OCI spec
+// (containerd's pod_annotations, CRI-O's allowed_annotations) hands them
+// to ApplyAnnotations, which honours them as requests to tighten shaping:
+// egress-bandwidth as the tbf's rate, ingress-bandwidth as the ingress
+// shaper's.
+const (
+	AnnotationKubeEgress  = "kubernetes.io/egress-bandwidth"
+	AnnotationKubeIngress = "kubernetes.io/ingress-bandwidth"
+)
+
+// KubeLatency bounds the queue a bandwidth annotation sets up: the CNI
+// bandwidth plugin's latency, limit = rate*latency + burst.
+const KubeLatency = 25 * time.Millisecond
+
+// The burst a bandwidth annotation sets up: 10 ms of the rate, and never
+// less than the largest packet a gVisor NIC passes with host GSO (64 KiB
+// plus the Ethernet header), so that it fits every NIC. Kubelet asks the
+// plugin for a burst of 2^31-1 bits (256 MiB): the first 256 MiB of every
+// transfer would pass unshaped.
+const (
+	kubeBurstTime = 10 * time.Millisecond
+	kubeMinBurst  = 65536 + 14
+)
+
+// Kubelet accepts bandwidths from 1 kbit/s to 1 Pbit/s; above 1 Tbit/s the
+// queue that 25 ms hold no longer fits the 4 GiB a limit can be.
+const (
+	kubeMinBits = 1_000
+	kubeMaxBits = 1_000_000_000_000
+)
+
+// kubeSuffixes are a Kubernetes quantity's multipliers.
+var kubeSuffixes = []struct {
+	suffix string
+	mul    *big.Rat
+}{
+	{"Ki", big.NewRat(1<<10, 1)}, {"Mi", big.NewRat(1<<20, 1)}, {"Gi", big.NewRat(1<<30, 1)},
+	{"Ti", big.NewRat(1<<40, 1)}, {"Pi", big.NewRat(1<<50, 1)}, {"Ei", big.NewRat(1<<60, 1)},
+	{"k", big.NewRat(1e3, 1)}, {"M", big.NewRat(1e6, 1)}, {"G", big.NewRat(1e9, 1)},
+	{"T", big.NewRat(1e12, 1)}, {"P", big.NewRat(1e15, 1)}, {"E", big.NewRat(1e18, 1)},
+	{"m", big.NewRat(1, 1e3)}, {"u", big.NewRat(1, 1e6)}, {"n", big.NewRat(1, 1e9)},
+}
+
+// ParseKubeBandwidth reads a Kubernetes quantity in bits per second ("10M",
+// "1.5G", "500k", "1Mi", "1e6") and returns it in bytes per second.
+func ParseKubeBandwidth(s string) (uint64, error) {
+	num, mul := s, big.NewRat(1, 1)
+	for _, k := range kubeSuffixes {
+		if strings.HasSuffix(s, k.suffix) {
+			num, mul = strings.TrimSuffix(s, k.suffix), k.mul
+			break
+		}
+	}
+	v, ok := new(big.Rat).SetString(num)
+	if num == "" || !ok || strings.ContainsAny(num, " /_") || strings.HasPrefix(num, "-") {
+		return 0, fmt.Errorf("%q is not a Kubernetes quantity in bits/s, such as 10M, 1G or 500k", s)
+	}
+	bits := v.Mul(v, mul)
+	if bits.Cmp(big.NewRat(kubeMinBits, 1)) < 0 || bits.Cmp(big.NewRat(kubeMaxBits, 1)) > 0 {
+		return 0, fmt.Errorf("%s bits/s is out of range; give 1k to 1T", bits.FloatString(0))
+	}
+	bytes, _ := new(big.Rat).Quo(bits, big.NewRat(8, 1)).Float64()
+	return uint64(math.Floor(bytes)), nil
+}
+
+// kubeBurst is the burst a bandwidth annotation of r bytes/s sets up.
+func kubeBurst(r uint64) uint64 {
+	return max(uint64(float64(r)*kubeBurstTime.Seconds()), kubeMinBurst)
+}
+
+// minSet is the smaller of a and b that is set (non-zero).
+func minSet[T uint64 | time.Duration](a, b T) T {
+	if a == 0 || (b != 0 && b < a) {
+		return b
+	}
+	return a
+}
+
+// kubeShaper is the fields of a Config one bandwidth annotation sets.
+type kubeShaper struct {
+	flag               string // the rate's flag, for errors
+	rate, burst, limit *uint64
+	latency            *time.Duration
+	ceiling            uint64 // the operator's rate, 0 if none
+}
+
+// applyKube applies a bandwidth annotation of r bytes/s to c: the rate
+// and burst become the smaller of theirs and the annotation's, the queue
+// is bounded by KubeLatency (or the limit in force, if smaller), and
+// egress selects tbf. A rate above the operator's is refused; with
+// --allow-flag-override the annotation's values are set as they are.
+func (c *Config) applyKube(op *Config, key string, r uint64) error {
+	var s kubeShaper
+	switch key {
+	case AnnotationKubeEgress:
+		s = kubeShaper{FlagTBFRate, &c.TBFRate, &c.TBFBurst, &c.TBFLimit, &c.TBFLatency, op.TBFRate}
+		c.QDisc = QDiscTBF
+	case AnnotationKubeIngress:
+		s = kubeShaper{FlagIngressRate, &c.IngressRate, &c.IngressBurst, &c.IngressLimit, &c.IngressLatency, op.IngressRate}
+	}
+	if s.ceiling != 0 && r > s.ceiling && !op.AllowFlagOverride {
+		return fmt.Errorf("%s exceeds the operator's ceiling --%s=%s; raising it requires the runtime flag --%s", showRate(r), s.flag, showRate(s.ceiling), FlagAllowFlagOverride)
+	}
+	if op.AllowFlagOverride { // as the annotation says, whatever is in force
+		*s.rate, *s.burst, *s.limit, *s.latency = r, kubeBurst(r), 0, KubeLatency
+		return nil
+	}
+	*s.rate = minSet(*s.rate, r)
+	*s.burst = minSet(*s.burst, kubeBurst(r))
+	if *s.limit != 0 {
+		*s.limit = min(*s.limit, uint64(float64(*s.rate)*KubeLatency.Seconds())+*s.burst)
+	} else {
+		*s.latency = minSet(*s.latency, KubeLatency)
+	}
+	return nil
+}
