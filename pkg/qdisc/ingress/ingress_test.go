@@ -226,10 +226,13 @@ func TestFlowsOverQueues(t *testing.T) {
 					pkt := udp(1000+f, seq)
 					e.DeliverNetworkPacket(header.IPv4ProtocolNumber, pkt)
 					pkt.DecRef()
+					qdisctest.WaitQuiescent(t, e)
 				}
 			}
-			clock.Advance(10 * time.Second)
-			qdisctest.WaitQuiescent(t, e)
+			for e.Stats().BacklogPackets > 0 {
+				clock.Advance(time.Second)
+				qdisctest.WaitQuiescent(t, e)
+			}
 			r.mu.Lock()
 			got := r.got
 			r.mu.Unlock()
