@@ -141,6 +141,8 @@ func New() (*Lab, error) {
 		{"ip", "netns", "exec", l.NSP, "ip", "link", "set", l.VethP2, "up"},
 		{"ip", "netns", "exec", l.NSP, "ip", "link", "set", "lo", "up"},
 		{"ip", "netns", "exec", l.NSP, "ethtool", "-K", l.VethP1, "tso", "off", "gso", "off"},
+		// And the kernel receiver the same frames, for the ingress control.
+		{"ip", "netns", "exec", l.NSP, "ethtool", "-K", l.VethP2, "tso", "off", "gso", "off"},
 		// nsK: the kernel sender.
 		{"ip", "netns", "exec", l.NSK, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"},
 		{"ip", "netns", "exec", l.NSK, "ip", "addr", "add", KernelAddr + "/24", "dev", l.VethK},

@@ -32,10 +32,12 @@ type Options struct {
 	SendBuffer int
 }
 
-// Result is one measurement, read at the peer.
+// Result is one measurement.
 type Result struct {
-	// WireBps is the L2 bytes per second the peer's veth received in the
-	// window (its rx_bytes).
+	// WireBps is the L2 bytes per second counted in the window: in the
+	// send direction what the peer's veth received (its rx_bytes), in the
+	// receive direction what the shaper let through to the receiver (the
+	// netstack's NIC counters, or the ifb device's tx_bytes).
 	WireBps float64
 	// IdleRTT is the median of 5 pings before the load.
 	IdleRTT time.Duration
@@ -45,8 +47,9 @@ type Result struct {
 	PingsSent int
 	// SentBytes is what the senders wrote (netstack runs only).
 	SentBytes uint64
-	// WireBytes is what the peer's veth received in the window, and CPU
-	// the sender's CPU time meanwhile (sandbox runs only: its cgroup).
+	// WireBytes is what WireBps counts over the window, and CPU the
+	// shaping side's CPU time meanwhile (a sandbox's cgroup, or this
+	// process for the netstack's receive direction).
 	WireBytes uint64
 	CPU       time.Duration
 }
@@ -98,9 +101,14 @@ func ping(ns, addr string, count int, interval time.Duration) ([]time.Duration, 
 	return rtts, sent, nil
 }
 
-// window measures rx_bytes of dev in ns over o.Window, pinging target
+// rxBytes counts the L2 bytes dev in ns has received (its rx_bytes).
+func rxBytes(ns, dev string) func() (uint64, error) {
+	return func() (uint64, error) { return RxBytes(ns, dev) }
+}
+
+// window measures what bytes counts over o.Window, pinging target from ns
 // meanwhile, after o.Warmup; with cpu, the sender's CPU time too.
-func window(o Options, ns, dev, target string, r *Result, cpu func() (time.Duration, error)) (err error) {
+func window(o Options, ns, target string, bytes func() (uint64, error), r *Result, cpu func() (time.Duration, error)) (err error) {
 	time.Sleep(o.Warmup)
 	var wg sync.WaitGroup
 	var perr error
@@ -124,13 +132,13 @@ func window(o Options, ns, dev, target string, r *Result, cpu func() (time.Durat
 			return err
 		}
 	}
-	b0, err := RxBytes(ns, dev)
+	b0, err := bytes()
 	if err != nil {
 		return err
 	}
 	t0 := time.Now()
 	time.Sleep(o.Window)
-	b1, err := RxBytes(ns, dev)
+	b1, err := bytes()
 	if err != nil {
 		return err
 	}
@@ -175,9 +183,12 @@ func (l *Lab) startIperfServer() (stop func(), err error) {
 // iperfArgs is the iperf client's command line: o.Streams streams to addr
 // for the warm-up, the window and 2 s more, each with an o.SendBuffer
 // socket buffer (-w) if set.
-func iperfArgs(addr string, o Options) []string {
+func iperfArgs(addr string, o Options) []string { return iperfArgsPort(addr, iperfPort, o) }
+
+// iperfArgsPort is iperfArgs to another port than iperf's own.
+func iperfArgsPort(addr string, port int, o Options) []string {
 	secs := int((o.Warmup + o.Window).Seconds()) + 2
-	args := []string{"iperf", "-c", addr, "-p", fmt.Sprint(iperfPort), "-P", fmt.Sprint(o.Streams), "-t", fmt.Sprint(secs)}
+	args := []string{"iperf", "-c", addr, "-p", fmt.Sprint(port), "-P", fmt.Sprint(o.Streams), "-t", fmt.Sprint(secs)}
 	if o.SendBuffer > 0 {
 		args = append(args, "-w", fmt.Sprint(o.SendBuffer))
 	}
@@ -235,7 +246,7 @@ func (l *Lab) MeasureNetstack(mk MakeQDisc, o Options) (Result, error) {
 			senders[i].Run(conn, 0, &stop)
 		}()
 	}
-	err = window(o, l.NSP, l.VethP1, NetstackAddr, &r, nil)
+	err = window(o, l.NSP, NetstackAddr, rxBytes(l.NSP, l.VethP1), &r, nil)
 	// Stop now: a sender blocked in Write would otherwise wait for TCP to
 	// drain its buffer through the shaper, seconds behind a full queue,
 	// and longer still while it recovers from tail drops.
@@ -272,7 +283,7 @@ func (l *Lab) MeasureKernel(rate, burst uint64, latency time.Duration, o Options
 		return r, err
 	}
 	defer cli.Process.Kill()
-	return r, window(o, l.NSP, l.VethP2, KernelAddr, &r, nil)
+	return r, window(o, l.NSP, KernelAddr, rxBytes(l.NSP, l.VethP2), &r, nil)
 }
 
 // Integrity sends size bytes from the netstack, through the qdisc mk

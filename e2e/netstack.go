@@ -4,14 +4,17 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"hash"
+	"io"
 	"net"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
 	"gvisor.dev/gvisor/pkg/tcpip/link/fdbased"
 	"gvisor.dev/gvisor/pkg/tcpip/network/arp"
 	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
@@ -74,7 +77,11 @@ func htons(v uint16) uint16 { return v<<8 | v>>8 }
 
 // StartNetstack starts the netstack on vethN at NetstackAddr, with the qdisc
 // mk builds on its NIC.
-func (l *Lab) StartNetstack(mk MakeQDisc) (*Netstack, error) {
+func (l *Lab) StartNetstack(mk MakeQDisc) (*Netstack, error) { return l.StartNetstackOn(mk, nil) }
+
+// StartNetstackOn is StartNetstack with the link endpoint wrapped by wrap
+// (if not nil), as a runtime wraps it in the receive-direction shaper.
+func (l *Lab) StartNetstackOn(mk MakeQDisc, wrap WrapLink) (*Netstack, error) {
 	fd, mac, err := packetSocket(l.NSN, l.VethN)
 	if err != nil {
 		return nil, err
@@ -98,14 +105,27 @@ func (l *Lab) StartNetstack(mk MakeQDisc) (*Netstack, error) {
 	sack := tcpip.TCPSACKEnabled(true)
 	s.SetTransportProtocolOption(tcp.ProtocolNumber, &sack)
 	n := &Netstack{Stack: s, fd: fd}
-	q, err := mk(ep, s.Clock())
+	var link stack.LinkEndpoint = ep
+	if wrap != nil {
+		if link, err = wrap(ep, s.Clock()); err != nil {
+			s.Destroy()
+			unix.Close(fd)
+			return nil, err
+		}
+	}
+	q, err := mk(link, s.Clock())
 	if err != nil {
+		link.Close() // stops a wrapping shaper
 		s.Destroy()
 		unix.Close(fd)
 		return nil, err
 	}
 	n.QDisc = q
-	if err := s.CreateNICWithOptions(1, ep, stack.NICOptions{QDisc: q}); err != nil {
+	if err := s.CreateNICWithOptions(1, link, stack.NICOptions{QDisc: q}); err != nil {
+		if q != nil {
+			q.Close()
+		}
+		link.Close()
 		n.Close()
 		return nil, fmt.Errorf("CreateNIC: %s", err)
 	}
@@ -174,3 +194,59 @@ func (s *Sender) Run(conn net.Conn, limit uint64, stop *atomic.Bool) error {
 
 // Sum returns the SHA-256 of what was written, in hex.
 func (s *Sender) Sum() string { return fmt.Sprintf("%x", s.h.Sum(nil)) }
+
+// WrapLink wraps the netstack's link endpoint before its NIC is made: the
+// receive-direction shaper (runscflags.Config.NewIngress).
+type WrapLink func(link stack.LinkEndpoint, clock tcpip.Clock) (stack.LinkEndpoint, error)
+
+// RxWireBytes returns the L2 bytes the netstack's NIC has received: gVisor
+// counts the network-layer bytes, to which each packet's Ethernet header
+// is added.
+func (n *Netstack) RxWireBytes() (uint64, error) {
+	info, ok := n.Stack.NICInfo()[1]
+	if !ok {
+		return 0, fmt.Errorf("the netstack has no NIC 1")
+	}
+	rx := info.Stats.Rx
+	return rx.Bytes.Value() + header.EthernetMinimumSize*rx.Packets.Value(), nil
+}
+
+// Sink accepts TCP connections on port and discards what they send, until
+// the returned stop is called (which closes the listener and the
+// connections).
+func (n *Netstack) Sink(port uint16) (stop func(), err error) {
+	ln, err := gonet.ListenTCP(n.Stack, tcpip.FullAddress{NIC: 1, Port: port}, ipv4.ProtocolNumber)
+	if err != nil {
+		return nil, err
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				io.Copy(io.Discard, c)
+			}()
+		}
+	}()
+	return func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	}, nil
+}

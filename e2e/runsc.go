@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -315,6 +316,28 @@ func Alive(pid int) bool {
 	return true
 }
 
+// Metric returns the runsc_<name> metric of the sandbox, summed over its
+// label sets, as runsc export-metrics reads it (the sandbox must have been
+// started with --metric-server). A metric at 0 is left out of the export:
+// it reads as 0.
+func (s *Sandbox) Metric(name string) (uint64, error) {
+	out, err := exec.Command(s.runsc, "--root", s.root, "--metric-server="+metricServer, "export-metrics", s.id).CombinedOutput()
+	if err != nil {
+		return 0, fmt.Errorf("runsc export-metrics: %v: %s", err, out)
+	}
+	var sum uint64
+	for _, m := range regexp.MustCompile(`(?m)^runsc_`+regexp.QuoteMeta(name)+`(?:\{[^}]*\})? (\d+)`).FindAllStringSubmatch(string(out), -1) {
+		v, _ := strconv.ParseUint(m[1], 10, 64)
+		sum += v
+	}
+	return sum, nil
+}
+
+// metricServer is the --metric-server address sandboxes whose metrics a
+// test reads are started with: it makes runsc register the sandbox's
+// metrics; nothing needs to listen there.
+const metricServer = "127.0.0.1:9"
+
 // MeasureSandbox runs iperf in the sandbox with o.Streams bulk TCP streams
 // (each with an o.SendBuffer socket buffer, if set) to iperf on the peer's
 // kernel, and reads the peer: on-wire rate, pings, and the sandbox's CPU
@@ -335,7 +358,7 @@ func (l *Lab) MeasureSandbox(s *Sandbox, o Options) (Result, error) {
 		return r, err
 	}
 	defer cli.Process.Kill()
-	if err := window(o, l.NSP, l.VethP1, NetstackAddr, &r, s.CPU); err != nil {
+	if err := window(o, l.NSP, NetstackAddr, rxBytes(l.NSP, l.VethP1), &r, s.CPU); err != nil {
 		return r, err
 	}
 	if r.WireBytes == 0 {
