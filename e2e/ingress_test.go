@@ -33,7 +33,9 @@ func TestIngressAgainstTheKernel(t *testing.T) {
 			name string
 			run  func() (Result, error)
 		}{
-			{"netqdisc", func() (Result, error) { return l.MeasureNetstackIngress(cfg.NewQueueingDiscipline, IngressFrom(cfg), o) }},
+			{"netqdisc", func() (Result, error) {
+				return l.MeasureNetstackIngress(cfg.NewQueueingDiscipline, IngressFrom(cfg), o)
+			}},
 			{"kernel", func() (Result, error) { return l.MeasureKernelIngress(tc.rate, tc.burst, latency, o) }},
 		} {
 			t.Run(fmt.Sprintf("%dmbit/%s", tc.rate/mbit, who.name), func(t *testing.T) {

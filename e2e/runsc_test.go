@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/netqdisc/netqdisc/runsc-flags"
 )
 
 // runscRig is a Lab for real runsc sandboxes: the runsc runsc/build.sh
@@ -341,4 +343,64 @@ func TestRunscMetrics(t *testing.T) {
 	if values["sent_bytes"] < res.WireBytes {
 		t.Errorf("sent_bytes %d; the peer received %d bytes in the window alone", values["sent_bytes"], res.WireBytes)
 	}
+}
+
+// TestRunscIngress: runsc shapes what a sandbox receives, from its flags
+// or a Kubernetes bandwidth annotation in the spec: 4 iperf streams from
+// the peer's kernel to iperf in the sandbox, what the ingress shaper
+// delivered within [0.97, 1.01] of the rate; the boot log names the shaper
+// and ends with its tc -s statistics. A bandwidth annotation above the
+// operator's is refused before any sandbox runs.
+func TestRunscIngress(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		flags       []string
+		annotations map[string]string
+		rate        float64
+		log         string
+	}{
+		{"flags", []string{"--qdisc-ingress-rate=10mbit", "--qdisc-ingress-burst=12500", "--qdisc-ingress-latency=25ms", "--gso=false"}, nil, 10 * mbit,
+			"Enabling ingress shaping on \"" /* the NIC's name follows */},
+		{"Kubernetes annotation", nil, map[string]string{runscflags.AnnotationKubeIngress: "10M"}, 10 * mbit,
+			"ingress tbf rate 10Mbit burst 64Kb lat 25ms" /* tc rounds 65550 bytes so */},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRunscRig(t)
+			s := r.start(t, SandboxOptions{Flags: append(tc.flags, "--metric-server="+metricServer), Annotations: tc.annotations})
+			res, err := r.MeasureSandboxIngress(s, Options{Streams: 4, Warmup: warmup, Window: measureFor, PingInterval: 100 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ratio := res.WireBps / tc.rate
+			t.Logf("delivered %.4f of the rate; RTT idle %v, loaded p50 %v; %d/%d pings; sandbox CPU %.1f s/GB", ratio, res.IdleRTT, res.RTT(0.5), len(res.RTTs), res.PingsSent, res.CPUPerGB())
+			if ratio < 0.97 || ratio > 1.01 {
+				t.Errorf("delivered %.4f of the rate, want [0.97, 1.01]", ratio)
+			}
+			log := bootLog(t, s)
+			for _, want := range []string{tc.log, "ingress tbf rate 10Mbit"} {
+				if !strings.Contains(log, want) {
+					t.Errorf("boot log does not say %q", want)
+				}
+			}
+			if m := sentLine.FindString(log[strings.LastIndex(log, "ingress tbf"):]); m != "" {
+				t.Logf("tc -s: %s", m)
+			}
+		})
+	}
+	t.Run("Kubernetes annotation above the ceiling", func(t *testing.T) {
+		r := newRunscRig(t)
+		s, err := r.StartSandbox(SandboxOptions{Runsc: r.runsc, Flags: []string{"--qdisc-ingress-rate=10mbit", "--qdisc-ingress-burst=12500"}, Annotations: map[string]string{runscflags.AnnotationKubeIngress: "20M"}})
+		if err == nil {
+			s.Close()
+			t.Fatal("runsc run accepted an ingress bandwidth above the operator's")
+		}
+		for _, want := range []string{runscflags.AnnotationKubeIngress, "--qdisc-ingress-rate=1250000 bytes/s (10Mbit)"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("runsc's error does not say %q: %v", want, err)
+			}
+		}
+		if pids := (&Sandbox{lab: r.Lab}).Pids(); len(pids) != 0 {
+			t.Errorf("processes %v run in the sandbox's namespace", pids)
+		}
+	})
 }
