@@ -3,8 +3,8 @@ package e2e
 import (
 	"fmt"
 	"strconv"
+	"os"
 	"strings"
-	"syscall"
 	"time"
 
 	"gvisor.dev/gvisor/pkg/tcpip"
@@ -38,7 +38,7 @@ func IngressFrom(cfg *runscflags.Config) WrapLink {
 // MeasureNetstackIngress runs the netstack with its link wrapped by wrap
 // and the qdisc mk builds, has iperf on the peer send o.Streams bulk TCP
 // streams to it, and counts what the netstack's NIC received, in L2
-// bytes, with this process's CPU time over the window.
+// bytes, with the machine's CPU time over the window (SystemCPU).
 func (l *Lab) MeasureNetstackIngress(mk MakeQDisc, wrap WrapLink, o Options) (Result, error) {
 	var r Result
 	n, err := l.StartNetstackOn(mk, wrap)
@@ -60,7 +60,7 @@ func (l *Lab) MeasureNetstackIngress(mk MakeQDisc, wrap WrapLink, o Options) (Re
 		return r, err
 	}
 	defer cli.Process.Kill()
-	if err := window(o, l.NSP, NetstackAddr, n.RxWireBytes, &r, processCPU); err != nil {
+	if err := window(o, l.NSP, NetstackAddr, n.RxWireBytes, &r, SystemCPU); err != nil {
 		return r, err
 	}
 	if r.WireBytes == 0 {
@@ -72,7 +72,8 @@ func (l *Lab) MeasureNetstackIngress(mk MakeQDisc, wrap WrapLink, o Options) (Re
 // MeasureKernelIngress shapes what the kernel sender's namespace receives
 // with Linux's ingress qdisc, mirred and an ifb with tbf (rate in bytes/s,
 // burst in bytes, latency), has iperf on the peer send o.Streams streams
-// to iperf's server there, and counts what the ifb passed.
+// to iperf's server there, and counts what the ifb passed, with the
+// machine's CPU time over the window (SystemCPU).
 func (l *Lab) MeasureKernelIngress(rate, burst uint64, latency time.Duration, o Options) (Result, error) {
 	var r Result
 	ifb := "nqi" + strings.TrimPrefix(l.VethK, "nqk")
@@ -111,7 +112,7 @@ func (l *Lab) MeasureKernelIngress(rate, burst uint64, latency time.Duration, o 
 		return r, err
 	}
 	defer cli.Process.Kill()
-	return r, window(o, l.NSP, KernelAddr, txBytes(l.NSK, ifb), &r, nil)
+	return r, window(o, l.NSP, KernelAddr, txBytes(l.NSK, ifb), &r, SystemCPU)
 }
 
 // txBytes counts the L2 bytes dev in ns has sent (its tx_bytes).
@@ -125,14 +126,36 @@ func txBytes(ns, dev string) func() (uint64, error) {
 	}
 }
 
-// processCPU is this process's CPU time, user and system.
-func processCPU() (time.Duration, error) {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+// SystemCPU is the CPU time the whole machine has spent since boot, out of
+// idle and I/O wait (/proc/stat): the receive direction's cost, shaped in
+// a userspace netstack or in the kernel's softirqs, counted alike (the
+// sender, iperf on the peer, in both).
+func SystemCPU() (time.Duration, error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
 		return 0, err
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 8 || f[0] != "cpu" {
+		return 0, fmt.Errorf("/proc/stat: unexpected first line %q", line)
+	}
+	var ticks uint64
+	for i, v := range f[1:] {
+		if i == 3 || i == 4 || i >= 8 { // idle, iowait; guest time is in user already
+			continue
+		}
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/stat: %v", err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / userHZ, nil
 }
+
+// userHZ is /proc/stat's ticks per second (USER_HZ, 100 on Linux).
+const userHZ = 100
 
 // MeasureSandboxIngress runs iperf's server in the sandbox, has iperf on
 // the peer send o.Streams streams to it, and counts what the sandbox's

@@ -47,9 +47,9 @@ type Result struct {
 	PingsSent int
 	// SentBytes is what the senders wrote (netstack runs only).
 	SentBytes uint64
-	// WireBytes is what WireBps counts over the window, and CPU the
-	// shaping side's CPU time meanwhile (a sandbox's cgroup, or this
-	// process for the netstack's receive direction).
+	// WireBytes is what WireBps counts over the window, and CPU the CPU
+	// time meanwhile: a sandbox's (its cgroup), or in the receive
+	// direction the whole machine's (SystemCPU).
 	WireBytes uint64
 	CPU       time.Duration
 }

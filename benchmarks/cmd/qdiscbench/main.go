@@ -38,7 +38,7 @@ func (a annotations) Set(s string) error {
 	if !ok || k == "" {
 		return fmt.Errorf("want key=value, such as %squdisc-tbf-rate=5mbit", runscflags.AnnotationPrefix)
 	}
-	if !strings.HasPrefix(k, runscflags.AnnotationPrefix) {
+	if !strings.HasPrefix(k, runscflags.AnnotationPrefix) && !strings.Contains(k, "/") { // kubernetes.io/... stays
 		k = runscflags.AnnotationPrefix + k
 	}
 	a[k] = v
@@ -59,7 +59,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	ann := annotations{}
-	fs.Var(ann, "annotation", "an OCI annotation key=value, applied as a runtime would (repeatable); the dev.gvisor.flag. prefix may be left out")
+	fs.Var(ann, "annotation", "an OCI annotation key=value, applied as a runtime would (repeatable); the dev.gvisor.flag. prefix may be left out; kubernetes.io/ingress-bandwidth and kubernetes.io/egress-bandwidth too")
 	streams := fs.Int("streams", 4, "bulk TCP streams")
 	duration := fs.Duration("duration", 10*time.Second, "how long to measure")
 	warmup := fs.Duration("warmup", time.Second, "how long to run before measuring")
@@ -74,6 +74,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	quiet := fs.Bool("quiet", false, "no live lines")
 	netns := fs.Bool("netns", false, "measure on a real veth against the Linux kernel in network namespaces the run makes and removes (root; needs ip, tc, iperf, ping, ethtool, socat); with --compare, beside the kernel's tbf and upstream's")
 	runscCmp := fs.Bool("runsc", false, "real runsc sandboxes side by side: upstream runsc and netqdisc's (runsc/build.sh and runsc/build.sh --upstream build them) with the same flags at 10 and 100 Mbit/s, bursts of 2 packets and 10 ms, and fifo; iperf from the sandbox to the kernel on a veth (root); about 2 minutes a round")
+	ingressRun := fs.Bool("ingress", false, "measure the receive direction on a real veth: the kernel peer sends to the netstack through netqdisc's ingress shaper (the --qdisc-ingress-* flags; default: 10 and 100 Mbit/s, burst 10 ms, latency 25 ms), beside Linux's ingress qdisc + ifb + tbf (root)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: qdiscbench [flags]\n\nShapes real TCP through a qdisc between two in-process gVisor netstacks.\n\n")
@@ -127,6 +128,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 			n = 2
 		}
 		return runRunsc(stdout, stderr, runscSettings(), n, *streams, max(*warmup, 2*time.Second), min(*duration, 5*time.Second))
+	}
+	if *ingressRun {
+		return runIngress(stdout, stderr, ingressSettings(cfg), max(*rounds, 1), *streams, max(*warmup, 2*time.Second), min(*duration, 5*time.Second))
 	}
 	if *netns {
 		// On a real veth: a warm-up of at least 2 s (TCP start and the first
