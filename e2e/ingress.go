@@ -2,8 +2,8 @@ package e2e
 
 import (
 	"fmt"
-	"strconv"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 

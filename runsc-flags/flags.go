@@ -526,13 +526,19 @@ func (c *Config) NewQueueingDiscipline(lower stack.LinkEndpoint, clock tcpip.Clo
 	}
 	q, err := tbf.New(lower, clock, c.TBFConfig())
 	if err != nil {
-		var ce *tbf.ConfigError
-		if errors.As(err, &ce) {
-			return nil, fmt.Errorf("--%s: %s", tbfFlags[ce.Field], ce.Msg)
-		}
-		return nil, err
+		return nil, flagError(err, tbfFlags)
 	}
 	return q, nil
+}
+
+// flagError names the flag, of those flags maps tbf.ConfigError fields
+// to, that a tbf.ConfigError is about.
+func flagError(err error, flags map[string]string) error {
+	var ce *tbf.ConfigError
+	if errors.As(err, &ce) {
+		return fmt.Errorf("--%s: %s", flags[ce.Field], ce.Msg)
+	}
+	return err
 }
 
 // NewIngress wraps child in the receive-direction shaper the Config
@@ -548,11 +554,7 @@ func (c *Config) NewIngress(child stack.LinkEndpoint, clock tcpip.Clock) (*ingre
 	}
 	e, err := ingress.New(child, clock, c.IngressConfig())
 	if err != nil {
-		var ce *tbf.ConfigError
-		if errors.As(err, &ce) {
-			return nil, fmt.Errorf("--%s: %s", ingressFlags[ce.Field], ce.Msg)
-		}
-		return nil, err
+		return nil, flagError(err, ingressFlags)
 	}
 	return e, nil
 }
