@@ -106,6 +106,10 @@ type Config struct {
 	// MaxPacketBytes, if not 0, is the largest packet the lane takes: a
 	// larger one is dropped (tbf's bucket could never pass it).
 	MaxPacketBytes uint32
+	// Queue, if not nil, is the lane's queue in place of its FIFO ring
+	// (see Queue); MaxPackets, MaxBytes and Budget then do not apply. A
+	// Group with a Queue has one lane.
+	Queue Queue
 	// Gate, if not nil, is asked before each packet leaves, and Clock gives
 	// it the time and runs the alarm the lane waits on.
 	Gate  Gate

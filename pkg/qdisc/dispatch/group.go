@@ -14,9 +14,12 @@ type Group struct {
 	wg    sync.WaitGroup
 }
 
-// Init makes n lanes (at least 1), each set up with cfg; with a Gate,
-// they share one Alarm.
+// Init makes n lanes (at least 1; exactly 1 with a Queue, which is one
+// qdisc), each set up with cfg; with a Gate, they share one Alarm.
 func (g *Group) Init(n int, cfg Config) {
+	if cfg.Queue != nil {
+		n = 1
+	}
 	g.Lanes = make([]Lane, max(n, 1))
 	lanes := make([]*Lane, len(g.Lanes))
 	for i := range g.Lanes {

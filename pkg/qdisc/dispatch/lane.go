@@ -21,6 +21,7 @@ type Lane struct {
 	maxPacket uint64
 	budget    *Budget
 	gate      Gate
+	queue     Queue
 	clock     tcpip.Clock
 	alarm     *Alarm
 
@@ -62,6 +63,12 @@ type Lane struct {
 	// is recent the lane is shaping (see shapingRecently).
 	// +checklocks:mu
 	lastWait int64
+	// With a Queue (see queue.go): headBooked says the gate has booked the
+	// head the queue handed over, for headDeparture.
+	// +checklocks:mu
+	headBooked bool
+	// +checklocks:mu
+	headDeparture int64
 	// bookSizes and bookDepartures carry a pass's bookings to the gate
 	// (kept here: arrays passed to an interface would escape to the heap).
 	// +checklocks:mu
@@ -116,6 +123,7 @@ func (l *Lane) Init(cfg Config) {
 	l.maxPacket = uint64(cfg.MaxPacketBytes)
 	l.budget = cfg.Budget
 	l.gate = cfg.Gate
+	l.queue = cfg.Queue
 	l.clock = cfg.Clock
 	l.alarm = cfg.alarm
 	if l.gate != nil && l.alarm == nil {
@@ -149,7 +157,11 @@ func (l *Lane) Enqueue(pkt *stack.PacketBuffer) tcpip.Error {
 		l.mu.Unlock()
 		return err
 	}
-	if l.gate != nil {
+	switch {
+	case l.queue != nil:
+		l.enqueueQueueLocked(pkt, size)
+		return nil
+	case l.gate != nil:
 		l.enqueueShapingLocked(pkt, size)
 		return nil
 	}
@@ -185,7 +197,8 @@ func (l *Lane) admitLocked(size uint64) tcpip.Error {
 	return &tcpip.ErrNoBufferSpace{}
 }
 
-// checkLocked is admitLocked's checks but the budget's.
+// checkLocked is admitLocked's checks but the budget's. (A Queue bounds
+// itself.)
 // +checklocks:l.mu
 func (l *Lane) checkLocked(size uint64) tcpip.Error {
 	if l.closed {
@@ -195,7 +208,7 @@ func (l *Lane) checkLocked(size uint64) tcpip.Error {
 		l.refused++
 		return &tcpip.ErrMessageTooLong{}
 	}
-	if !l.ring.HasSpace() || (l.maxBytes != 0 && l.ring.Bytes()+size > l.maxBytes) {
+	if l.queue == nil && (!l.ring.HasSpace() || (l.maxBytes != 0 && l.ring.Bytes()+size > l.maxBytes)) {
 		l.refused++ // under the lock already: no atomic on a contended path
 		return &tcpip.ErrNoBufferSpace{}
 	}
@@ -240,6 +253,10 @@ func (l *Lane) Quiescent() bool {
 func (l *Lane) Stats() qdisc.Stats {
 	l.mu.Lock()
 	backlogBytes, backlogPackets, refused := l.ring.Bytes(), uint64(l.ring.Len()), l.refused
+	if l.queue != nil {
+		n, b := l.queue.Len()
+		backlogBytes, backlogPackets, refused = b, uint64(n), refused+l.queue.Drops()
+	}
 	l.mu.Unlock()
 	return qdisc.Stats{
 		Bytes:          l.sentBytes.Load(),
@@ -249,6 +266,13 @@ func (l *Lane) Stats() qdisc.Stats {
 		BacklogBytes:   backlogBytes,
 		BacklogPackets: backlogPackets,
 	}
+}
+
+// Locked runs f under the lane's lock: to read its Queue's own counters.
+func (l *Lane) Locked(f func()) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	f()
 }
 
 // Lateness returns how late the lane's waits on the alarm ended: the time
@@ -274,7 +298,14 @@ func (l *Lane) loop() {
 
 // run runs a pass (see the package doc).
 func (l *Lane) run() {
-	if l.gate != nil {
+	switch {
+	case l.queue != nil && l.gate != nil:
+		l.runQueueShaping()
+		return
+	case l.queue != nil:
+		l.runQueue()
+		return
+	case l.gate != nil:
 		l.runShaping()
 		return
 	}
@@ -362,6 +393,9 @@ func (l *Lane) drain() {
 		l.alarm.leave()
 	}
 	dropped, bytes := l.ring.Purge()
+	if l.queue != nil {
+		dropped, bytes = l.queue.Purge()
+	}
 	if l.budget != nil {
 		l.budget.give(bytes + l.credit)
 		l.credit = 0

@@ -121,7 +121,7 @@ func (l *Lane) onAlarm(now int64) {
 // runInline runs a pass off the dispatcher (the lane having been made
 // running and inPass), then lets a waiting drain go on.
 func (l *Lane) runInline() {
-	l.runShaping()
+	l.run()
 	l.mu.Lock()
 	l.inPass = false
 	l.passDone.Broadcast()

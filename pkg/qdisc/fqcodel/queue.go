@@ -46,6 +46,8 @@ type entry struct {
 	len      uint32
 	mem      uint32
 	enqueued codel.Time
+	// at is the arrival in nanoseconds, for a parent's accounting.
+	at int64
 }
 
 // codel.Packet, for CoDel's decisions on a flow's head.
@@ -96,10 +98,10 @@ func (q *Queue) Config() Config { return q.cfg }
 // over the caller's reference. Past the packet or memory limit it drops
 // from the head of the fattest flow, up to half its backlog and DropBatch
 // packets; it reports how many packets that dropped.
-func (q *Queue) Enqueue(pkt *stack.PacketBuffer, size uint32, hash uint32, now codel.Time) (dropped int) {
+func (q *Queue) Enqueue(pkt *stack.PacketBuffer, size uint32, hash uint32, now int64) (dropped int) {
 	idx := int32((uint64(hash) * uint64(q.cfg.Flows)) >> 32)
 	f := &q.flows[idx]
-	e := entry{pkt: pkt, len: size, mem: uint32(pkt.MemSize()), enqueued: now}
+	e := entry{pkt: pkt, len: size, mem: uint32(pkt.MemSize()), enqueued: codel.TimeOf(now), at: now}
 	f.fifo.push(e)
 	f.backlog += size
 	q.backlog += uint64(size)
@@ -157,20 +159,26 @@ func (q *Queue) dropFattest() int {
 // round robin over the new flows, then the old, each flow's head passed
 // through CoDel (which may drop packets first). ok is false when nothing
 // is queued. The caller gets the queue's reference.
-func (q *Queue) Dequeue(now codel.Time) (pkt *stack.PacketBuffer, size uint32, ok bool) {
+func (q *Queue) Dequeue(now int64) (pkt *stack.PacketBuffer, size uint32, ok bool) {
+	e, ok := q.dequeue(codel.TimeOf(now))
+	return e.pkt, e.len, ok
+}
+
+// dequeue is Dequeue, returning the whole entry.
+func (q *Queue) dequeue(now codel.Time) (entry, bool) {
 	if q.hasPeeked {
 		e := q.peeked
 		q.hasPeeked = false
 		q.qlen--
 		q.backlog -= uint64(e.len)
-		return e.pkt, e.len, true
+		return e, true
 	}
 	for {
 		list := &q.newFlows
 		if list.empty() {
 			list = &q.oldFlows
 			if list.empty() {
-				return nil, 0, false
+				return entry{}, false
 			}
 		}
 		idx := list.head
@@ -193,28 +201,28 @@ func (q *Queue) Dequeue(now codel.Time) (pkt *stack.PacketBuffer, size uint32, o
 			continue
 		}
 		f.deficit -= int32(e.len)
-		return e.pkt, e.len, true
+		return e, true
 	}
 }
 
 // Peek is Dequeue for a parent that may not send the packet yet (Linux's
 // qdisc_peek_dequeued, as tbf uses it): the packet is taken off its flow,
 // through CoDel, at now, but stays counted in the queue, and the next
-// Dequeue returns it.
-func (q *Queue) Peek(now codel.Time) (pkt *stack.PacketBuffer, size uint32, ok bool) {
+// Dequeue returns it. arrived is when it was enqueued.
+func (q *Queue) Peek(now int64) (size uint32, arrived int64, ok bool) {
 	if !q.hasPeeked {
-		pkt, size, ok = q.Dequeue(now)
+		e, ok := q.dequeue(codel.TimeOf(now))
 		if !ok {
-			return nil, 0, false
+			return 0, 0, false
 		}
 		// Counted in the packets and bytes queued again, not in the
 		// memory (Linux's qdisc_peek_dequeued).
-		q.peeked = entry{pkt: pkt, len: size}
+		q.peeked = e
 		q.hasPeeked = true
 		q.qlen++
-		q.backlog += uint64(size)
+		q.backlog += uint64(e.len)
 	}
-	return q.peeked.pkt, q.peeked.len, true
+	return q.peeked.len, q.peeked.at, true
 }
 
 // flowCoDel is a flow as CoDel sees it: dequeuing from it updates the

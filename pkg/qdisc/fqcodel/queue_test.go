@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/netqdisc/netqdisc/pkg/qdisc/codel"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/fqcodel"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/qdisctest"
 )
@@ -69,7 +68,7 @@ func runConformance(t *testing.T, cfg fqcodel.Config, tr traffic, seed int64) {
 			size := uint32(64 + rng.Intn(1451))
 			pkt := qdisctest.MakePacket(int(size), hash, seq)
 			mem := uint32(pkt.MemSize())
-			got := q.Enqueue(pkt, size, hash, codel.TimeOf(now))
+			got := q.Enqueue(pkt, size, hash, now)
 			want := m.enqueue(mpkt{seq: seq, size: size, mem: mem}, hash, now)
 			if got != len(want) {
 				t.Fatalf("step %d: enqueue of packet %d dropped %d packets, Linux %d", step, seq, got, len(want))
@@ -81,13 +80,13 @@ func runConformance(t *testing.T, cfg fqcodel.Config, tr traffic, seed int64) {
 			var ok bool
 			var want *mpkt
 			if tr.peek && rng.Intn(2) == 0 {
-				p, _, o := q.Peek(codel.TimeOf(now))
+				_, _, o := q.Peek(now)
 				if ok = o; ok {
-					gotSeq = qdisctest.Seq(p)
+					gotSeq = q.PeekedSeq()
 				}
 				want, _ = m.peek(now)
 			} else {
-				p, _, o := q.Dequeue(codel.TimeOf(now))
+				p, _, o := q.Dequeue(now)
 				if ok = o; ok {
 					gotSeq, pkt = qdisctest.Seq(p), p
 				}

@@ -87,6 +87,7 @@ import (
 
 	"github.com/netqdisc/netqdisc/pkg/qdisc"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/dispatch"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/fqcodel"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/rate"
 )
 
@@ -157,6 +158,12 @@ type Config struct {
 	// MPU is the least a packet is charged, as tc's "overhead" and "mpu".
 	Overhead int32
 	MPU      uint32
+	// FQCoDel, if not nil, replaces the tbf's FIFO with fq_codel (as `tc
+	// qdisc add dev eth0 parent 1: fq_codel` under a tbf): the bucket
+	// charges each packet when fq_codel hands it over, and fq_codel's
+	// limits bound the queue, so Limit and Latency must be 0 and there is
+	// one queue.
+	FQCoDel *fqcodel.Config
 }
 
 // ConfigError says which setting of a Config is wrong and what to change.
@@ -177,6 +184,7 @@ func configErr(field, format string, args ...any) error {
 // Discipline is a token bucket filter qdisc.
 type Discipline struct {
 	cfg   Config // as given, with Limit filled in
+	child *fqcodel.Child
 	lanes dispatch.Group
 }
 
@@ -207,6 +215,13 @@ func NewTo(out stack.LinkWriter, link stack.LinkEndpoint, clock tcpip.Clock, cfg
 		return nil, err
 	}
 	d := &Discipline{cfg: cfg}
+	if cfg.FQCoDel != nil {
+		if d.child, err = fqcodel.NewChild(*cfg.FQCoDel, uint32(min(linkMaxOf(link), math.MaxUint32)), nil); err != nil {
+			return nil, err
+		}
+		c := d.child.Config()
+		d.cfg.FQCoDel = &c
+	}
 	g := newGate(cfg, int64(clock.NowMonotonic().Sub(tcpip.MonotonicTime{})))
 	slack := cfg.Slack
 	switch {
@@ -223,9 +238,12 @@ func NewTo(out stack.LinkWriter, link stack.LinkEndpoint, clock tcpip.Clock, cfg
 		Clock:          clock,
 		Slack:          slack,
 	}
-	if cfg.Queues > 1 {
+	switch {
+	case d.child != nil:
+		lanes.Queue = d.child
+	case cfg.Queues > 1:
 		lanes.Budget = dispatch.NewBudget(uint64(cfg.Limit)) // shared by the lanes
-	} else {
+	default:
 		lanes.MaxBytes = uint64(cfg.Limit) // the one lane's own: no atomic per packet
 	}
 	d.lanes.Init(cfg.Queues, lanes)
@@ -233,10 +251,13 @@ func NewTo(out stack.LinkWriter, link stack.LinkEndpoint, clock tcpip.Clock, cfg
 	return d, nil
 }
 
+// linkMaxOf is the link's MTU plus header: Linux's psched_mtu.
+func linkMaxOf(l stack.LinkEndpoint) uint64 { return uint64(l.MTU()) + uint64(l.MaxHeaderLength()) }
+
 // check validates cfg against lower and fills in its Limit. It returns the
 // largest packet the buckets can pass.
 func check(lower stack.LinkEndpoint, cfg Config) (Config, uint32, error) {
-	linkMax := uint64(lower.MTU()) + uint64(lower.MaxHeaderLength())
+	linkMax := linkMaxOf(lower)
 	what := fmt.Sprintf("the lower link's largest packet (MTU %d + %d header bytes)", lower.MTU(), lower.MaxHeaderLength())
 	if gso, ok := lower.(stack.GSOEndpoint); ok && gso.SupportedGSO() == stack.HostGSOSupported {
 		if g := uint64(gso.GSOMaxSize()) + uint64(lower.MaxHeaderLength()); g > linkMax {
@@ -263,6 +284,10 @@ func check(lower stack.LinkEndpoint, cfg Config) (Config, uint32, error) {
 		return cfg, 0, configErr("latency", "limit and latency both bound the queue; give one of them, not both")
 	case cfg.Latency < 0:
 		return cfg, 0, configErr("latency", "latency %v is negative; give a positive duration such as 50ms", cfg.Latency)
+	case cfg.FQCoDel != nil && (cfg.Limit != 0 || cfg.Latency != 0):
+		return cfg, 0, configErr("limit", "with fq_codel as the child, fq_codel's limits bound the queue; leave limit and latency unset")
+	case cfg.FQCoDel != nil && cfg.Queues > 1:
+		return cfg, 0, configErr("queues", "a tbf with fq_codel as its child has one queue (fq_codel spreads flows itself); leave queues unset")
 	case cfg.Queues < 0 || cfg.Queues > MaxQueues:
 		return cfg, 0, configErr("queues", "queues %d is out of range; give 1 to %d (0 means 1)", cfg.Queues, MaxQueues)
 	case cfg.Slack < NoSlack || cfg.Slack > time.Second:
@@ -292,6 +317,8 @@ func check(lower stack.LinkEndpoint, cfg Config) (Config, uint32, error) {
 			return cfg, 0, configErr("latency", "latency %v at rate %s allows a backlog of %d bytes, more than the %d a limit can hold; lower latency", cfg.Latency, rate.FormatRate(cfg.Rate), limit, uint32(math.MaxUint32))
 		}
 		cfg.Limit = uint32(limit)
+	case cfg.FQCoDel != nil:
+		return cfg, maxSize, nil // the child bounds the queue
 	case cfg.Limit == 0:
 		limit := DefaultLimitPackets * (uint64(lower.MTU()) + uint64(lower.MaxHeaderLength()))
 		cfg.Limit = uint32(min(max(limit, uint64(maxSize)), math.MaxUint32))
@@ -338,8 +365,19 @@ func (d *Discipline) Quiescent() bool { return d.lanes.Quiescent() }
 // Queues returns the number of queues.
 func (d *Discipline) Queues() int { return len(d.lanes.Lanes) }
 
-// Stats returns the qdisc's counters.
+// Stats returns the qdisc's counters (with a child, its drops and backlog
+// included).
 func (d *Discipline) Stats() qdisc.Stats { return d.lanes.Stats() }
+
+// ChildStats returns the fq_codel child's own counters; ok is false
+// without one.
+func (d *Discipline) ChildStats() (x fqcodel.XStats, ok bool) {
+	if d.child == nil {
+		return x, false
+	}
+	d.lanes.Lanes[0].Locked(func() { x = d.child.XStats() })
+	return x, true
+}
 
 // Config returns the configuration in force, with Limit computed.
 func (d *Discipline) Config() Config { return d.cfg }
@@ -353,9 +391,10 @@ func (d *Discipline) String() string {
 	if c.PeakRate != 0 {
 		fmt.Fprintf(&b, " peakrate %s minburst %s", rate.FormatRate(c.PeakRate), rate.FormatSize(uint64(c.MTU)))
 	}
-	if c.Latency != 0 {
+	switch {
+	case c.Latency != 0:
 		fmt.Fprintf(&b, " lat %v", c.Latency)
-	} else {
+	case c.Limit != 0:
 		fmt.Fprintf(&b, " limit %s", rate.FormatSize(uint64(c.Limit)))
 	}
 	if c.Overhead != 0 {
@@ -363,6 +402,9 @@ func (d *Discipline) String() string {
 	}
 	if c.MPU != 0 {
 		fmt.Fprintf(&b, " mpu %s", rate.FormatSize(uint64(c.MPU)))
+	}
+	if c.FQCoDel != nil {
+		fmt.Fprintf(&b, "; child %s", c.FQCoDel)
 	}
 	return b.String()
 }

@@ -48,9 +48,16 @@ type Lockstep struct {
 // NowNS reads c in nanoseconds.
 func NowNS(c tcpip.Clock) int64 { return int64(c.NowMonotonic().Sub(tcpip.MonotonicTime{})) }
 
+// Option changes a Lockstep's model.
+type Option func(*Model)
+
+// WithChildModel gives the model's tbf the child model (see
+// Model.WithChild), for a shaper whose tbf has a child.
+func WithChildModel(child ChildModel) Option { return func(m *Model) { m.WithChild(child) } }
+
 // NewLockstep makes the shaper mk builds with cfg (NoSlack) on a link of
 // linkMTU, and its model.
-func NewLockstep(t *testing.T, mk Make, cfg tbf.Config, linkMTU uint32) *Lockstep {
+func NewLockstep(t *testing.T, mk Make, cfg tbf.Config, linkMTU uint32, opts ...Option) *Lockstep {
 	t.Helper()
 	cfg.Slack = tbf.NoSlack
 	ls := &Lockstep{Clock: faketime.NewManualClock()}
@@ -59,6 +66,9 @@ func NewLockstep(t *testing.T, mk Make, cfg tbf.Config, linkMTU uint32) *Lockste
 	ls.S = mk(t, cfg, ls.Clock, ls.Link)
 	ls.Start = NowNS(ls.Clock)
 	ls.M = NewModel(cfg, ls.S.Limit(), ls.Start)
+	for _, o := range opts {
+		o(ls.M)
+	}
 	return ls
 }
 
@@ -102,9 +112,9 @@ func (ls *Lockstep) Run(t *testing.T, arrivals []Arrival, hash func(seq uint64) 
 // checks after every step that the shaper has sent exactly the packets the
 // model has, and at the end that it sent each at exactly the same instant,
 // its statistics, and the bucket's bounds.
-func RunConformance(t *testing.T, mk Make, cfg tbf.Config, linkMTU uint32, arrivals []Arrival) []qdisctest.Record {
+func RunConformance(t *testing.T, mk Make, cfg tbf.Config, linkMTU uint32, arrivals []Arrival, opts ...Option) []qdisctest.Record {
 	t.Helper()
-	ls := NewLockstep(t, mk, cfg, linkMTU)
+	ls := NewLockstep(t, mk, cfg, linkMTU, opts...)
 	link, s, m, start := ls.Link, ls.S, ls.M, ls.Start
 	ls.Run(t, arrivals, func(uint64) uint32 { return 0 }, func(next int64) {
 		if got := len(link.Records()); got != len(m.Sent) {
@@ -127,8 +137,8 @@ func RunConformance(t *testing.T, mk Make, cfg tbf.Config, linkMTU uint32, arriv
 	for _, p := range m.Sent {
 		bytes += uint64(p.Size)
 	}
-	if st.Packets != uint64(len(m.Sent)) || st.Bytes != bytes || st.Drops != uint64(m.Drops) || st.BacklogPackets != 0 || st.BacklogBytes != 0 {
-		t.Errorf("Stats %+v; want %d packets, %d bytes, %d drops, no backlog", st, len(m.Sent), bytes, m.Drops)
+	if st.Packets != uint64(len(m.Sent)) || st.Bytes != bytes || st.Drops != uint64(m.AllDrops()) || st.BacklogPackets != 0 || st.BacklogBytes != 0 {
+		t.Errorf("Stats %+v; want %d packets, %d bytes, %d drops, no backlog", st, len(m.Sent), bytes, m.AllDrops())
 	}
 	CheckBounds(t, cfg, recs)
 	return recs

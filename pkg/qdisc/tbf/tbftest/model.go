@@ -22,6 +22,8 @@ type Model struct {
 	tc, tokens, ptokens int64
 	queue               []Departure
 	backlog             uint64
+	// child, if not nil, is the tbf's child qdisc in place of its bfifo.
+	child ChildModel
 
 	// Watchdog is when the watchdog fires next, -1 when it is not armed.
 	Watchdog int64
@@ -29,6 +31,24 @@ type Model struct {
 	Sent  []Departure
 	Drops int
 }
+
+// ChildModel is a model of a tbf's child qdisc (Linux's
+// qdisc_peek_dequeued and qdisc_dequeue_peeked semantics).
+type ChildModel interface {
+	// Enqueue queues a packet at now and reports whether it was queued.
+	Enqueue(now int64, seq uint64, size uint32) bool
+	// Peek returns the packet that would leave next, decided at now, and
+	// keeps it for Dequeue.
+	Peek(now int64) (seq uint64, size uint32, ok bool)
+	// Dequeue removes the peeked packet.
+	Dequeue()
+	// Drops returns the packets the child has dropped.
+	Drops() int
+}
+
+// WithChild makes the model's tbf queue into child rather than its
+// bfifo, as `tc qdisc add ... parent 1: fq_codel` does.
+func (m *Model) WithChild(child ChildModel) { m.child = child }
 
 // Departure is a packet of the model's: its sequence number, size and, once
 // sent, when.
@@ -63,6 +83,11 @@ func NewModel(cfg tbf.Config, limit uint32, start int64) *Model {
 // Enqueue is tbf_enqueue (packets over max_size dropped, as tbf does for
 // non-GSO packets) followed by the dequeue run the kernel does after it.
 func (m *Model) Enqueue(now int64, seq uint64, size uint32) bool {
+	if m.child != nil && size <= m.maxSize {
+		ok := m.child.Enqueue(now, seq, size)
+		m.Dequeue(now)
+		return ok
+	}
 	if size > m.maxSize || m.backlog+uint64(size) > m.limit {
 		m.Drops++
 		m.Dequeue(now)
@@ -77,8 +102,11 @@ func (m *Model) Enqueue(now int64, seq uint64, size uint32) bool {
 // Dequeue calls tbf_dequeue until it returns nothing.
 func (m *Model) Dequeue(now int64) {
 	m.Watchdog = -1
-	for len(m.queue) > 0 {
-		p := m.queue[0]
+	for {
+		p, ok := m.head(now)
+		if !ok {
+			return
+		}
 		toks := min(now-m.tc, m.buffer)
 		var ptoks int64
 		if m.hasPeak {
@@ -95,8 +123,7 @@ func (m *Model) Dequeue(now int64) {
 		toks -= int64(m.rate.TimeNS(p.Size))
 		if (toks | ptoks) >= 0 {
 			m.tc, m.tokens, m.ptokens = now, toks, ptoks
-			m.queue = m.queue[1:]
-			m.backlog -= uint64(p.Size)
+			m.take()
 			p.At = now
 			m.Sent = append(m.Sent, p)
 			continue
@@ -104,4 +131,35 @@ func (m *Model) Dequeue(now int64) {
 		m.Watchdog = now + max(-toks, -ptoks)
 		return
 	}
+}
+
+// head is the packet tbf_dequeue looks at: the bfifo's head, or what the
+// child hands over at now.
+func (m *Model) head(now int64) (Departure, bool) {
+	if m.child != nil {
+		seq, size, ok := m.child.Peek(now)
+		return Departure{Seq: seq, Size: size}, ok
+	}
+	if len(m.queue) == 0 {
+		return Departure{}, false
+	}
+	return m.queue[0], true
+}
+
+// take removes the head head returned.
+func (m *Model) take() {
+	if m.child != nil {
+		m.child.Dequeue()
+		return
+	}
+	m.backlog -= uint64(m.queue[0].Size)
+	m.queue = m.queue[1:]
+}
+
+// AllDrops returns the drops of the tbf and its child.
+func (m *Model) AllDrops() int {
+	if m.child != nil {
+		return m.Drops + m.child.Drops()
+	}
+	return m.Drops
 }

@@ -1,0 +1,6 @@
+package fqcodel
+
+import "github.com/netqdisc/netqdisc/pkg/qdisc/qdisctest"
+
+// PeekedSeq is the sequence number of the packet Peek holds.
+func (q *Queue) PeekedSeq() uint64 { return qdisctest.Seq(q.peeked.pkt) }
