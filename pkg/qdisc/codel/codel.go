@@ -118,7 +118,7 @@ type Queue[P Packet] interface {
 
 // shouldDrop is codel_should_drop: whether the head's sojourn time has
 // been above Target for an Interval (and the queue holds more than an MTU).
-func (v *Vars) shouldDrop(p Packet, ok bool, backlog uint32, par *Params, st *Stats, now Time) bool {
+func shouldDrop[P Packet](v *Vars, p P, ok bool, backlog uint32, par *Params, st *Stats, now Time) bool {
 	if !ok {
 		v.firstAboveTime = 0
 		return false
@@ -148,7 +148,7 @@ func Dequeue[P Packet](q Queue[P], v *Vars, par *Params, st *Stats, now Time) (p
 		v.Dropping = false
 		return p, false
 	}
-	drop := v.shouldDrop(p, ok, q.Backlog(), par, st, now)
+	drop := shouldDrop(v, p, ok, q.Backlog(), par, st, now)
 	switch {
 	case v.Dropping && !drop:
 		v.Dropping = false // sojourn time below target: leave dropping state
@@ -167,7 +167,7 @@ func Dequeue[P Packet](q Queue[P], v *Vars, par *Params, st *Stats, now Time) (p
 			st.Drops++
 			q.Drop(p)
 			p, ok = q.Dequeue()
-			if !v.shouldDrop(p, ok, q.Backlog(), par, st, now) {
+			if !shouldDrop(v, p, ok, q.Backlog(), par, st, now) {
 				v.Dropping = false
 			} else {
 				v.dropNext = v.controlLaw(v.dropNext, par.Interval)
@@ -181,7 +181,7 @@ func Dequeue[P Packet](q Queue[P], v *Vars, par *Params, st *Stats, now Time) (p
 			st.Drops++
 			q.Drop(p)
 			p, ok = q.Dequeue()
-			v.shouldDrop(p, ok, q.Backlog(), par, st, now)
+			shouldDrop(v, p, ok, q.Backlog(), par, st, now)
 		}
 		v.Dropping = true
 		// If the queue went bad again soon after it went good, the drop

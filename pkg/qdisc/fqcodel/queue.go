@@ -59,6 +59,8 @@ var _ codel.Packet = entry{}
 
 // flow is one flow queue.
 type flow struct {
+	// owner is the Queue the flow is in (CoDel dequeues through the flow).
+	owner   *Queue
 	fifo    fifo
 	backlog uint32
 	deficit int32
@@ -84,6 +86,9 @@ func NewQueue(cfg Config, mtu uint32) (*Queue, error) {
 			ECN:      !cfg.NoECN,
 		},
 		flows: make([]flow, cfg.Flows),
+	}
+	for i := range q.flows {
+		q.flows[i].owner = q
 	}
 	q.newFlows.init()
 	q.oldFlows.init()
@@ -189,7 +194,7 @@ func (q *Queue) dequeue(now codel.Time) (entry, bool) {
 			q.oldFlows.pushBack(q.flows, idx)
 			continue
 		}
-		e, ok := codel.Dequeue[entry](flowCoDel{q, f}, &f.vars, &q.params, &q.stats, now)
+		e, ok := codel.Dequeue[entry](f, &f.vars, &q.params, &q.stats, now)
 		if !ok {
 			// Empty: a new flow goes to the old list once (so that old
 			// flows are not starved by flows that come and go), an old one
@@ -225,30 +230,25 @@ func (q *Queue) Peek(now int64) (size uint32, arrived int64, ok bool) {
 	return q.peeked.len, q.peeked.at, true
 }
 
-// flowCoDel is a flow as CoDel sees it: dequeuing from it updates the
-// qdisc's counts too.
-type flowCoDel struct {
-	q *Queue
-	f *flow
-}
-
-func (c flowCoDel) Dequeue() (entry, bool) {
-	if c.f.fifo.n == 0 {
+// Dequeue, Drop and Backlog make a flow CoDel's queue: dequeuing from it
+// updates the qdisc's counts too.
+func (f *flow) Dequeue() (entry, bool) {
+	if f.fifo.n == 0 {
 		return entry{}, false
 	}
-	e := c.f.fifo.pop()
-	c.f.backlog -= e.len
-	c.q.backlog -= uint64(e.len)
-	c.q.memory -= uint64(e.mem)
-	c.q.qlen--
+	e := f.fifo.pop()
+	f.backlog -= e.len
+	f.owner.backlog -= uint64(e.len)
+	f.owner.memory -= uint64(e.mem)
+	f.owner.qlen--
 	return e, true
 }
 
-func (c flowCoDel) Drop(e entry) { e.pkt.DecRef() }
+func (f *flow) Drop(e entry) { e.pkt.DecRef() }
 
 // Backlog is the qdisc's backlog, as Linux's codel_dequeue is given
 // (sch->qstats.backlog), not the flow's.
-func (c flowCoDel) Backlog() uint32 { return uint32(min(c.q.backlog, 1<<32-1)) }
+func (f *flow) Backlog() uint32 { return uint32(min(f.owner.backlog, 1<<32-1)) }
 
 // Len returns the packets and bytes queued.
 func (q *Queue) Len() (packets uint32, bytes uint64) { return q.qlen, q.backlog }

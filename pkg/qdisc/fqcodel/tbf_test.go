@@ -34,7 +34,7 @@ func (c *childModel) Peek(now int64) (uint64, uint32, bool) {
 	return p.seq, p.size, true
 }
 
-func (c *childModel) Dequeue() { c.m.dequeue(0) }
+func (c *childModel) Dequeue()   { c.m.dequeue(0) }
 func (c *childModel) Drops() int { return c.drops }
 
 // tbfShaper is a tbf with fq_codel as the lockstep harness drives it.
