@@ -21,9 +21,20 @@
 // whoever writes the container spec, who may be untrusted. Without
 // --allow-flag-override, annotations may only make shaping stricter:
 //
-//   - qdisc may only be set to tbf. A token bucket only ever delays or drops
-//     what fifo or none would have sent; any other choice could undo an
-//     operator's tbf.
+//   - qdisc may be set to tbf anywhere: a token bucket only ever delays
+//     or drops what fifo, none or fq_codel would have sent. It may be set
+//     to fq_codel only in place of fifo or none, which have no ceiling for
+//     it to remove; any other choice could undo an operator's tbf.
+//   - qdisc-tbf-child may be set to fq_codel, never back to fifo: a child
+//     only orders and drops within the bucket's rate. It replaces the
+//     tbf's byte FIFO, so it is refused (by Validate) where the operator
+//     bounded that FIFO with a limit or latency, which fq_codel's own
+//     limits could exceed.
+//   - fq_codel's limit, memory-limit, target and interval may only be
+//     lowered: each bounds the queue or the delay CoDel lets stand, and the
+//     ceiling is the operator's value or, unset, Linux's default (unset
+//     means the default, not unbounded). flows, quantum, drop-batch and ecn
+//     bound nothing, so they are the operator's.
 //   - rate, burst, peakrate, mtu, limit and latency, of the tbf and of the
 //     ingress shaper, may only be set to a valid, non-zero value no greater
 //     than the operator's, when the operator set one; with no operator
@@ -75,6 +86,7 @@ import (
 
 	"github.com/netqdisc/netqdisc/pkg/qdisc"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/fifo"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/fqcodel"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/ingress"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/rate"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/tbf"
@@ -112,9 +124,11 @@ const (
 	QDiscFIFO
 	// QDiscTBF shapes packets with a token bucket filter.
 	QDiscTBF
+	// QDiscFQCoDel queues packets per flow with CoDel (package fqcodel).
+	QDiscFQCoDel
 )
 
-var qdiscNames = []string{QDiscNone: "none", QDiscFIFO: "fifo", QDiscTBF: "tbf"}
+var qdiscNames = []string{QDiscNone: "none", QDiscFIFO: "fifo", QDiscTBF: "tbf", QDiscFQCoDel: "fq_codel"}
 
 // Set implements flag.Value.Set.
 func (q *QueueingDiscipline) Set(v string) error {
@@ -124,7 +138,7 @@ func (q *QueueingDiscipline) Set(v string) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("invalid qdisc %q: choose none, fifo or tbf", v)
+	return fmt.Errorf("invalid qdisc %q: choose none, fifo, tbf or fq_codel", v)
 }
 
 // String implements flag.Value.String.
@@ -159,6 +173,19 @@ type Config struct {
 	IngressBurst   uint64
 	IngressLimit   uint64
 	IngressLatency time.Duration
+	// TBFChild is the tbf's queue: "" (its byte FIFO) or "fq_codel".
+	TBFChild string
+	// fq_codel's knobs, for --qdisc=fq_codel and --qdisc-tbf-child=fq_codel
+	// (package fqcodel; 0 means Linux's default): packets, flows, bytes,
+	// bytes, packets; durations; and tc's noecn.
+	FQLimit       uint64
+	FQFlows       uint64
+	FQQuantum     uint64
+	FQMemoryLimit uint64
+	FQDropBatch   uint64
+	FQTarget      time.Duration
+	FQInterval    time.Duration
+	FQNoECN       bool
 	// AllowFlagOverride lets annotations set any flag this package owns.
 	AllowFlagOverride bool
 
@@ -204,7 +231,7 @@ func RegisterFlags(fs *flag.FlagSet) {
 // which NewFromFlags then reads as the operator's switch.
 func RegisterQDiscFlags(fs *flag.FlagSet) {
 	q := QDiscFIFO
-	fs.Var(&q, FlagQDisc, "queueing discipline on the sandbox's non-loopback NICs: none, fifo or tbf.")
+	fs.Var(&q, FlagQDisc, "queueing discipline on the sandbox's non-loopback NICs: none, fifo, tbf or fq_codel.")
 	fs.Var(new(rateValue), FlagTBFRate, "tbf: egress rate limit; "+rateHelp+". Required with --qdisc=tbf.")
 	fs.Var(new(sizeValue), FlagTBFBurst, "tbf: bucket depth, the most sent at once; "+sizeHelp+". Required with --qdisc=tbf; at least the NIC's MTU plus header.")
 	fs.Var(new(rateValue), FlagTBFPeakRate, "tbf: optional peak rate of a second bucket that paces bursts, above --qdisc-tbf-rate; "+rateHelp+".")
@@ -215,13 +242,17 @@ func RegisterQDiscFlags(fs *flag.FlagSet) {
 	fs.Var(new(sizeValue), FlagIngressBurst, "ingress: bucket depth; "+sizeHelp+". Required with --qdisc-ingress-rate; at least the NIC's MTU plus header.")
 	fs.Var(new(sizeValue), FlagIngressLimit, "ingress: most bytes queued; "+sizeHelp+". Default: 1000 full-size packets. Excludes --qdisc-ingress-latency.")
 	fs.Duration(FlagIngressLatency, 0, "ingress: most time a received packet may wait, e.g. 25ms. Excludes --qdisc-ingress-limit.")
+	registerFQCoDelFlags(fs)
 }
 
 // Owns reports whether name (without dashes) is a flag RegisterQDiscFlags
 // registers: a runtime hands annotations for these to ApplyAnnotations and
 // applies the others by its own rules.
 func Owns(name string) bool {
-	if name == FlagQDisc {
+	if name == FlagQDisc || name == FlagTBFChild || name == FlagFQCoDelFlows || name == FlagFQCoDelQuantum || name == FlagFQCoDelDropBatch || name == FlagFQCoDelECN {
+		return true
+	}
+	if _, ok := fqCeilings[name]; ok {
 		return true
 	}
 	_, ceiling := ceilingKnobs[name]
@@ -266,7 +297,7 @@ func (c *Config) Args() []string {
 	if c.IngressLatency != 0 {
 		args = append(args, fmt.Sprintf("--%s=%v", FlagIngressLatency, c.IngressLatency))
 	}
-	return args
+	return append(args, c.fqCoDelArgs()...)
 }
 
 // NewFromFlags returns the Config that fs's qdisc flags give, validated.
@@ -281,10 +312,7 @@ func NewFromFlags(fs *flag.FlagSet) (*Config, error) {
 		return f.Value.(flag.Getter).Get(), nil
 	}
 	var errs []error
-	for _, f := range []struct {
-		name string
-		set  func(any)
-	}{
+	for _, f := range append([]flagSetter{
 		{FlagQDisc, func(v any) { c.QDisc = v.(QueueingDiscipline) }},
 		{FlagTBFRate, func(v any) { c.TBFRate = v.(uint64) }},
 		{FlagTBFBurst, func(v any) { c.TBFBurst = v.(uint64) }},
@@ -297,7 +325,7 @@ func NewFromFlags(fs *flag.FlagSet) (*Config, error) {
 		{FlagIngressLimit, func(v any) { c.IngressLimit = v.(uint64) }},
 		{FlagIngressLatency, func(v any) { c.IngressLatency = v.(time.Duration) }},
 		{FlagAllowFlagOverride, func(v any) { c.AllowFlagOverride = v.(bool) }},
-	} {
+	}, c.fqCoDelFlagSetters()...) {
 		v, err := get(f.name)
 		if err != nil {
 			errs = append(errs, err)
@@ -313,6 +341,12 @@ func NewFromFlags(fs *flag.FlagSet) (*Config, error) {
 	}
 	c.operator = c.snapshot()
 	return c, nil
+}
+
+// flagSetter reads one flag's value into a Config.
+type flagSetter struct {
+	name string
+	set  func(any)
 }
 
 // snapshot returns a copy of c's values, without its operator snapshot.
@@ -336,8 +370,8 @@ func (c Config) String() string {
 // rate; limit and latency exclude each other; sizes fit what tbf.Config
 // holds. Every error names the flag to change.
 func (c *Config) Validate() error {
-	if c.QDisc < QDiscNone || c.QDisc > QDiscTBF {
-		return fmt.Errorf("--%s: invalid value %v: choose none, fifo or tbf", FlagQDisc, c.QDisc)
+	if c.QDisc < QDiscNone || c.QDisc > QDiscFQCoDel {
+		return fmt.Errorf("--%s: invalid value %v: choose none, fifo, tbf or fq_codel", FlagQDisc, c.QDisc)
 	}
 	for _, s := range []struct {
 		flag string
@@ -360,6 +394,9 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("--%s=%s must be above --%s=%s", FlagTBFPeakRate, rate.FormatRate(c.TBFPeakRate), FlagTBFRate, rate.FormatRate(c.TBFRate))
 	}
 	if err := c.validateIngress(); err != nil {
+		return err
+	}
+	if err := c.validateFQCoDel(); err != nil {
 		return err
 	}
 	if c.QDisc == QDiscTBF {
@@ -458,8 +495,8 @@ func (c *Config) ApplyAnnotations(annotations map[string]string) error {
 			if err := q.Set(value); err != nil {
 				return refuse("%v", err)
 			}
-			if q != QDiscTBF && !op.AllowFlagOverride {
-				return refuse("only tbf, which can only tighten shaping, may be selected; qdisc=%s %s", q, override)
+			if !qdiscMayReplace(q, op.QDisc) && !op.AllowFlagOverride {
+				return refuse("only tbf (which only tightens shaping), or fq_codel in place of fifo or none, may be selected; qdisc=%s over the operator's %s %s", q, op.QDisc, override)
 			}
 			next.QDisc = q
 		case FlagTBFLatency, FlagIngressLatency:
@@ -473,6 +510,12 @@ func (c *Config) ApplyAnnotations(annotations map[string]string) error {
 			}
 			*field(&next) = d
 		default:
+			if handled, err := applyFQCoDelAnnotation(name, value, op, &next); handled {
+				if err != nil {
+					return refuse("%v", err)
+				}
+				break
+			}
 			k, ok := ceilingKnobs[name]
 			if !ok {
 				continue // a flag the runtime owns
@@ -507,7 +550,7 @@ type QDisc interface {
 	String() string
 }
 
-var _, _ QDisc = (*fifo.Discipline)(nil), (*tbf.Discipline)(nil)
+var _, _, _ QDisc = (*fifo.Discipline)(nil), (*tbf.Discipline)(nil), (*fqcodel.Discipline)(nil)
 
 // NewQueueingDiscipline builds the qdisc the Config describes for lower:
 // nil for none (the NIC then writes straight to the link), fifo with one
@@ -523,6 +566,12 @@ func (c *Config) NewQueueingDiscipline(lower stack.LinkEndpoint, clock tcpip.Clo
 		return nil, nil
 	case QDiscFIFO:
 		return fifo.New(lower, runtime.GOMAXPROCS(0), FIFOQueueLen), nil
+	case QDiscFQCoDel:
+		q, err := fqcodel.New(lower, clock, c.FQCoDelConfig())
+		if err != nil {
+			return nil, flagError(err, fqCoDelFlags)
+		}
+		return q, nil
 	}
 	q, err := tbf.New(lower, clock, c.TBFConfig())
 	if err != nil {
@@ -531,12 +580,16 @@ func (c *Config) NewQueueingDiscipline(lower stack.LinkEndpoint, clock tcpip.Clo
 	return q, nil
 }
 
-// flagError names the flag, of those flags maps tbf.ConfigError fields
-// to, that a tbf.ConfigError is about.
+// flagError names the flag, of those flags maps the fields of a
+// tbf.ConfigError or fqcodel.ConfigError to, that the error is about.
 func flagError(err error, flags map[string]string) error {
 	var ce *tbf.ConfigError
 	if errors.As(err, &ce) {
 		return fmt.Errorf("--%s: %s", flags[ce.Field], ce.Msg)
+	}
+	var fe *fqcodel.ConfigError
+	if errors.As(err, &fe) {
+		return fmt.Errorf("--%s: %s", fqCoDelFlags[fe.Field], fe.Msg)
 	}
 	return err
 }
@@ -604,7 +657,7 @@ func (c *Config) Warnings() []string {
 // GOMAXPROCS, as runsc gives fifo. Validate first: it assumes sizes fit in
 // 32 bits.
 func (c *Config) TBFConfig() tbf.Config {
-	return tbf.Config{
+	t := tbf.Config{
 		Rate:     c.TBFRate,
 		Burst:    uint32(c.TBFBurst),
 		PeakRate: c.TBFPeakRate,
@@ -613,6 +666,11 @@ func (c *Config) TBFConfig() tbf.Config {
 		Latency:  c.TBFLatency,
 		Queues:   min(runtime.GOMAXPROCS(0), tbf.MaxQueues),
 	}
+	if c.TBFChild == ChildFQCoDel {
+		fq := c.FQCoDelConfig()
+		t.FQCoDel, t.Queues = &fq, 1 // fq_codel is one qdisc
+	}
+	return t
 }
 
 // tbfFlags maps tbf.ConfigError fields to flags.

@@ -1,6 +1,7 @@
 package runscflags
 
 import (
+	stdcmp "cmp"
 	"fmt"
 	"math/rand"
 	"strings"
@@ -15,7 +16,7 @@ import (
 // --allow-flag-override.
 func randomOperator(rng *rand.Rand) []string {
 	var args []string
-	q := []string{"none", "fifo", "tbf"}[rng.Intn(3)]
+	q := []string{"none", "fifo", "tbf", "fq_codel"}[rng.Intn(4)]
 	args = append(args, "--qdisc="+q)
 	rateV := uint64(0)
 	if q == "tbf" || rng.Intn(2) == 0 {
@@ -28,11 +29,16 @@ func randomOperator(rng *rand.Rand) []string {
 	if rng.Intn(3) == 0 {
 		args = append(args, fmt.Sprintf("--qdisc-tbf-peakrate=%d", rateV+uint64(1+rng.Intn(1<<30))), fmt.Sprintf("--qdisc-tbf-mtu=%d", 1514+rng.Intn(9000)))
 	}
-	switch rng.Intn(3) {
+	switch rng.Intn(4) {
 	case 0:
 		args = append(args, fmt.Sprintf("--qdisc-tbf-limit=%d", 1514+rng.Intn(1<<22)))
 	case 1:
 		args = append(args, fmt.Sprintf("--qdisc-tbf-latency=%dms", 1+rng.Intn(1000)))
+	case 2:
+		args = append(args, "--qdisc-tbf-child=fq_codel")
+	}
+	if rng.Intn(2) == 0 {
+		args = append(args, fmt.Sprintf("--qdisc-fq-codel-limit=%d", 1+rng.Intn(20000)), fmt.Sprintf("--qdisc-fq-codel-target=%dms", 1+rng.Intn(10)))
 	}
 	if rng.Intn(2) == 0 {
 		args = append(args, fmt.Sprintf("--qdisc-ingress-rate=%d", uint64(1+rng.Intn(1000))*125_000), fmt.Sprintf("--qdisc-ingress-burst=%d", 1514+rng.Intn(1<<20)))
@@ -106,14 +112,31 @@ func randomAnnotations(rng *rand.Rand, op *Config) map[string]string {
 		}
 	}
 	for _, name := range []string{FlagQDisc, FlagTBFRate, FlagTBFBurst, FlagTBFPeakRate, FlagTBFMTU, FlagTBFLimit, FlagTBFLatency,
-		FlagIngressRate, FlagIngressBurst, FlagIngressLimit, FlagIngressLatency, FlagAllowFlagOverride, "debug"} {
-		if rng.Intn(5) != 0 {
+		FlagIngressRate, FlagIngressBurst, FlagIngressLimit, FlagIngressLatency, FlagAllowFlagOverride, "debug",
+		FlagTBFChild, FlagFQCoDelLimit, FlagFQCoDelTarget, FlagFQCoDelInterval, FlagFQCoDelMemLimit, FlagFQCoDelFlows} {
+		if rng.Intn(6) != 0 {
 			continue
 		}
 		var v string
 		switch name {
 		case FlagQDisc:
-			v = []string{"none", "fifo", "tbf", "tbf", "tbf", "red"}[rng.Intn(6)]
+			v = []string{"none", "fifo", "tbf", "tbf", "tbf", "red", "fq_codel", "fq_codel"}[rng.Intn(8)]
+		case FlagTBFChild:
+			v = []string{"fifo", "fq_codel", "fq_codel", "sfq"}[rng.Intn(4)]
+		case FlagFQCoDelFlows:
+			v = fmt.Sprint(1 + rng.Intn(4096))
+		case FlagFQCoDelLimit, FlagFQCoDelMemLimit:
+			c := *fqCeilings[name].field(op)
+			if c == 0 {
+				c = fqCeilings[name].def
+			}
+			v = []string{fmt.Sprint(c / 2), fmt.Sprint(c), fmt.Sprint(c + 1), "0", "x"}[rng.Intn(5)]
+		case FlagFQCoDelTarget, FlagFQCoDelInterval:
+			c := time.Duration(fqCeilings[name].def)
+			if d := *fqCeilings[name].dur(op); d != 0 {
+				c = d
+			}
+			v = []string{(c / 2).String(), c.String(), (c + time.Millisecond).String(), "0s", "x"}[rng.Intn(5)]
 		case FlagTBFLatency, FlagIngressLatency:
 			c := *durationKnobs[name](op)
 			if c == 0 {
@@ -195,8 +218,29 @@ func TestPolicyProperty(t *testing.T) {
 		if op.QDisc == QDiscTBF && got.QDisc != QDiscTBF {
 			t.Fatalf("operator %q, annotations %v: left tbf for %v", args, set, got.QDisc)
 		}
-		if _, ok := set[AnnotationPrefix+FlagQDisc]; ok && got.QDisc != QDiscTBF {
-			t.Fatalf("annotations %v selected %v", set, got.QDisc)
+		if _, ok := set[AnnotationPrefix+FlagQDisc]; ok && got.QDisc != QDiscTBF && !(got.QDisc == QDiscFQCoDel && (op.QDisc == QDiscFIFO || op.QDisc == QDiscNone || op.QDisc == QDiscFQCoDel)) {
+			t.Fatalf("operator %q, annotations %v selected %v", args, set, got.QDisc)
+		}
+		if op.QDisc == QDiscFQCoDel && got.QDisc != QDiscFQCoDel && got.QDisc != QDiscTBF {
+			t.Fatalf("operator %q, annotations %v: left fq_codel for %v", args, set, got.QDisc)
+		}
+		if op.TBFChild == ChildFQCoDel && got.TBFChild != ChildFQCoDel {
+			t.Fatalf("operator %q, annotations %v: dropped the fq_codel child", args, set)
+		}
+		for name, k := range fqCeilings {
+			var v, ceiling uint64
+			if k.dur != nil {
+				v, ceiling = uint64(*k.dur(got)), uint64(*k.dur(op))
+			} else {
+				v, ceiling = *k.field(got), *k.field(op)
+			}
+			v, ceiling = stdcmp.Or(v, k.def), stdcmp.Or(ceiling, k.def)
+			if v > ceiling {
+				t.Fatalf("operator %q, annotations %v: --%s went from %d to %d", args, set, name, ceiling, v)
+			}
+		}
+		if got.FQFlows != op.FQFlows {
+			t.Fatalf("operator %q, annotations %v: flows changed without override", args, set)
 		}
 		if _, ok := set[AnnotationKubeEgress]; ok && got.QDisc != QDiscTBF {
 			t.Fatalf("annotations %v: egress bandwidth without tbf", set)

@@ -92,3 +92,10 @@ func (c Config) withDefaults(mtu uint32) (Config, error) {
 	}
 	return c, nil
 }
+
+// Check reports whether c is valid: a *ConfigError naming the setting to
+// change, or nil.
+func (c Config) Check() error {
+	_, err := c.withDefaults(minQuantum)
+	return err
+}

@@ -1,0 +1,147 @@
+package runscflags
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"gvisor.dev/gvisor/pkg/tcpip/faketime"
+
+	"github.com/netqdisc/netqdisc/pkg/qdisc/fqcodel"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/qdisctest"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/tbf"
+)
+
+func TestFQCoDelFlags(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want Config
+		says []string // an error that says these
+	}{
+		{"alone, defaults", []string{"--qdisc=fq_codel"}, Config{QDisc: QDiscFQCoDel}, nil},
+		{"alone, every knob", []string{"--qdisc=fq_codel", "--qdisc-fq-codel-limit=1000", "--qdisc-fq-codel-flows=256", "--qdisc-fq-codel-target=2ms", "--qdisc-fq-codel-interval=50ms",
+			"--qdisc-fq-codel-quantum=300", "--qdisc-fq-codel-memory-limit=4mb", "--qdisc-fq-codel-drop-batch=16", "--qdisc-fq-codel-ecn=false"},
+			Config{QDisc: QDiscFQCoDel, FQLimit: 1000, FQFlows: 256, FQTarget: 2 * time.Millisecond, FQInterval: 50 * time.Millisecond, FQQuantum: 300, FQMemoryLimit: 4 << 20, FQDropBatch: 16, FQNoECN: true}, nil},
+		{"as the tbf's child", []string{"--qdisc=tbf", "--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500", "--qdisc-tbf-child=fq_codel"},
+			Config{QDisc: QDiscTBF, TBFRate: 1_250_000, TBFBurst: 12500, TBFChild: ChildFQCoDel}, nil},
+		{"child with a tbf latency", []string{"--qdisc=tbf", "--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500", "--qdisc-tbf-child=fq_codel", "--qdisc-tbf-latency=50ms"}, Config{},
+			[]string{"--qdisc-tbf-child=fq_codel", "--qdisc-tbf-latency"}},
+		{"unknown child", []string{"--qdisc-tbf-child=sfq"}, Config{}, []string{"qdisc-tbf-child", "fifo or fq_codel"}},
+		{"target above interval", []string{"--qdisc=fq_codel", "--qdisc-fq-codel-target=200ms"}, Config{}, []string{"--qdisc-fq-codel-target", "above interval"}},
+		{"too many flows", []string{"--qdisc=fq_codel", "--qdisc-fq-codel-flows=100000"}, Config{}, []string{"--qdisc-fq-codel-flows"}},
+		{"limit not a count", []string{"--qdisc-fq-codel-limit=10k"}, Config{}, []string{"qdisc-fq-codel-limit"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := parse(t, tc.args...)
+			if tc.says != nil {
+				if err == nil {
+					t.Fatalf("parsed %+v; want an error", *c)
+				}
+				for _, s := range tc.says {
+					if !strings.Contains(err.Error(), s) {
+						t.Errorf("error %q does not say %q", err, s)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, *c, ignoreOperator); diff != "" {
+				t.Errorf("config (-want +got):\n%s", diff)
+			}
+			back, err := parse(t, c.Args()...)
+			if err != nil || !cmp.Equal(c, back, ignoreOperator) {
+				t.Errorf("Args %q parse back as %+v, %v", c.Args(), back, err)
+			}
+		})
+	}
+}
+
+// TestFQCoDelAnnotations: fq_codel may replace fifo or none, never tbf;
+// it may be added as the tbf's child where the tbf has no byte bound that
+// fq_codel's would loosen; its queue bounds may only go down (the
+// operator's value or Linux's default is the ceiling); the knobs that
+// bound nothing are the operator's.
+func TestFQCoDelAnnotations(t *testing.T) {
+	tbfOp := []string{"--qdisc=tbf", "--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500"}
+	for _, tc := range []struct {
+		name     string
+		operator []string
+		set      map[string]string
+		check    func(*Config) bool
+		says     []string
+	}{
+		{"fq_codel over fifo", nil, a("qdisc", "fq_codel"), func(c *Config) bool { return c.QDisc == QDiscFQCoDel }, nil},
+		{"fq_codel over none", []string{"--qdisc=none"}, a("qdisc", "fq_codel"), func(c *Config) bool { return c.QDisc == QDiscFQCoDel }, nil},
+		{"fq_codel over tbf", tbfOp, a("qdisc", "fq_codel"), nil, []string{"dev.gvisor.flag.qdisc", "fq_codel", "--allow-flag-override"}},
+		{"fq_codel as the tbf's child", tbfOp, a("qdisc-tbf-child", "fq_codel"), func(c *Config) bool { return c.TBFChild == ChildFQCoDel }, nil},
+		{"child where the tbf has a latency bound", append(tbfOp, "--qdisc-tbf-latency=50ms"), a("qdisc-tbf-child", "fq_codel"), nil, []string{"qdisc-tbf-latency"}},
+		{"back to fifo under the operator's fq_codel child", append(tbfOp, "--qdisc-tbf-child=fq_codel"), a("qdisc-tbf-child", "fifo"), nil, []string{"--allow-flag-override"}},
+		{"a shorter target", []string{"--qdisc=fq_codel"}, a("qdisc-fq-codel-target", "1ms"), func(c *Config) bool { return c.FQTarget == time.Millisecond }, nil},
+		{"a longer target than Linux's default", []string{"--qdisc=fq_codel"}, a("qdisc-fq-codel-target", "50ms"), nil, []string{"qdisc-fq-codel-target=5ms"}},
+		{"a lower limit", []string{"--qdisc=fq_codel", "--qdisc-fq-codel-limit=1000"}, a("qdisc-fq-codel-limit", "100"), func(c *Config) bool { return c.FQLimit == 100 }, nil},
+		{"a higher limit", []string{"--qdisc=fq_codel", "--qdisc-fq-codel-limit=1000"}, a("qdisc-fq-codel-limit", "2000"), nil, []string{"qdisc-fq-codel-limit=1000"}},
+		{"a zero limit", []string{"--qdisc=fq_codel"}, a("qdisc-fq-codel-limit", "0"), nil, []string{"non-zero"}},
+		{"flows are the operator's", []string{"--qdisc=fq_codel"}, a("qdisc-fq-codel-flows", "16"), nil, []string{"bounds nothing", "--allow-flag-override"}},
+		{"ecn is the operator's", []string{"--qdisc=fq_codel"}, a("qdisc-fq-codel-ecn", "false"), nil, []string{"bounds nothing"}},
+		{"flows with override", []string{"--qdisc=fq_codel", "--allow-flag-override"}, a("qdisc-fq-codel-flows", "16"), func(c *Config) bool { return c.FQFlows == 16 }, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := parse(t, tc.operator...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := *c
+			err = c.ApplyAnnotations(tc.set)
+			if tc.says != nil {
+				if err == nil {
+					t.Fatalf("accepted: %+v", *c)
+				}
+				for _, s := range tc.says {
+					if !strings.Contains(err.Error(), s) {
+						t.Errorf("error %q does not say %q", err, s)
+					}
+				}
+				if !cmp.Equal(before, *c, ignoreOperator) {
+					t.Errorf("refused, but the Config changed")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tc.check(c) {
+				t.Errorf("config %+v", *c)
+			}
+		})
+	}
+}
+
+func TestNewFQCoDel(t *testing.T) {
+	clock := faketime.NewManualClock()
+	c, _ := parse(t, "--qdisc=fq_codel", "--qdisc-fq-codel-target=2ms", "--qdisc-fq-codel-interval=40ms")
+	q, err := c.NewQueueingDiscipline(qdisctest.NewLink(clock), clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	if got := q.(*fqcodel.Discipline).String(); !strings.Contains(got, "fq_codel limit 10240p flows 1024 quantum 1514 target 2ms interval 40ms") {
+		t.Errorf("fq_codel described as %q", got)
+	}
+	c, _ = parse(t, "--qdisc=tbf", "--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500", "--qdisc-tbf-child=fq_codel")
+	q, err = c.NewQueueingDiscipline(qdisctest.NewLink(clock), clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	d := q.(*tbf.Discipline)
+	if got, want := d.String(), "tbf rate 10Mbit burst 12500b; child fq_codel limit 10240p flows 1024 quantum 1514 target 5ms interval 100ms memory_limit 32Mb ecn drop_batch 64"; got != want || d.Queues() != 1 {
+		t.Errorf("%q with %d queues, want %q with 1", got, d.Queues(), want)
+	}
+	if _, ok := d.ChildStats(); !ok {
+		t.Errorf("no child statistics")
+	}
+}
