@@ -166,3 +166,31 @@ func BenchmarkShapedCPU(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkBufferbloat is the bufferbloat suite (RRUL-like: 4 bulk
+// streams, a TCP probe and a UDP echo) at 10 and 100 Mbit/s: tbf with its
+// default FIFO, with latency 20ms, with fq_codel as its child, fq_codel
+// alone, upstream's tbf. It reports the probes' RTT above idle, goodput and
+// Jain's index over the streams. Run with -benchtime=1x.
+func BenchmarkBufferbloat(b *testing.B) {
+	o := benchOptions(4)
+	for _, set := range BufferbloatSuite([]uint64{10 * Mbit, 100 * Mbit}, o).Settings {
+		for _, c := range set.Candidates {
+			b.Run(fmt.Sprintf("%s/rate=%s", slug(c.Name()), set.Label), func(b *testing.B) {
+				for b.Loop() {
+					r, err := Run(c, set.Options)
+					if err != nil {
+						b.Fatal(err)
+					}
+					b.ReportMetric(r.GoodputBps*8/1e6, "goodput-Mbit/s")
+					b.ReportMetric(Jain(r.StreamBps), "jain")
+					b.ReportMetric(ProbeP50Above(r), "tcp-probe-p50-ms")
+					b.ReportMetric(ProbeP99Above(r), "tcp-probe-p99-ms")
+					b.ReportMetric(UDPP50Above(r), "udp-echo-p50-ms")
+					b.ReportMetric(UDPP99Above(r), "udp-echo-p99-ms")
+					b.ReportMetric(float64(r.Drops), "drops")
+				}
+			})
+		}
+	}
+}

@@ -36,6 +36,7 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 	"gvisor.dev/gvisor/pkg/tcpip/transport/tcp"
+	"gvisor.dev/gvisor/pkg/tcpip/transport/udp"
 
 	"github.com/netqdisc/netqdisc/pkg/qdisc"
 )
@@ -55,6 +56,9 @@ type Options struct {
 	Sample time.Duration
 	// Progress, if set, is called once a second with the last second.
 	Progress func(Progress)
+	// Sparse adds a ping-like UDP echo probe (see sparse.go) and counts
+	// each stream's goodput, for the bufferbloat suite.
+	Sparse bool
 }
 
 // Progress is one second of a run, for a live line.
@@ -104,6 +108,13 @@ type Result struct {
 	CPU      time.Duration // process CPU time in the window
 	Timeline []Point
 	Received uint64 // stream bytes received and checked, in all
+	// With Options.Sparse: the UDP probe's RTT over the window, how many
+	// echoes it sent and lost, and each bulk stream's goodput in bytes/s.
+	UDPRTTP50 time.Duration
+	UDPRTTP99 time.Duration
+	UDPSent   int
+	UDPLost   int
+	StreamBps []float64
 }
 
 // Ratio is WireBps over the configured rate (0 without one).
@@ -196,7 +207,7 @@ func (v *valve) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) {
 func newStack() *stack.Stack {
 	s := stack.New(stack.Options{
 		NetworkProtocols:   []stack.NetworkProtocolFactory{ipv4.NewProtocol, arp.NewProtocol},
-		TransportProtocols: []stack.TransportProtocolFactory{tcp.NewProtocol},
+		TransportProtocols: []stack.TransportProtocolFactory{tcp.NewProtocol, udp.NewProtocol},
 	})
 	sack := tcpip.TCPSACKEnabled(true)
 	s.SetTransportProtocolOption(tcp.ProtocolNumber, &sack)
@@ -282,7 +293,7 @@ func Run(c Candidate, o Options) (Result, error) {
 	if o.Sample == 0 {
 		o.Sample = 100 * time.Millisecond
 	}
-	h := &harness{c: c, o: o}
+	h := &harness{c: c, o: o, streamBytes: make([]atomic.Uint64, o.Streams+1)}
 	defer h.tearDown()
 	if err := h.setUp(); err != nil {
 		return Result{Candidate: c, Streams: o.Streams, Pace: o.Pace}, err
@@ -313,11 +324,17 @@ type harness struct {
 	// attached says a NIC owns q (and closes it with its stack).
 	attached bool
 
-	probe    net.Conn
-	rt       rtts
-	idleRTT  time.Duration
-	start    time.Time
-	received atomic.Uint64
+	probe net.Conn
+	rt    rtts
+	// The UDP probe's answered echoes (urt) and every echo whose fate is
+	// known (udpSent: its RTT, 0 when lost), and the bytes each stream
+	// delivered (index: the stream's id).
+	urt         rtts
+	udpSent     rtts
+	streamBytes []atomic.Uint64
+	idleRTT     time.Duration
+	start       time.Time
+	received    atomic.Uint64
 	// contentErr is the first stream corruption a receiver found.
 	contentErr atomic.Pointer[error]
 
@@ -345,6 +362,7 @@ func (h *harness) setUp() error {
 		{"stacks", h.setUpStacks},
 		{"servers", h.startServers},
 		{"probe", h.startProbe},
+		{"udp probe", h.startSparse},
 		{"senders", h.startSenders},
 	} {
 		if err := step.run(); err != nil {
@@ -415,7 +433,7 @@ func (h *harness) startServers() error {
 			h.wg.Add(1)
 			go func() {
 				defer h.wg.Done()
-				if err := receive(conn, &h.received); err != nil && !h.stopping.Load() {
+				if err := receive(conn, &h.received, h.streamBytes); err != nil && !h.stopping.Load() {
 					h.contentErr.CompareAndSwap(nil, &err)
 				}
 			}()
@@ -532,6 +550,7 @@ func (h *harness) measure() Result {
 	end := start.Add(o.Warmup + o.Duration)
 	measureFrom := start.Add(o.Warmup)
 	var wireAt0, recvAt0, drops0, wakeups0 uint64
+	streams0 := make([]uint64, len(h.streamBytes))
 	var cpu0 time.Duration
 	lastSec, lastBytes := start, h.wire.bytes.Load()
 	prevAt, prevBytes := start, h.wire.bytes.Load()
@@ -543,6 +562,9 @@ func (h *harness) measure() Result {
 		if !measuring && !now.Before(measureFrom) {
 			measuring = true
 			wireAt0, recvAt0, drops0, wakeups0, cpu0 = b, h.received.Load(), h.drops(), h.wakeups(), cpuNow()
+			for i := range streams0 {
+				streams0[i] = h.streamBytes[i].Load()
+			}
 			measureFrom = now
 		}
 		if dt := now.Sub(prevAt); dt > 0 {
@@ -565,6 +587,21 @@ func (h *harness) measure() Result {
 	loaded := h.rt.between(measureFrom, stopAt)
 	res.RTTSamples = len(loaded)
 	res.RTTP50, res.RTTP99, res.RTTMax = quantile(loaded, 0.5), quantile(loaded, 0.99), quantile(loaded, 1)
+	if o.Sparse {
+		for i := 1; i < len(streams0); i++ {
+			res.StreamBps = append(res.StreamBps, float64(h.streamBytes[i].Load()-streams0[i])/res.Elapsed.Seconds())
+		}
+		answered := h.urt.between(measureFrom, stopAt)
+		res.UDPRTTP50, res.UDPRTTP99 = quantile(answered, 0.5), quantile(answered, 0.99)
+		// The echoes sent in the window whose fate is known (answered, or
+		// timed out: an RTT of 0).
+		for _, d := range h.udpSent.between(measureFrom, stopAt) {
+			res.UDPSent++
+			if d == 0 {
+				res.UDPLost++
+			}
+		}
+	}
 	if s, ok := h.q.(statser); ok {
 		res.Stats, res.HasStats = s.Stats(), true
 	}
@@ -649,7 +686,7 @@ func send(conn net.Conn, id, pace uint64, start time.Time) {
 }
 
 // receive reads a stream and checks every byte against its content.
-func receive(conn net.Conn, received *atomic.Uint64) error {
+func receive(conn net.Conn, received *atomic.Uint64, perStream []atomic.Uint64) error {
 	var hdr [8]byte
 	if _, err := io.ReadFull(conn, hdr[:]); err != nil {
 		return nil // closed before it began
@@ -657,6 +694,11 @@ func receive(conn net.Conn, received *atomic.Uint64) error {
 	var id uint64
 	for i := range hdr {
 		id |= uint64(hdr[i]) << (8 * i)
+	}
+	var mine atomic.Uint64
+	stream := &mine
+	if id < uint64(len(perStream)) {
+		stream = &perStream[id]
 	}
 	buf := make([]byte, 64<<10)
 	want := make([]byte, 64<<10)
@@ -672,6 +714,7 @@ func receive(conn net.Conn, received *atomic.Uint64) error {
 			}
 			off += uint64(n)
 			received.Add(uint64(n))
+			stream.Add(uint64(n))
 		}
 		if err != nil {
 			if errors.Is(err, io.EOF) {

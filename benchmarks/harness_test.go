@@ -56,9 +56,13 @@ func TestReceiveDetectsCorruption(t *testing.T) {
 				a.Write(data)
 			}()
 			var n atomic.Uint64
-			err := receive(b, &n)
+			perStream := make([]atomic.Uint64, 4)
+			err := receive(b, &n, perStream)
 			if (err != nil) != (tc.corrupt >= 0) {
 				t.Fatalf("receive: %v", err)
+			}
+			if err == nil && (perStream[3].Load() != n.Load() || n.Load() != 200_000) {
+				t.Errorf("stream 3 counted %d bytes of %d received, want all 200000", perStream[3].Load(), n.Load())
 			}
 			if err != nil && !strings.Contains(err.Error(), "byte 70000") {
 				t.Errorf("error %q does not say which byte", err)
@@ -160,4 +164,38 @@ func TestTablesAndJSON(t *testing.T) {
 		}
 	}
 	_ = io.Discard
+}
+
+func TestJain(t *testing.T) {
+	for _, tc := range []struct {
+		x    []float64
+		want float64
+	}{
+		{[]float64{5, 5, 5, 5}, 1},
+		{[]float64{8, 0, 0, 0}, 0.25},
+		{[]float64{1, 3}, 0.8},
+		{nil, 0},
+	} {
+		if got := Jain(tc.x); got < tc.want-1e-9 || got > tc.want+1e-9 {
+			t.Errorf("Jain(%v) = %v, want %v", tc.x, got, tc.want)
+		}
+	}
+}
+
+// TestSparseRun: a run with sparse flows measures the UDP echo and each
+// stream's goodput (fq_codel under a 10 Mbit/s tbf, 1 s).
+func TestSparseRun(t *testing.T) {
+	s := BufferbloatSuite([]uint64{10 * Mbit}, Options{Warmup: 200 * time.Millisecond, Duration: time.Second})
+	r, err := Run(s.Settings[0].Candidates[2], s.Settings[0].Options)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.StreamBps) != 4 || r.UDPSent == 0 || r.UDPRTTP50 == 0 {
+		t.Errorf("streams %v, UDP echoes %d sent, p50 %v: want 4 streams and echoes", r.StreamBps, r.UDPSent, r.UDPRTTP50)
+	}
+	for i, bps := range r.StreamBps {
+		if bps == 0 {
+			t.Errorf("stream %d delivered nothing", i+1)
+		}
+	}
 }

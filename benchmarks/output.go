@@ -41,6 +41,13 @@ type JSONRun struct {
 	WakeupsPerS float64     `json:"wakeups_per_s,omitempty"`
 	Rounds      []JSONRound `json:"rounds"`
 	Description string      `json:"description,omitempty"`
+	// The bufferbloat suite's: the variant ("fq_codel"), the UDP echo's
+	// RTT, the echoes lost, and Jain's index over the streams.
+	Variant      string  `json:"variant,omitempty"`
+	UDPRTTP50Ms  float64 `json:"udp_rtt_p50_ms,omitempty"`
+	UDPRTTP99Ms  float64 `json:"udp_rtt_p99_ms,omitempty"`
+	UDPLost      float64 `json:"udp_lost,omitempty"`
+	JainFairness float64 `json:"jain,omitempty"`
 }
 
 // JSONRound is one round of a JSONRun.
@@ -73,6 +80,13 @@ func JSON(sums []Summary) ([]byte, error) {
 			CPUPercent:  med(CPUPct),
 			WakeupsPerS: med(WakeupsPerSec),
 			Description: r0.Describe,
+			Variant:     s.Candidate.Variant,
+		}
+		if len(r0.StreamBps) > 0 {
+			j.UDPRTTP50Ms = med(func(r Result) float64 { return ms(r.UDPRTTP50) })
+			j.UDPRTTP99Ms = med(func(r Result) float64 { return ms(r.UDPRTTP99) })
+			j.UDPLost = med(UDPLost)
+			j.JainFairness = med(Fairness)
 		}
 		if s.Candidate.QDisc == "none" {
 			j.Impl = "netqdisc"

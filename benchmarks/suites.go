@@ -142,6 +142,57 @@ func ShapedCPUSuite(rates []uint64, burst uint64, o Options) Suite {
 	return s
 }
 
+// BufferbloatSuite is an RRUL-like test of latency under load: 4 bulk
+// streams, the TCP request/response probe and a ping-like UDP echo
+// (Options.Sparse) through each candidate at each rate, burst 10 ms of
+// it: tbf with its default FIFO queue, tbf with latency 20 ms, tbf with
+// fq_codel as its child, fq_codel alone at line rate, and upstream's tbf.
+func BufferbloatSuite(rates []uint64, o Options) Suite {
+	s := Suite{Name: "bufferbloat"}
+	o.Sparse = true
+	o.Streams = 4
+	for _, r := range rates {
+		base := &runscflags.Config{QDisc: runscflags.QDiscTBF, TBFRate: r, TBFBurst: AccuracyBurst(r)}
+		lat, fq := *base, *base
+		lat.TBFLatency = 20 * time.Millisecond
+		fq.TBFChild = runscflags.ChildFQCoDel
+		cands := []Candidate{
+			FromConfig(base),
+			withVariant(FromConfig(&lat), "latency 20ms"),
+			withVariant(FromConfig(&fq), "fq_codel"),
+			FromConfig(&runscflags.Config{QDisc: runscflags.QDiscFQCoDel}),
+			Upstream(base),
+		}
+		s.Settings = append(s.Settings, Setting{Label: rate.FormatRate(r), Candidates: cands, Options: o})
+	}
+	return s
+}
+
+// withVariant names a candidate's variant ("netqdisc tbf (fq_codel)").
+func withVariant(c Candidate, v string) Candidate {
+	c.Variant = v
+	return c
+}
+
+// Bufferbloat figures: the probes' RTT above the idle RTT in ms, Jain's
+// index over the bulk streams, and the UDP echoes lost.
+var (
+	ProbeP50Above = func(r Result) float64 { return msAbove(r.RTTP50, r.RTTIdle) }
+	ProbeP99Above = func(r Result) float64 { return msAbove(r.RTTP99, r.RTTIdle) }
+	UDPP50Above   = func(r Result) float64 { return msAbove(r.UDPRTTP50, r.RTTIdle) }
+	UDPP99Above   = func(r Result) float64 { return msAbove(r.UDPRTTP99, r.RTTIdle) }
+	Fairness      = func(r Result) float64 { return Jain(r.StreamBps) }
+	UDPLost       = func(r Result) float64 { return float64(r.UDPLost) }
+	Drops         = func(r Result) float64 { return float64(r.Drops) }
+)
+
+func msAbove(d, idle time.Duration) float64 {
+	return float64(max(d-idle, 0)) / float64(time.Millisecond)
+}
+
+// BufferbloatNames are the bufferbloat suite's candidates, in table order.
+var BufferbloatNames = []string{"netqdisc tbf", "netqdisc tbf (latency 20ms)", "netqdisc tbf (fq_codel)", "netqdisc fq_codel", "upstream tbf"}
+
 // Suites returns the named suites with their default settings for
 // qdiscbench --compare: throughput, accuracy, paced, smallburst,
 // shapedcpu. d is how long each run measures.
@@ -168,8 +219,12 @@ func Suites(names []string, d time.Duration) ([]Suite, error) {
 			oa := four
 			oa.Duration = 2 * d
 			out = append(out, ShapedCPUSuite([]uint64{10 * Mbit, 100 * Mbit}, 1514, oa))
+		case "bufferbloat":
+			oa := four
+			oa.Warmup, oa.Duration = 2*time.Second, 4*d // past TCP's start and CoDel's first interval
+			out = append(out, BufferbloatSuite([]uint64{10 * Mbit, 100 * Mbit}, oa))
 		default:
-			return nil, fmt.Errorf("unknown suite %q: choose throughput, accuracy, paced, smallburst or shapedcpu", n)
+			return nil, fmt.Errorf("unknown suite %q: choose throughput, accuracy, paced, smallburst, shapedcpu or bufferbloat", n)
 		}
 	}
 	return out, nil
@@ -354,6 +409,26 @@ func WriteTables(w io.Writer, sums []Summary) {
 					row = append(row, cell(s, Ratio, "%.4f"), cell(s, WakeupsPerSec, "%.0f"))
 				}
 				fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
+			}
+		case "bufferbloat":
+			fmt.Fprintf(w, "\nLatency under load (RRUL-like): 4 bulk streams, a TCP request/response probe and a UDP echo every 10 ms; probe RTTs in ms above the idle RTT; bulk goodput over tbf's with its default queue; Jain's fairness index over the bulk streams\n")
+			fmt.Fprintln(tw, "rate\tqdisc\tgoodput Mbit/s\tgoodput/tbf\tJain\tTCP probe p50\tp99\tUDP echo p50\tp99\techoes lost\tdrops\t")
+			for _, set := range suites[suite] {
+				for _, name := range BufferbloatNames {
+					st, ok := find(sums, suite, set, name)
+					if !ok {
+						continue
+					}
+					row := []string{set, name, cell(st, Mbps(Goodput), "%.2f")}
+					row = append(row, ratios(sums, suite, set, [][2]string{{name, "netqdisc tbf"}}, Goodput)...)
+					for _, f := range []struct {
+						f      func(Result) float64
+						format string
+					}{{Fairness, "%.3f"}, {ProbeP50Above, "%.1f"}, {ProbeP99Above, "%.1f"}, {UDPP50Above, "%.1f"}, {UDPP99Above, "%.1f"}, {UDPLost, "%.0f"}, {Drops, "%.0f"}} {
+						row = append(row, cell(st, f.f, f.format))
+					}
+					fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
+				}
 			}
 		case "paced":
 			fmt.Fprintf(w, "\nCPU at paced targets (ceiling %s): process CPU in %% of one core, and CPU seconds per GB on the wire\n", rate.FormatRate(FarRate))
