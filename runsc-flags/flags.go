@@ -636,8 +636,9 @@ var ingressFlags = map[string]string{
 
 // Warnings returns what the operator should know about a valid Config
 // that works but cannot be held as precisely as asked: for tbf, a burst
-// shorter than the platform's timer lateness (tbf.Config.CheckPrecision),
-// naming the flag to change.
+// shorter than the platform's timer lateness (tbf.Config.CheckPrecision);
+// for fq_codel under a tbf, a target shorter than a host-GSO packet takes
+// at the rate. Each names the flag to change.
 func (c *Config) Warnings() []string {
 	var w []string
 	if c.QDisc == QDiscTBF {
@@ -650,7 +651,7 @@ func (c *Config) Warnings() []string {
 			w = append(w, fmt.Sprintf("--%s: %v", FlagIngressBurst, err))
 		}
 	}
-	return w
+	return append(w, c.fqCoDelWarnings()...)
 }
 
 // TBFConfig returns the tbf.Config the flags describe, with one queue per

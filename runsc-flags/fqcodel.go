@@ -266,3 +266,31 @@ func qdiscMayReplace(q, op QueueingDiscipline) bool {
 	}
 	return false
 }
+
+// gsoPacket is the largest packet a NIC with host GSO hands the qdisc
+// (runsc's default): 64 KiB and the Ethernet header.
+const gsoPacket = 65536 + 14
+
+// fqCoDelWarnings warns when fq_codel under a tbf has a target shorter
+// than a host-GSO packet takes at the tbf's rate: a sparse flow's packet
+// that waits behind one is over target, and CoDel drops the next one that
+// does within an interval (as Linux's fq_codel under tbf does with TSO).
+func (c *Config) fqCoDelWarnings() []string {
+	if c.QDisc != QDiscTBF || c.TBFChild != ChildFQCoDel || c.TBFRate == 0 {
+		return nil
+	}
+	target := cmpOr(c.FQTarget, fqcodel.DefaultTarget)
+	gso := time.Duration(float64(gsoPacket) / float64(c.TBFRate) * float64(time.Second))
+	if gso <= target {
+		return nil
+	}
+	return []string{fmt.Sprintf("--%s: with host GSO (--gso, on by default) a packet may be %d bytes, %v at --%s=%s, longer than the target %v: sparse flows' packets waiting behind one are over target and CoDel may drop them; use --gso=false, or a target of at least %v",
+		FlagFQCoDelTarget, gsoPacket, gso.Round(100*time.Microsecond), FlagTBFRate, rate.FormatRate(c.TBFRate), target, (gso * 3 / 2).Round(time.Millisecond))}
+}
+
+func cmpOr(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
+}

@@ -145,3 +145,27 @@ func TestNewFQCoDel(t *testing.T) {
 		t.Errorf("no child statistics")
 	}
 }
+
+func TestFQCoDelWarnings(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		warn bool
+	}{
+		{[]string{"--qdisc=tbf", "--qdisc-tbf-rate=100mbit", "--qdisc-tbf-burst=128kb", "--qdisc-tbf-child=fq_codel"}, true},                                 // 5.2 ms > 5 ms
+		{[]string{"--qdisc=tbf", "--qdisc-tbf-rate=100mbit", "--qdisc-tbf-burst=128kb", "--qdisc-tbf-child=fq_codel", "--qdisc-fq-codel-target=8ms"}, false}, // 5.2 ms < 8 ms
+		{[]string{"--qdisc=tbf", "--qdisc-tbf-rate=1gbit", "--qdisc-tbf-burst=1mb", "--qdisc-tbf-child=fq_codel"}, false},                                    // 0.5 ms
+		{[]string{"--qdisc=tbf", "--qdisc-tbf-rate=100mbit", "--qdisc-tbf-burst=128kb"}, false},                                                              // no child
+	} {
+		c, err := parse(t, tc.args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := strings.Join(c.Warnings(), "\n")
+		if got := strings.Contains(w, "--qdisc-fq-codel-target"); got != tc.warn {
+			t.Errorf("%q: warnings %q; want a target warning: %v", tc.args, w, tc.warn)
+		}
+		if tc.warn && !strings.Contains(w, "--gso=false") {
+			t.Errorf("%q: the warning %q does not say what to change", tc.args, w)
+		}
+	}
+}
