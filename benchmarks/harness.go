@@ -115,6 +115,15 @@ type Result struct {
 	UDPSent   int
 	UDPLost   int
 	StreamBps []float64
+	// ProbeRTTs are the TCP probe's samples over the whole run, in time
+	// order (for a chart of RTT over time).
+	ProbeRTTs []RTTPoint
+}
+
+// RTTPoint is one probe sample: when, since the streams started, and its
+// RTT.
+type RTTPoint struct {
+	At, RTT time.Duration
 }
 
 // Ratio is WireBps over the configured rate (0 without one).
@@ -261,6 +270,20 @@ func (r *rtts) add(at time.Time, d time.Duration) {
 }
 
 // between returns the sorted RTTs sampled in [from, to).
+// since returns the samples taken from start on, in time order, timed
+// from start.
+func (r *rtts) since(start time.Time) []RTTPoint {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []RTTPoint
+	for _, s := range r.samples {
+		if !s.at.Before(start) {
+			out = append(out, RTTPoint{At: s.at.Sub(start), RTT: s.rtt})
+		}
+	}
+	return out
+}
+
 func (r *rtts) between(from, to time.Time) []time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -602,6 +625,7 @@ func (h *harness) measure() Result {
 			}
 		}
 	}
+	res.ProbeRTTs = h.rt.since(start)
 	if s, ok := h.q.(statser); ok {
 		res.Stats, res.HasStats = s.Stats(), true
 	}

@@ -102,11 +102,18 @@ func JSON(sums []Summary) ([]byte, error) {
 }
 
 // Chart draws, side by side, goodput against streams (when sums has a
-// throughput suite) and on-wire rate over time (the timelines of timeline,
-// with each run's configured rate as a dashed line), to path: .svg or .png.
+// throughput suite), the probe's RTT over time under load (when sums has a
+// bufferbloat suite) and on-wire rate over time (the timelines of
+// timeline, with each run's configured rate as a dashed line), to path:
+// .svg or .png.
 func Chart(path string, sums []Summary, timeline []Summary) error {
 	var plots []*plot.Plot
 	if p, ok := throughputPlot(sums); ok {
+		plots = append(plots, p)
+	}
+	if p, ok, err := rttPlot(sums); err != nil {
+		return err
+	} else if ok {
 		plots = append(plots, p)
 	}
 	if len(timeline) > 0 {
@@ -202,6 +209,45 @@ func streamTicks(series map[string]plotter.XYs) []plot.Tick {
 		}
 	}
 	return ticks
+}
+
+// rttPlot draws the bufferbloat suite's TCP probe RTT over time at its
+// first rate, one line per candidate (first round), on a log scale.
+func rttPlot(sums []Summary) (*plot.Plot, bool, error) {
+	p := plot.New()
+	p.Y.Scale = plot.LogScale{}
+	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	p.X.Label.Text = "seconds since the streams started"
+	p.Y.Label.Text = "probe RTT, ms (log scale)"
+	setting := ""
+	for i, name := range BufferbloatNames {
+		for _, s := range sums {
+			if s.Suite != "bufferbloat" || s.Candidate.Name() != name || len(s.Rounds) == 0 || (setting != "" && s.Setting != setting) {
+				continue
+			}
+			setting = s.Setting
+			var xys plotter.XYs
+			for _, pt := range s.Rounds[0].ProbeRTTs {
+				xys = append(xys, plotter.XY{X: pt.At.Seconds(), Y: math.Max(float64(pt.RTT)/float64(time.Millisecond), 0.01)})
+			}
+			if len(xys) == 0 {
+				continue
+			}
+			l, err := plotter.NewLine(xys)
+			if err != nil {
+				return nil, false, err
+			}
+			l.Color = plotutil.Color(i)
+			p.Add(l)
+			p.Legend.Add(name, l)
+		}
+	}
+	if setting == "" {
+		return nil, false, nil
+	}
+	p.Title.Text = "RTT of a sparse flow under 4 bulk streams, " + setting
+	p.Legend.Top = true
+	return p, true, nil
 }
 
 func timelinePlot(runs []Summary) (*plot.Plot, error) {
