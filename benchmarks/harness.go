@@ -95,9 +95,11 @@ type Result struct {
 	// Describe is the qdisc's own description ("tbf rate 100Mbit ..."),
 	// when it has one.
 	Describe string
-	// Stats is the qdisc's own statistics at the end, when it has them.
+	// Stats is the qdisc's own statistics at the end, when it has them,
+	// and TCStats their `tc -s` text (with fq_codel's own counters).
 	Stats    qdisc.Stats
 	HasStats bool
+	TCStats  string
 	// Lateness is how late the qdisc's timer wake-ups ran, over the whole
 	// run, when it records that (netqdisc's tbf).
 	Lateness    qdisc.HistogramSnapshot
@@ -627,7 +629,10 @@ func (h *harness) measure() Result {
 	}
 	res.ProbeRTTs = h.rt.since(start)
 	if s, ok := h.q.(statser); ok {
-		res.Stats, res.HasStats = s.Stats(), true
+		res.Stats, res.HasStats, res.TCStats = s.Stats(), true, s.Stats().String()
+	}
+	if s, ok := h.q.(interface{ TCStats() string }); ok {
+		res.TCStats = s.TCStats()
 	}
 	if s, ok := h.q.(fmt.Stringer); ok {
 		res.Describe = s.String()

@@ -263,6 +263,6 @@ func writeRun(w io.Writer, s benchmarks.Summary) {
 		row("rounds", fmt.Sprintf("%d: on-wire %s – %s", len(s.Rounds), mbps(lo), mbps(hi)))
 	}
 	if r.HasStats {
-		fmt.Fprintf(w, "\n  tc -s qdisc:\n  %s\n", strings.ReplaceAll(r.Stats.String(), "\n", "\n  "))
+		fmt.Fprintf(w, "\n  tc -s qdisc:\n  %s\n", strings.ReplaceAll(r.TCStats, "\n", "\n  "))
 	}
 }

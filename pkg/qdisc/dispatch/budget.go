@@ -108,12 +108,10 @@ func (l *Lane) chargeLocked(size uint64) bool {
 
 // refundLocked returns to the lane's credit the bytes of packets that have
 // left it (sent or dropped), and gives the budget back what the lane holds
-// beyond a chunk (everything, when the budget is tight).
+// beyond a chunk (everything, when the budget is tight). The lane has a
+// budget.
 // +checklocks:l.mu
 func (l *Lane) refundLocked(bytes uint64) {
-	if l.budget == nil {
-		return
-	}
 	l.credit += bytes
 	keep := l.budget.chunk
 	if l.budget.tight.Load() {

@@ -312,7 +312,9 @@ func (l *Lane) run() {
 	var left uint64
 	for {
 		l.mu.Lock()
-		l.refundLocked(left)
+		if l.budget != nil {
+			l.refundLocked(left)
+		}
 		if !l.continueLocked() {
 			l.mu.Unlock()
 			return

@@ -134,7 +134,9 @@ func (l *Lane) runShaping() {
 	var left uint64
 	for {
 		l.mu.Lock()
-		l.refundLocked(left)
+		if l.budget != nil {
+			l.refundLocked(left)
+		}
 		left = 0
 		if !l.continueLocked() {
 			l.mu.Unlock()

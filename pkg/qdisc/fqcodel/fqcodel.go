@@ -138,6 +138,10 @@ func (d *Discipline) XStats() XStats {
 	return x
 }
 
+// TCStats is what `tc -s qdisc show` prints for the qdisc: its counters,
+// then fq_codel's own.
+func (d *Discipline) TCStats() string { return d.Stats().String() + "\n" + d.XStats().String() }
+
 // Config returns the configuration in force, defaults filled in.
 func (d *Discipline) Config() Config { return d.child.Config() }
 

@@ -369,6 +369,16 @@ func (d *Discipline) Queues() int { return len(d.lanes.Lanes) }
 // included).
 func (d *Discipline) Stats() qdisc.Stats { return d.lanes.Stats() }
 
+// TCStats is what `tc -s qdisc show` prints for the tbf: its counters
+// and, with a child, fq_codel's own.
+func (d *Discipline) TCStats() string {
+	s := d.Stats().String()
+	if x, ok := d.ChildStats(); ok {
+		s += "\n" + x.String()
+	}
+	return s
+}
+
 // ChildStats returns the fq_codel child's own counters; ok is false
 // without one.
 func (d *Discipline) ChildStats() (x fqcodel.XStats, ok bool) {
