@@ -431,7 +431,10 @@ func TestRunscFQCoDel(t *testing.T) {
 	if res.PingsSent == 0 || res.PingsLost() != 0 {
 		t.Errorf("%d of %d pings lost", res.PingsLost(), res.PingsSent)
 	}
-	if log := bootLog(t, s); !strings.Contains(log, "child fq_codel limit 10240p") {
-		t.Errorf("the boot log does not name the fq_codel child")
+	log := bootLog(t, s)
+	for _, want := range []string{"child fq_codel limit 10240p", "maxpacket", "new_flow_count"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("the boot log does not say %q (the fq_codel child and its tc -s counters)", want)
+		}
 	}
 }
