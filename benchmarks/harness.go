@@ -39,6 +39,7 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/transport/udp"
 
 	"github.com/netqdisc/netqdisc/pkg/qdisc"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/fqcodel"
 )
 
 // Options shape one run.
@@ -120,6 +121,9 @@ type Result struct {
 	// ProbeRTTs are the TCP probe's samples over the whole run, in time
 	// order (for a chart of RTT over time).
 	ProbeRTTs []RTTPoint
+	// ECNMarks is the packets fq_codel marked CE instead of dropping, over
+	// the whole run (netqdisc's fq_codel, alone or as a tbf's child).
+	ECNMarks uint64
 }
 
 // RTTPoint is one probe sample: when, since the streams started, and its
@@ -633,6 +637,15 @@ func (h *harness) measure() Result {
 	}
 	if s, ok := h.q.(interface{ TCStats() string }); ok {
 		res.TCStats = s.TCStats()
+	}
+	switch q := h.q.(type) {
+	case interface{ XStats() fqcodel.XStats }:
+		res.ECNMarks = q.XStats().ECNMark
+	case interface {
+		ChildStats() (fqcodel.XStats, bool)
+	}:
+		x, _ := q.ChildStats()
+		res.ECNMarks = x.ECNMark
 	}
 	if s, ok := h.q.(fmt.Stringer); ok {
 		res.Describe = s.String()

@@ -48,6 +48,7 @@ type JSONRun struct {
 	UDPRTTP99Ms  float64 `json:"udp_rtt_p99_ms,omitempty"`
 	UDPLost      float64 `json:"udp_lost,omitempty"`
 	JainFairness float64 `json:"jain,omitempty"`
+	ECNMarks     float64 `json:"ecn_marks,omitempty"`
 }
 
 // JSONRound is one round of a JSONRun.
@@ -87,6 +88,7 @@ func JSON(sums []Summary) ([]byte, error) {
 			j.UDPRTTP99Ms = med(func(r Result) float64 { return ms(r.UDPRTTP99) })
 			j.UDPLost = med(UDPLost)
 			j.JainFairness = med(Fairness)
+			j.ECNMarks = med(Marks)
 		}
 		if s.Candidate.QDisc == "none" {
 			j.Impl = "netqdisc"

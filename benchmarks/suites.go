@@ -184,6 +184,7 @@ var (
 	Fairness      = func(r Result) float64 { return Jain(r.StreamBps) }
 	UDPLost       = func(r Result) float64 { return float64(r.UDPLost) }
 	Drops         = func(r Result) float64 { return float64(r.Drops) }
+	Marks         = func(r Result) float64 { return float64(r.ECNMarks) }
 )
 
 func msAbove(d, idle time.Duration) float64 {
@@ -412,7 +413,7 @@ func WriteTables(w io.Writer, sums []Summary) {
 			}
 		case "bufferbloat":
 			fmt.Fprintf(w, "\nLatency under load (RRUL-like): 4 bulk streams, a TCP request/response probe and a UDP echo every 10 ms; probe RTTs in ms above the idle RTT; bulk goodput over tbf's with its default queue; Jain's fairness index over the bulk streams\n")
-			fmt.Fprintln(tw, "rate\tqdisc\tgoodput Mbit/s\tgoodput/tbf\tJain\tTCP probe p50\tp99\tUDP echo p50\tp99\techoes lost\tdrops\t")
+			fmt.Fprintln(tw, "rate\tqdisc\tgoodput Mbit/s\tgoodput/tbf\tJain\tTCP probe p50\tp99\tUDP echo p50\tp99\techoes lost\tdrops\tECN marks\t")
 			for _, set := range suites[suite] {
 				for _, name := range BufferbloatNames {
 					st, ok := find(sums, suite, set, name)
@@ -424,7 +425,7 @@ func WriteTables(w io.Writer, sums []Summary) {
 					for _, f := range []struct {
 						f      func(Result) float64
 						format string
-					}{{Fairness, "%.3f"}, {ProbeP50Above, "%.1f"}, {ProbeP99Above, "%.1f"}, {UDPP50Above, "%.1f"}, {UDPP99Above, "%.1f"}, {UDPLost, "%.0f"}, {Drops, "%.0f"}} {
+					}{{Fairness, "%.3f"}, {ProbeP50Above, "%.1f"}, {ProbeP99Above, "%.1f"}, {UDPP50Above, "%.1f"}, {UDPP99Above, "%.1f"}, {UDPLost, "%.0f"}, {Drops, "%.0f"}, {Marks, "%.0f"}} {
 						row = append(row, cell(st, f.f, f.format))
 					}
 					fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
