@@ -153,7 +153,11 @@ func (l *Lane) Start(wg *sync.WaitGroup) {
 func (l *Lane) Enqueue(pkt *stack.PacketBuffer) tcpip.Error {
 	size := uint64(pkt.Size())
 	l.mu.Lock()
-	if err := l.admitLocked(size); err != nil {
+	err := l.checkLocked(size) // inlined: a fifo's whole admission
+	if err == nil && l.budget != nil {
+		err = l.admitBudgetLocked(size)
+	}
+	if err != nil {
 		l.mu.Unlock()
 		return err
 	}
@@ -174,16 +178,15 @@ func (l *Lane) Enqueue(pkt *stack.PacketBuffer) tcpip.Error {
 	return nil
 }
 
-// admitLocked says whether a packet of size bytes may be queued: not after
-// Close; not larger than MaxPacketBytes (ErrMessageTooLong, a drop); not
-// past the ring's, the lane's or the budget's bound (ErrNoBufferSpace, a
-// drop). Admitted, it is charged to the budget. When the budget runs out,
-// the lock is released while the other lanes' credit is reclaimed, and the
-// packet is looked at again.
+// admitBudgetLocked charges a packet of size bytes, which checkLocked let
+// in, to the lane's budget, or refuses it (ErrNoBufferSpace, a drop) when
+// the budget would pass its limit. When the budget runs out, the lock is
+// released while the other lanes' credit is reclaimed, and the packet is
+// looked at again.
 // +checklocks:l.mu
-func (l *Lane) admitLocked(size uint64) tcpip.Error {
-	if err := l.checkLocked(size); err != nil || l.budget == nil || l.chargeLocked(size) {
-		return err
+func (l *Lane) admitBudgetLocked(size uint64) tcpip.Error {
+	if l.chargeLocked(size) {
+		return nil
 	}
 	if !l.budget.tight.Load() {
 		l.mu.Unlock()
@@ -197,8 +200,10 @@ func (l *Lane) admitLocked(size uint64) tcpip.Error {
 	return &tcpip.ErrNoBufferSpace{}
 }
 
-// checkLocked is admitLocked's checks but the budget's. (A Queue bounds
-// itself.)
+// checkLocked says whether a packet of size bytes may be queued, but for
+// the budget's bound: not after Close (ErrClosedForSend); not larger than
+// MaxPacketBytes (ErrMessageTooLong, a drop); not past the ring's or the
+// lane's bound (ErrNoBufferSpace, a drop). (A Queue bounds itself.)
 // +checklocks:l.mu
 func (l *Lane) checkLocked(size uint64) tcpip.Error {
 	if l.closed {
