@@ -1,8 +1,9 @@
 // Package dispatch runs the queues that netqdisc's disciplines are built
-// from. A Lane is one bounded ring of packets and one dispatcher goroutine
-// that drains it to the lower link in batches. fifo is lanes without a
-// Gate; tbf is lanes with one (its token bucket), which says when each
-// packet may leave.
+// from. A Lane is one bounded ring of packets (or a Queue, a qdisc of its
+// own) and one dispatcher goroutine that drains it to the lower link in
+// batches. fifo is lanes without a Gate; tbf is lanes with one (its token
+// bucket), which says when each packet may leave; fq_codel is a lane with
+// a Queue, and tbf over fq_codel one with both.
 //
 // Why one shared mechanism: the parts that are easy to get subtly wrong
 // are the same in every qdisc (when to wake the dispatcher, how a closed
@@ -31,7 +32,10 @@
 //   - stopped: closed and drained.
 //
 // A fifo lane is only ever idle, running or stopped, and its dispatcher
-// runs every pass: it never reads the clock and never books.
+// runs every pass: it never reads the clock and never books. A lane whose
+// queue is a qdisc (a Queue: fq_codel) goes through the same states, but
+// its gate books a packet when the queue hands it over, at a pass, not as
+// it arrives (queue.go).
 //
 // Passes that run off the dispatcher (on the timer's goroutine or an
 // enqueuer's) are marked inPass, so that Close waits for them before it

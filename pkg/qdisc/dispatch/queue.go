@@ -106,7 +106,7 @@ func (l *Lane) runQueueShaping() {
 		}
 		wait := l.takeQueuedLocked(now)
 		if wait > 0 {
-			throttled := l.throttleHeadLocked(now, wait)
+			throttled := l.waitAlarmLocked(now, wait)
 			l.mu.Unlock()
 			if throttled {
 				return
@@ -145,22 +145,6 @@ func (l *Lane) takeQueuedLocked(now int64) (wait int64) {
 		}
 	}
 	return 0
-}
-
-// throttleHeadLocked makes the lane wait on the alarm for its head's
-// departure, now+wait, as throttleLocked does for a ring.
-// +checklocks:l.mu
-func (l *Lane) throttleHeadLocked(now, wait int64) bool {
-	l.deadline = now + wait
-	at := l.now()
-	if l.deadline <= at {
-		return false
-	}
-	l.state = throttled
-	l.lastWait = now
-	l.overlimits.Add(1)
-	l.alarm.wait(l.deadline, at)
-	return true
 }
 
 // continueQueueLocked is continueLocked for a lane with a Queue.

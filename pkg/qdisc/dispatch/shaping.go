@@ -197,15 +197,23 @@ func (l *Lane) takeDueLocked(now int64) (wait int64) {
 // throttleLocked makes the lane wait on the alarm for the head's
 // departure, now+wait, and reports true; first every packet queued behind
 // the head is booked, in order, before packets that arrive later on other
-// lanes. The alarm is armed as the clock reads now, not as it read at the
-// top of the pass, so that a pass held up in between does not oversleep;
-// if the departure has come meanwhile, it reports false and the pass looks
-// again. The alarm is armed under the lock, so that a test that sees the
-// lane quiescent also sees the alarm armed.
+// lanes.
 // +checklocks:l.mu
 func (l *Lane) throttleLocked(now, wait int64) bool {
-	l.deadline = now + wait
 	l.ring.StampUnstamped(func(size uint32) int64 { return l.gate.Book(now, size) })
+	return l.waitAlarmLocked(now, wait)
+}
+
+// waitAlarmLocked makes the lane throttled, waiting on the alarm for the
+// departure now+wait (an overlimit), and reports true. The alarm is armed
+// as the clock reads now, not as it read at the top of the pass, so that a
+// pass held up in between does not oversleep; if the departure has come
+// meanwhile, it reports false and the pass looks again. The alarm is armed
+// under the lock, so that a test that sees the lane quiescent also sees
+// the alarm armed.
+// +checklocks:l.mu
+func (l *Lane) waitAlarmLocked(now, wait int64) bool {
+	l.deadline = now + wait
 	at := l.now()
 	if l.deadline <= at {
 		return false
