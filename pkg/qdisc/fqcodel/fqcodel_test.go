@@ -203,3 +203,28 @@ func TestNoAllocationPerPacket(t *testing.T) {
 		})
 	}
 }
+
+// TestTBFSlackUnderTarget: under a tbf, a sparse flow's packet may wait
+// for the tbf's rationed timer; the default Slack is then at most half
+// fq_codel's target, so that such a wait alone never puts it over target.
+func TestTBFSlackUnderTarget(t *testing.T) {
+	for _, tc := range []struct {
+		child *fqcodel.Config
+		slack time.Duration
+		want  time.Duration
+	}{
+		{nil, 0, tbf.DefaultSlack},
+		{&fqcodel.Config{}, 0, fqcodel.DefaultTarget / 2},
+		{&fqcodel.Config{Target: 30 * time.Millisecond, Interval: 300 * time.Millisecond}, 0, tbf.DefaultSlack},
+		{&fqcodel.Config{}, 4 * time.Millisecond, 4 * time.Millisecond}, // as given
+	} {
+		d, err := tbf.New(qdisctest.NewLink(nil), tcpip.NewStdClock(), tbf.Config{Rate: 1_250_000, Burst: 12500, FQCoDel: tc.child, Slack: tc.slack})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := d.Config().Slack; got != tc.want {
+			t.Errorf("child %+v, slack %v: Slack in force %v, want %v", tc.child, tc.slack, got, tc.want)
+		}
+		d.Close()
+	}
+}

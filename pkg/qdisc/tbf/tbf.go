@@ -150,9 +150,11 @@ type Config struct {
 	// back to back. Meanwhile a packet arriving on the same queue sends
 	// what is due from its own goroutine, with no wake-up. Nothing leaves
 	// earlier than Linux's tbf would send it, and what is sent late is
-	// caught up (see Late wake-ups). 0 means DefaultSlack; NoSlack wakes
-	// at every departure time, as Linux's watchdog does, for the smoothest
-	// wire at the most CPU.
+	// caught up (see Late wake-ups). 0 means DefaultSlack, or with an
+	// fq_codel child the smaller of it and half fq_codel's target (a sparse
+	// flow's packet waiting a Slack would otherwise be over target, and
+	// CoDel would drop it); NoSlack wakes at every departure time, as
+	// Linux's watchdog does, for the smoothest wire at the most CPU.
 	Slack time.Duration
 	// Overhead is added to every packet's length before it is charged, and
 	// MPU is the least a packet is charged, as tc's "overhead" and "mpu".
@@ -225,10 +227,15 @@ func NewTo(out stack.LinkWriter, link stack.LinkEndpoint, clock tcpip.Clock, cfg
 	g := newGate(cfg, int64(clock.NowMonotonic().Sub(tcpip.MonotonicTime{})))
 	slack := cfg.Slack
 	switch {
+	case slack == 0 && d.child != nil:
+		slack = min(DefaultSlack, d.child.Config().Target/2)
 	case slack == 0:
 		slack = DefaultSlack
 	case slack < 0:
 		slack = 0
+	}
+	if d.cfg.Slack == 0 {
+		d.cfg.Slack = slack // the Slack in force
 	}
 	lanes := dispatch.Config{
 		Lower:          out,
@@ -389,7 +396,8 @@ func (d *Discipline) ChildStats() (x fqcodel.XStats, ok bool) {
 	return x, true
 }
 
-// Config returns the configuration in force, with Limit computed.
+// Config returns the configuration in force, with Limit (and, when 0 was
+// given, Slack) computed.
 func (d *Discipline) Config() Config { return d.cfg }
 
 // String prints the configuration as `tc qdisc show` does:
