@@ -41,14 +41,7 @@ func (c Config) CheckPrecision() error {
 	if c.Rate == 0 || c.Burst == 0 {
 		return nil
 	}
-	slack := c.Slack
-	switch {
-	case slack == 0:
-		slack = DefaultSlack
-	case slack < 0:
-		slack = 0
-	}
-	late := TimerGranularity + slack
+	late := TimerGranularity + c.slackInForce()
 	r := rate.New(c.Rate)
 	bucket := time.Duration(r.TimeNS(c.Burst))
 	if bucket >= late {

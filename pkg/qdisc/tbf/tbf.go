@@ -225,15 +225,7 @@ func NewTo(out stack.LinkWriter, link stack.LinkEndpoint, clock tcpip.Clock, cfg
 		d.cfg.FQCoDel = &c
 	}
 	g := newGate(cfg, int64(clock.NowMonotonic().Sub(tcpip.MonotonicTime{})))
-	slack := cfg.Slack
-	switch {
-	case slack == 0 && d.child != nil:
-		slack = min(DefaultSlack, d.child.Config().Target/2)
-	case slack == 0:
-		slack = DefaultSlack
-	case slack < 0:
-		slack = 0
-	}
+	slack := d.cfg.slackInForce()
 	if d.cfg.Slack == 0 {
 		d.cfg.Slack = slack // the Slack in force
 	}
@@ -256,6 +248,25 @@ func NewTo(out stack.LinkWriter, link stack.LinkEndpoint, clock tcpip.Clock, cfg
 	d.lanes.Init(cfg.Queues, lanes)
 	d.lanes.Start()
 	return d, nil
+}
+
+// slackInForce is the timer's Slack for c (see Config.Slack): as given,
+// 0 for NoSlack, and for 0 DefaultSlack, or with an fq_codel child at most
+// half its target.
+func (c Config) slackInForce() time.Duration {
+	switch {
+	case c.Slack < 0:
+		return 0
+	case c.Slack > 0:
+		return c.Slack
+	case c.FQCoDel != nil:
+		target := c.FQCoDel.Target
+		if target == 0 {
+			target = fqcodel.DefaultTarget
+		}
+		return min(DefaultSlack, target/2)
+	}
+	return DefaultSlack
 }
 
 // linkMaxOf is the link's MTU plus header: Linux's psched_mtu.

@@ -11,6 +11,7 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/faketime"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 
+	"github.com/netqdisc/netqdisc/pkg/qdisc/fqcodel"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/qdisctest"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/tbf"
 )
@@ -207,6 +208,8 @@ func TestCheckPrecision(t *testing.T) {
 		{"1mbit, one packet lasts 12 ms", tbf.Config{Rate: mbit, Burst: 1514}, false},
 		{"no slack: 1 ms is enough", tbf.Config{Rate: 10 * mbit, Burst: 1250, Slack: tbf.NoSlack}, false},
 		{"no slack: 0.5 ms is not", tbf.Config{Rate: 10 * mbit, Burst: 625, Slack: tbf.NoSlack}, true},
+		{"6 ms bucket: not with the default slack", tbf.Config{Rate: 10 * mbit, Burst: 7500}, true},
+		{"6 ms bucket: enough under fq_codel's 2.5 ms slack", tbf.Config{Rate: 10 * mbit, Burst: 7500, FQCoDel: &fqcodel.Config{}}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.cfg.CheckPrecision()
