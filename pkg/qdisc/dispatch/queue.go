@@ -1,8 +1,6 @@
 package dispatch
 
 import (
-	"time"
-
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 )
 
@@ -99,11 +97,7 @@ func (l *Lane) runQueueShaping() {
 			l.mu.Unlock()
 			return
 		}
-		now := l.now()
-		if l.timerFired {
-			l.timerFired = false
-			l.lateness.Record(time.Duration(now - l.deadline))
-		}
+		now := l.passTimeLocked()
 		wait := l.takeQueuedLocked(now)
 		if wait > 0 {
 			throttled := l.waitAlarmLocked(now, wait)

@@ -142,11 +142,7 @@ func (l *Lane) runShaping() {
 			l.mu.Unlock()
 			return
 		}
-		now := l.now()
-		if l.timerFired {
-			l.timerFired = false
-			l.lateness.Record(time.Duration(now - l.deadline))
-		}
+		now := l.passTimeLocked()
 		l.bookLocked(now)
 		if wait := l.takeDueLocked(now); wait > 0 {
 			throttled := l.throttleLocked(now, wait)
@@ -159,6 +155,18 @@ func (l *Lane) runShaping() {
 		l.mu.Unlock()
 		left = l.writeTaken()
 	}
+}
+
+// passTimeLocked reads the clock for a pass; for a pass the alarm
+// started, it records how late the wait ended.
+// +checklocks:l.mu
+func (l *Lane) passTimeLocked() int64 {
+	now := l.now()
+	if l.timerFired {
+		l.timerFired = false
+		l.lateness.Record(time.Duration(now - l.deadline))
+	}
+	return now
 }
 
 // bookLocked books, seen now (they had arrived by now), the packets a pass
