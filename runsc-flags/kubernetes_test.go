@@ -107,17 +107,7 @@ func TestKubeAnnotations(t *testing.T) {
 			before := *c
 			err = c.ApplyAnnotations(tc.set)
 			if tc.says != nil {
-				if err == nil {
-					t.Fatalf("accepted: %+v; want an error", *c)
-				}
-				for _, s := range tc.says {
-					if !strings.Contains(err.Error(), s) {
-						t.Errorf("error %q does not say %q", err, s)
-					}
-				}
-				if diff := cmp.Diff(before, *c, ignoreOperator); diff != "" {
-					t.Errorf("refused, but the Config changed (-before +after):\n%s", diff)
-				}
+				checkRefused(t, err, tc.says, before, *c)
 				return
 			}
 			if err != nil {
@@ -165,5 +155,22 @@ func TestNewIngress(t *testing.T) {
 			}
 			t.Errorf("%q: error %v, want one starting %q", tc.args, err, tc.flag)
 		}
+	}
+}
+
+// checkRefused asserts that err refuses a set of annotations, saying each
+// of says, and that the Config did not change from before to after.
+func checkRefused(t *testing.T, err error, says []string, before, after Config) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("accepted: %+v; want an error", after)
+	}
+	for _, s := range says {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("error %q does not say %q", err, s)
+		}
+	}
+	if diff := cmp.Diff(before, after, ignoreOperator); diff != "" {
+		t.Errorf("refused, but the Config changed (-before +after):\n%s", diff)
 	}
 }
