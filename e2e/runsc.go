@@ -255,21 +255,31 @@ func (s *Sandbox) BootLog() (string, error) {
 	return string(b), err
 }
 
-// Stop stops the sandbox (runsc kill, then delete --force) and waits until
-// its processes are gone, leaving its logs to read. Close calls it.
+// Stop stops the sandbox and waits until its processes are gone, leaving
+// its logs to read. Close calls it. It kills the container's processes
+// first and gives the sandbox time to exit on its own, as it does once its
+// root container is gone: only then does the boot process run
+// Loader.Destroy, which logs the qdiscs' statistics. runsc delete --force
+// SIGKILLs whatever is left, so run before that it would lose the log's end.
 func (s *Sandbox) Stop() {
 	pids := s.Pids()
-	exec.Command(s.runsc, "--root", s.root, "kill", s.id, "KILL").Run()
+	exec.Command(s.runsc, "--root", s.root, "kill", "--all", s.id, "KILL").Run()
+	waitGone(pids, 10*time.Second)
 	exec.Command(s.runsc, "--root", s.root, "delete", "--force", s.id).Run()
-	deadline := time.Now().Add(5 * time.Second)
+	waitGone(pids, 5*time.Second)
+	for _, pid := range pids {
+		if p, err := os.FindProcess(pid); err == nil && Alive(pid) {
+			p.Kill()
+		}
+	}
+}
+
+// waitGone waits until none of pids is alive, or for at most d.
+func waitGone(pids []int, d time.Duration) {
+	deadline := time.Now().Add(d)
 	for _, pid := range pids {
 		for Alive(pid) && time.Now().Before(deadline) {
 			time.Sleep(10 * time.Millisecond)
-		}
-		if Alive(pid) {
-			if p, err := os.FindProcess(pid); err == nil {
-				p.Kill()
-			}
 		}
 	}
 }

@@ -90,6 +90,12 @@ func bootLog(t *testing.T, s *Sandbox) string {
 	return log
 }
 
+// lastLines returns the last n lines of a log, to show how it ended.
+func lastLines(log string, n int) string {
+	lines := strings.Split(strings.TrimRight(log, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
 var sentLine = regexp.MustCompile(`Sent (\d+) bytes (\d+) pkt \(dropped (\d+)`)
 
 // TestRunscShaping: 4 iperf streams from inside a runsc sandbox to the
@@ -124,7 +130,7 @@ func TestRunscShaping(t *testing.T) {
 			}
 			m := sentLine.FindStringSubmatch(log)
 			if m == nil {
-				t.Fatal("boot log has no tc -s statistics")
+				t.Fatalf("boot log has no tc -s statistics; it ends:\n%s", lastLines(log, 15))
 			}
 			if sent, _ := strconv.ParseUint(m[1], 10, 64); sent < res.WireBytes {
 				t.Errorf("tc -s says %s bytes sent, fewer than the %d the peer received in the window", m[1], res.WireBytes)
