@@ -90,18 +90,9 @@ func TestFQCoDelAnnotations(t *testing.T) {
 		{"flows with override", []string{"--qdisc=fq_codel", "--allow-flag-override"}, a("qdisc-fq-codel-flows", "16"), func(c *Config) bool { return c.FQFlows == 16 }, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := parse(t, tc.operator...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			before := *c
-			err = c.ApplyAnnotations(tc.set)
-			if tc.says != nil {
-				checkRefused(t, err, tc.says, before, *c)
+			c := annotate(t, tc.operator, tc.set, tc.says)
+			if c == nil {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if !tc.check(c) {
 				t.Errorf("config %+v", *c)

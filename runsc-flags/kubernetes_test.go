@@ -100,18 +100,9 @@ func TestKubeAnnotations(t *testing.T) {
 			Config{QDisc: QDiscTBF, TBFRate: 2_500_000, TBFBurst: 65550, TBFLatency: 25 * time.Millisecond, AllowFlagOverride: true}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := parse(t, tc.operator...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			before := *c
-			err = c.ApplyAnnotations(tc.set)
-			if tc.says != nil {
-				checkRefused(t, err, tc.says, before, *c)
+			c := annotate(t, tc.operator, tc.set, tc.says)
+			if c == nil {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if diff := cmp.Diff(tc.want, *c, ignoreOperator); diff != "" {
 				t.Errorf("config (-want +got):\n%s", diff)
@@ -158,19 +149,34 @@ func TestNewIngress(t *testing.T) {
 	}
 }
 
-// checkRefused asserts that err refuses a set of annotations, saying each
-// of says, and that the Config did not change from before to after.
-func checkRefused(t *testing.T, err error, says []string, before, after Config) {
+// annotate parses the operator's flags and applies the annotations. When
+// says is non-nil it asserts that they are refused with an error saying
+// each string and leave the Config as it was, and returns nil; otherwise it
+// asserts that they are accepted and returns the Config.
+func annotate(t *testing.T, operator []string, set map[string]string, says []string) *Config {
 	t.Helper()
+	c, err := parse(t, operator...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := *c
+	err = c.ApplyAnnotations(set)
+	if says == nil {
+		if err != nil {
+			t.Fatalf("ApplyAnnotations(%v): %v", set, err)
+		}
+		return c
+	}
 	if err == nil {
-		t.Fatalf("accepted: %+v; want an error", after)
+		t.Fatalf("ApplyAnnotations(%v) accepted: %+v; want an error", set, *c)
 	}
 	for _, s := range says {
 		if !strings.Contains(err.Error(), s) {
 			t.Errorf("error %q does not say %q", err, s)
 		}
 	}
-	if diff := cmp.Diff(before, after, ignoreOperator); diff != "" {
-		t.Errorf("refused, but the Config changed (-before +after):\n%s", diff)
+	if diff := cmp.Diff(before, *c, cmp.AllowUnexported(Config{})); diff != "" {
+		t.Errorf("a refused set changed the Config (-before +after):\n%s", diff)
 	}
+	return nil
 }
