@@ -131,19 +131,25 @@ func (q *Queue) Enqueue(pkt *stack.PacketBuffer, size uint32, hash uint32, now i
 
 // dropFattest is fq_codel_drop: it drops from the head of the flow with
 // the largest backlog until half that backlog or DropBatch packets are
-// gone, and tells the flow's CoDel to drop harder.
+// gone, and tells the flow's CoDel to drop harder. Only flows that hold
+// packets are candidates: with packets of 0 bytes every backlog may be 0
+// (Linux's skbs are never empty, so it takes flow 0 unchecked). The caller
+// has just queued a packet on a flow, so one holds packets.
 func (q *Queue) dropFattest() int {
-	var idx int32
+	idx := int32(none)
 	var most uint32
 	for i := range q.flows {
-		if b := q.flows[i].backlog; b > most {
-			most, idx = b, int32(i)
+		if f := &q.flows[i]; f.fifo.n > 0 && (idx == none || f.backlog > most) {
+			most, idx = f.backlog, int32(i)
 		}
+	}
+	if idx == none {
+		return 0
 	}
 	f := &q.flows[idx]
 	threshold := most >> 1
 	var n, bytes uint32
-	for {
+	for f.fifo.n > 0 {
 		e := f.fifo.pop()
 		bytes += e.len
 		q.memory -= uint64(e.mem)
