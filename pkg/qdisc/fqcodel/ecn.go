@@ -1,6 +1,8 @@
 package fqcodel
 
 import (
+	"encoding/binary"
+
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 )
@@ -14,38 +16,57 @@ const (
 )
 
 // markCE sets CE on an ECN-capable IPv4 or IPv6 packet (ECT(0), ECT(1), or
-// already CE), fixing IPv4's header checksum, and reports whether the
-// packet is ECN-capable: Linux's INET_ECN_set_ce. Packets arriving from
-// outside may be ECT; gVisor's own TCP does not set ECN.
+// already CE) and reports whether the packet is ECN-capable: Linux's
+// INET_ECN_set_ce. Packets arriving from outside may be ECT; gVisor's own
+// TCP does not set ECN.
+//
+// The header comes from the packet's sender, so it is read only where it
+// is there and well formed: the version must match the protocol, and an
+// IPv4 header must be whole (IHL of at least 5 words, all of them in the
+// network header). Anything else is opaque: not marked, so CoDel drops it.
+// IPv4's checksum is updated incrementally (RFC 1624), as Linux does, so
+// that a bad checksum stays bad rather than being made good here.
 func markCE(pkt *stack.PacketBuffer) bool {
 	nh := pkt.NetworkHeader().Slice()
 	switch pkt.NetworkProtocolNumber {
 	case header.IPv4ProtocolNumber:
-		if len(nh) < header.IPv4MinimumSize {
+		if len(nh) < header.IPv4MinimumSize || nh[0]>>4 != 4 {
 			return false
 		}
-		ip := header.IPv4(nh)
-		tos, _ := ip.TOS()
+		if ihl := int(nh[0]&0xf) * 4; ihl < header.IPv4MinimumSize || ihl > len(nh) {
+			return false
+		}
+		tos := nh[1]
 		if tos&ecnMask == ecnNotECT {
 			return false
 		}
 		if tos&ecnMask != ecnCE {
-			ip.SetTOS(tos|ecnCE, 0)
-			ip.SetChecksum(0)
-			ip.SetChecksum(^ip.CalculateChecksum())
+			old := binary.BigEndian.Uint16(nh[0:2])
+			nh[1] = tos | ecnCE
+			updateChecksum(nh[10:12], old, binary.BigEndian.Uint16(nh[0:2]))
 		}
 		return true
 	case header.IPv6ProtocolNumber:
-		if len(nh) < header.IPv6MinimumSize {
+		if len(nh) < header.IPv6MinimumSize || nh[0]>>4 != 6 {
 			return false
 		}
-		ip := header.IPv6(nh)
-		tc, label := ip.TOS()
-		if tc&ecnMask == ecnNotECT {
+		// The traffic class straddles bytes 0 and 1; its ECN bits are
+		// bits 4 and 5 of byte 1. Only they change.
+		if (nh[1]>>4)&ecnMask == ecnNotECT {
 			return false
 		}
-		ip.SetTOS(tc|ecnCE, label)
+		nh[1] |= ecnCE << 4
 		return true
 	}
 	return false
+}
+
+// updateChecksum rewrites the one's-complement checksum in sum after one
+// 16-bit word of what it covers changed from old to new: RFC 1624's
+// HC' = ~(~HC + ~m + m').
+func updateChecksum(sum []byte, old, new uint16) {
+	x := uint32(^binary.BigEndian.Uint16(sum)) + uint32(^old) + uint32(new)
+	x = (x & 0xffff) + x>>16
+	x = (x & 0xffff) + x>>16
+	binary.BigEndian.PutUint16(sum, ^uint16(x))
 }

@@ -4,3 +4,6 @@ import "github.com/netqdisc/netqdisc/pkg/qdisc/qdisctest"
 
 // PeekedSeq is the sequence number of the packet Peek holds.
 func (q *Queue) PeekedSeq() uint64 { return qdisctest.Seq(q.peeked.pkt) }
+
+// MarkCE is markCE, for the header tests.
+var MarkCE = markCE
