@@ -27,8 +27,13 @@ func New() Hasher { return Hasher{seed: rand.Uint32()} }
 func WithSeed(seed uint32) Hasher { return Hasher{seed: seed} }
 
 // maxHeaders is the most of a packet Packet reads: an IPv4 header with
-// options (60 bytes) and the ports after it.
-const maxHeaders = header.IPv4MaximumHeaderSize + 4
+// options (60 bytes) and its ports, or an IPv6 header (40 bytes), up to 84
+// bytes of extension headers and the ports. A packet whose ports lie
+// further in hashes by its addresses and protocol alone.
+const maxHeaders = header.IPv6MinimumSize + 84 + 4
+
+// maxExtensions is the most IPv6 extension headers Bytes walks.
+const maxExtensions = 8
 
 // Packet hashes pkt, whose network protocol is proto, from its network and
 // transport headers if they have been parsed (the send path), else from
@@ -38,6 +43,13 @@ func (h Hasher) Packet(proto tcpip.NetworkProtocolNumber, pkt *stack.PacketBuffe
 		var b [maxHeaders]byte
 		n := copy(b[:], nh)
 		n += copy(b[n:], pkt.TransportHeader().Slice())
+		if n < maxHeaders && len(pkt.TransportHeader().Slice()) == 0 {
+			// The network header is parsed, the transport one not: the
+			// ports, if any, start the data.
+			if d, ok := pkt.Data().PullUp(min(pkt.Data().Size(), maxHeaders-n)); ok {
+				n += copy(b[n:], d)
+			}
+		}
 		return h.Bytes(proto, b[:n])
 	}
 	b, ok := pkt.Data().PullUp(min(pkt.Data().Size(), maxHeaders))
@@ -47,10 +59,15 @@ func (h Hasher) Packet(proto tcpip.NetworkProtocolNumber, pkt *stack.PacketBuffe
 	return h.Bytes(proto, b)
 }
 
-// Bytes hashes a packet of protocol proto whose network header starts b.
-// What it cannot parse (a truncated header, another protocol) hashes by
-// proto alone: one flow per protocol.
+// Bytes hashes a packet of protocol proto whose network header starts b,
+// from its first maxHeaders bytes. It reads only what is there and well formed: a header that is truncated,
+// of another version than proto says, or (IPv4) shorter than its minimum
+// hashes by proto alone, one flow per protocol; one whose ports cannot be
+// read (a fragment, first or not, as in Linux's flow dissector without
+// FLOW_DISSECTOR_F_PARSE_1ST_FRAG; a truncated or too long header chain)
+// hashes by its addresses and protocol.
 func (h Hasher) Bytes(proto tcpip.NetworkProtocolNumber, b []byte) uint32 {
+	b = b[:min(len(b), maxHeaders)] // what Packet reads
 	x := mix(h.seed, uint32(proto))
 	switch proto {
 	case header.IPv4ProtocolNumber:
@@ -58,15 +75,17 @@ func (h Hasher) Bytes(proto tcpip.NetworkProtocolNumber, b []byte) uint32 {
 			break
 		}
 		ip := header.IPv4(b)
+		ihl := int(ip.HeaderLength())
+		if ihl < header.IPv4MinimumSize {
+			break // malformed: opaque
+		}
 		x = mix(x, binary.BigEndian.Uint32(b[12:16])) // source
 		x = mix(x, binary.BigEndian.Uint32(b[16:20])) // destination
 		x = mix(x, uint32(ip.Protocol()))
-		// A fragment other than the first has no ports, and a first one
-		// must hash with the rest of its datagram.
-		if ip.More() || ip.FragmentOffset() != 0 {
+		if ip.More() || ip.FragmentOffset() != 0 || ihl > len(b) {
 			break
 		}
-		x = ports(x, ip.TransportProtocol(), b[min(int(ip.HeaderLength()), len(b)):])
+		x = ports(x, ip.TransportProtocol(), b[ihl:])
 	case header.IPv6ProtocolNumber:
 		if len(b) < header.IPv6MinimumSize || b[0]>>4 != 6 {
 			break
@@ -74,12 +93,58 @@ func (h Hasher) Bytes(proto tcpip.NetworkProtocolNumber, b []byte) uint32 {
 		for i := 8; i < 40; i += 4 { // source and destination
 			x = mix(x, binary.BigEndian.Uint32(b[i:i+4]))
 		}
-		next := tcpip.TransportProtocolNumber(b[6])
+		next, rest, portless := upperLayer(b[6], b[header.IPv6MinimumSize:])
 		x = mix(x, uint32(next))
-		x = ports(x, next, b[header.IPv6MinimumSize:])
+		if !portless {
+			x = ports(x, next, rest)
+		}
 	}
 	return final(x)
 }
+
+// upperLayer walks the IPv6 extension headers in b, the first of type
+// next, to the upper-layer protocol, and returns it with what follows its
+// header. portless is true where the ports cannot be read: a fragment, a
+// header chain cut short or longer than maxExtensions.
+func upperLayer(next uint8, b []byte) (proto tcpip.TransportProtocolNumber, rest []byte, portless bool) {
+	for range maxExtensions {
+		var n int
+		switch next {
+		case hopByHop, routing, destOptions:
+			if len(b) < 2 {
+				return tcpip.TransportProtocolNumber(next), nil, true
+			}
+			n = (int(b[1]) + 1) * 8
+		case authentication:
+			if len(b) < 2 {
+				return tcpip.TransportProtocolNumber(next), nil, true
+			}
+			n = (int(b[1]) + 2) * 4
+		case fragment:
+			if len(b) < 8 {
+				return tcpip.TransportProtocolNumber(next), nil, true
+			}
+			// Every fragment of a datagram names the same upper layer.
+			return tcpip.TransportProtocolNumber(b[0]), nil, true
+		default:
+			return tcpip.TransportProtocolNumber(next), b, false
+		}
+		if n > len(b) {
+			return tcpip.TransportProtocolNumber(next), nil, true
+		}
+		next, b = b[0], b[n:]
+	}
+	return tcpip.TransportProtocolNumber(next), nil, true
+}
+
+// IPv6 extension header types (RFC 8200, RFC 4302).
+const (
+	hopByHop       = 0
+	routing        = 43
+	fragment       = 44
+	authentication = 51
+	destOptions    = 60
+)
 
 // ports mixes in the ports that start b, for the transport protocols that
 // have them there.
