@@ -9,3 +9,6 @@ import (
 func (e *Endpoint) Deliver(protocol tcpip.NetworkProtocolNumber, pkt *stack.PacketBuffer) tcpip.Error {
 	return e.deliver(protocol, pkt)
 }
+
+// IsControl is isControl, for the classifier's fuzz target.
+var IsControl = isControl

@@ -10,9 +10,14 @@
 //
 //   - Link-layer control traffic (ARP, and IPv6 neighbour discovery:
 //     router and neighbour solicitations and advertisements, redirects) is
-//     neither charged nor delayed: shaping it would let a full download
+//     neither charged nor delayed, up to an allowance of its own
+//     (ControlRate frames a second): shaping it would let a full download
 //     queue hold up address resolution, and the stack's own replies with
-//     it. (gVisor's unmerged ingress attempt, PR #13583, shaped them.)
+//     it. (gVisor's unmerged ingress attempt, PR #13583, shaped them.) The
+//     frames come from the network, so only well-formed ones of their
+//     protocol's size are exempt (isControl), and the allowance bounds what
+//     even those can carry; past it, and whenever malformed, they are
+//     shaped like any other frame. Exempt frames count in Stats as sent.
 //   - A packet larger than the bucket is dropped, as tbf drops one on the
 //     send path; it is never let through in debt.
 //   - With several queues, packets are spread by a hash of their own
@@ -23,9 +28,9 @@ package ingress
 
 import (
 	"fmt"
+	"sync/atomic"
 
 	"gvisor.dev/gvisor/pkg/tcpip"
-	"gvisor.dev/gvisor/pkg/tcpip/header"
 	"gvisor.dev/gvisor/pkg/tcpip/link/nested"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 
@@ -42,6 +47,12 @@ type Endpoint struct {
 	hash   flowhash.Hasher
 	// spread says whether there are queues to choose between.
 	spread bool
+	// control is the control frames' allowance, and controlPackets and
+	// controlBytes count the frames it let through unshaped.
+	control        *allowance
+	controlPackets atomic.Uint64
+	controlBytes   atomic.Uint64
+	closed         atomic.Bool
 }
 
 var _ stack.LinkEndpoint = (*Endpoint)(nil)
@@ -53,7 +64,10 @@ func New(child stack.LinkEndpoint, clock tcpip.Clock, cfg tbf.Config) (*Endpoint
 	if child == nil {
 		return nil, fmt.Errorf("ingress: no link endpoint to shape")
 	}
-	e := &Endpoint{hash: flowhash.New()}
+	if clock == nil {
+		return nil, fmt.Errorf("ingress: no clock")
+	}
+	e := &Endpoint{hash: flowhash.New(), control: newAllowance(clock)}
 	e.Endpoint.Init(child, e)
 	shaper, err := tbf.NewTo(delivery{e}, child, clock, cfg)
 	if err != nil {
@@ -65,9 +79,9 @@ func New(child stack.LinkEndpoint, clock tcpip.Clock, cfg tbf.Config) (*Endpoint
 }
 
 // DeliverNetworkPacket implements stack.NetworkDispatcher: the child
-// delivers here. Link-layer control traffic goes up at once; the rest is
-// queued for the bucket (taking a reference of its own) or dropped and
-// counted.
+// delivers here. Link-layer control traffic within its allowance goes up
+// at once; the rest is queued for the bucket (taking a reference of its
+// own) or dropped and counted.
 func (e *Endpoint) DeliverNetworkPacket(protocol tcpip.NetworkProtocolNumber, pkt *stack.PacketBuffer) {
 	e.deliver(protocol, pkt) // a refusal is counted as a drop
 }
@@ -75,7 +89,9 @@ func (e *Endpoint) DeliverNetworkPacket(protocol tcpip.NetworkProtocolNumber, pk
 // deliver is DeliverNetworkPacket, with the shaper's answer: nil when the
 // packet went up or was queued.
 func (e *Endpoint) deliver(protocol tcpip.NetworkProtocolNumber, pkt *stack.PacketBuffer) tcpip.Error {
-	if control(protocol, pkt) {
+	if isControl(protocol, pkt) && !e.closed.Load() && e.control.take() {
+		e.controlPackets.Add(1)
+		e.controlBytes.Add(uint64(pkt.Size()))
 		e.Endpoint.DeliverNetworkPacket(protocol, pkt)
 		return nil
 	}
@@ -101,34 +117,28 @@ func (d delivery) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) {
 	return pkts.Len(), nil
 }
 
-// control reports whether pkt is link-layer control traffic: ARP, or
-// ICMPv6 neighbour discovery (types 133 to 137) with no extension header
-// before it (RFC 4861 messages carry none in practice; one that does is
-// shaped).
-func control(protocol tcpip.NetworkProtocolNumber, pkt *stack.PacketBuffer) bool {
-	switch protocol {
-	case header.ARPProtocolNumber:
-		return true
-	case header.IPv6ProtocolNumber:
-		b, ok := pkt.Data().PullUp(min(pkt.Data().Size(), header.IPv6MinimumSize+1))
-		if !ok || len(b) <= header.IPv6MinimumSize || tcpip.TransportProtocolNumber(b[6]) != header.ICMPv6ProtocolNumber {
-			return false
-		}
-		t := header.ICMPv6Type(b[header.IPv6MinimumSize])
-		return t >= header.ICMPv6RouterSolicit && t <= header.ICMPv6RedirectMsg
-	}
-	return false
-}
-
 // Close stops shaping (what is queued is dropped and counted) and closes
 // the child. The shaper's queues have stopped when it returns.
 func (e *Endpoint) Close() {
+	e.closed.Store(true)
 	e.shaper.Close()
 	e.Endpoint.Close()
 }
 
-// Stats returns the shaper's `tc -s` counters.
-func (e *Endpoint) Stats() qdisc.Stats { return e.shaper.Stats() }
+// Stats returns the shaper's `tc -s` counters; the control frames that
+// went up unshaped count as sent.
+func (e *Endpoint) Stats() qdisc.Stats {
+	s := e.shaper.Stats()
+	s.Packets += e.controlPackets.Load()
+	s.Bytes += e.controlBytes.Load()
+	return s
+}
+
+// Control returns the control frames that went up unshaped, within their
+// allowance (they are in Stats too).
+func (e *Endpoint) Control() (packets, bytes uint64) {
+	return e.controlPackets.Load(), e.controlBytes.Load()
+}
 
 // Config returns the shaper's configuration, with Limit computed.
 func (e *Endpoint) Config() tbf.Config { return e.shaper.Config() }

@@ -67,17 +67,38 @@ func TestConformance(t *testing.T) {
 	}
 }
 
-// ipv6ICMP returns an IPv6 packet carrying an ICMPv6 message of type typ.
+// ipv6ICMP returns an IPv6 packet carrying an ICMPv6 message of type typ,
+// as neighbour discovery sends it (hop limit 255, code 0).
 func ipv6ICMP(typ header.ICMPv6Type) *stack.PacketBuffer {
-	b := make([]byte, header.IPv6MinimumSize+header.ICMPv6MinimumSize)
+	return frame(ndp(typ, header.ICMPv6NeighborSolicitMinimumSize))
+}
+
+// ndp returns the bytes of a well-formed neighbour discovery message of
+// type typ with an ICMPv6 part of icmpLen bytes.
+func ndp(typ header.ICMPv6Type, icmpLen int) []byte {
+	b := make([]byte, header.IPv6MinimumSize+icmpLen)
 	header.IPv6(b).Encode(&header.IPv6Fields{
-		PayloadLength:     header.ICMPv6MinimumSize,
+		PayloadLength:     uint16(icmpLen),
 		TransportProtocol: header.ICMPv6ProtocolNumber,
-		HopLimit:          255,
+		HopLimit:          header.NDPHopLimit,
 		SrcAddr:           tcpip.AddrFrom16([16]byte{0xfe, 0x80, 15: 1}),
 		DstAddr:           tcpip.AddrFrom16([16]byte{0xff, 0x02, 15: 1}),
 	})
 	b[header.IPv6MinimumSize] = byte(typ)
+	return b
+}
+
+// arpRequest returns the bytes of a well-formed Ethernet/IPv4 ARP request.
+func arpRequest() []byte {
+	b := make([]byte, header.ARPSize)
+	a := header.ARP(b)
+	a.SetIPv4OverEthernet()
+	a.SetOp(header.ARPRequest)
+	return b
+}
+
+// frame returns a packet of bytes b as a link delivers it.
+func frame(b []byte) *stack.PacketBuffer {
 	return stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: buffer.MakeWithData(b)})
 }
 
@@ -103,7 +124,8 @@ func (d *dispatcher) delivered() []tcpip.NetworkProtocolNumber {
 }
 
 // TestControlTrafficIsNotShaped: while data waits for the bucket, ARP and
-// neighbour discovery go up at once, uncounted; other ICMPv6 waits in line.
+// neighbour discovery go up at once, counted as sent; other ICMPv6 waits
+// in line.
 func TestControlTrafficIsNotShaped(t *testing.T) {
 	clock := faketime.NewManualClock()
 	e, err := ingress.New(qdisctest.NewLink(clock), clock, tbf.Config{Rate: mbit, Burst: 1514})
@@ -127,14 +149,14 @@ func TestControlTrafficIsNotShaped(t *testing.T) {
 	for _, typ := range []header.ICMPv6Type{header.ICMPv6RouterSolicit, header.ICMPv6RouterAdvert, header.ICMPv6NeighborSolicit, header.ICMPv6NeighborAdvert, header.ICMPv6RedirectMsg} {
 		deliver(v6, ipv6ICMP(typ))
 	}
-	deliver(arp, qdisctest.MakePacket(28, 0, 3))
+	deliver(arp, frame(arpRequest()))
 	deliver(v6, ipv6ICMP(header.ICMPv6EchoRequest)) // waits behind packet 2
 	want := []tcpip.NetworkProtocolNumber{v4, v6, v6, v6, v6, v6, arp}
 	if got := d.delivered(); !slices.Equal(got, want) {
 		t.Fatalf("delivered %v before the bucket refilled, want %v", got, want)
 	}
-	if s := e.Stats(); s.Packets != 1 || s.BacklogPackets != 2 {
-		t.Errorf("stats %+v, want 1 packet shaped and sent, 2 waiting (control traffic uncounted)", s)
+	if s := e.Stats(); s.Packets != 7 || s.BacklogPackets != 2 {
+		t.Errorf("stats %+v, want 7 packets sent (1 shaped, 6 control), 2 waiting", s)
 	}
 	clock.Advance(time.Second)
 	qdisctest.WaitQuiescent(t, e)
