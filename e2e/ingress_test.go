@@ -17,7 +17,9 @@ import (
 // must be within [0.97, 1.01] of the rate in L2 bytes, and the median ping
 // RTT from the peer under the load at most the latency + the idle RTT +
 // 15 ms. (A ping the shaper tail-drops under a kernel TCP sender, which
-// fills any queue to its limit, is logged for both.)
+// fills any queue to its limit, is logged for both.) Under -race the
+// 100 Mbit/s netstack case skips: the receiving netstack, not the shaper,
+// is then the bottleneck.
 func TestIngressAgainstTheKernel(t *testing.T) {
 	l := newLab(t)
 	const latency = 25 * time.Millisecond
@@ -39,6 +41,9 @@ func TestIngressAgainstTheKernel(t *testing.T) {
 			{"kernel", func() (Result, error) { return l.MeasureKernelIngress(tc.rate, tc.burst, latency, o) }},
 		} {
 			t.Run(fmt.Sprintf("%dmbit/%s", tc.rate/mbit, who.name), func(t *testing.T) {
+				if raceDetector && who.name == "netqdisc" && tc.rate > 10*mbit {
+					t.Skip("100 Mbit/s into the netstack is CPU-bound under -race on 2 cores (it measured 0.87 of the rate: the race detector's cost, not the shaper's): measured without -race (.ci/run runs go test ./e2e/ too)")
+				}
 				r, err := who.run()
 				if err != nil {
 					t.Fatal(err)
