@@ -368,7 +368,10 @@ func (c Config) String() string {
 // Validate checks that the Config describes a qdisc that can be built: tbf
 // needs a rate and a burst; a peak rate needs an MTU and must exceed the
 // rate; limit and latency exclude each other; sizes fit what tbf.Config
-// holds. Every error names the flag to change.
+// and fqcodel.Config hold; and every bound of tbf.Config.Check and
+// fqcodel.Config.Check (Linux's, or ours) holds, but those that depend on
+// the NIC, which NewQueueingDiscipline and NewIngress check. Every error
+// names the flag to change and the bound.
 func (c *Config) Validate() error {
 	if c.QDisc < QDiscNone || c.QDisc > QDiscFQCoDel {
 		return fmt.Errorf("--%s: invalid value %v: choose none, fifo, tbf or fq_codel", FlagQDisc, c.QDisc)
@@ -405,6 +408,17 @@ func (c *Config) Validate() error {
 		}
 		if c.TBFBurst == 0 {
 			return fmt.Errorf("--%s=tbf requires --%s (bytes, at least the NIC's MTU plus header, such as 1514)", FlagQDisc, FlagTBFBurst)
+		}
+		// Every bound of tbf's that does not depend on the NIC (New
+		// checks the rest): a latency whose limit overflows 32 bits, a
+		// limit below one burst, a bucket shorter than 1 ns.
+		if err := c.TBFConfig().Check(); err != nil {
+			return flagError(err, tbfFlags)
+		}
+	}
+	if c.IngressRate != 0 {
+		if err := c.IngressConfig().Check(); err != nil {
+			return flagError(err, ingressFlags)
 		}
 	}
 	return nil
@@ -581,15 +595,22 @@ func (c *Config) NewQueueingDiscipline(lower stack.LinkEndpoint, clock tcpip.Clo
 }
 
 // flagError names the flag, of those flags maps the fields of a
-// tbf.ConfigError or fqcodel.ConfigError to, that the error is about.
+// tbf.ConfigError to (fqCoDelFlags those of an fqcodel.ConfigError), that
+// the error is about. A field no flag sets keeps the qdisc's own error,
+// which names the field.
 func flagError(err error, flags map[string]string) error {
 	var ce *tbf.ConfigError
 	if errors.As(err, &ce) {
-		return fmt.Errorf("--%s: %s", flags[ce.Field], ce.Msg)
+		if name, ok := flags[ce.Field]; ok {
+			return fmt.Errorf("--%s: %s", name, ce.Msg)
+		}
+		return err
 	}
 	var fe *fqcodel.ConfigError
 	if errors.As(err, &fe) {
-		return fmt.Errorf("--%s: %s", fqCoDelFlags[fe.Field], fe.Msg)
+		if name, ok := fqCoDelFlags[fe.Field]; ok {
+			return fmt.Errorf("--%s: %s", name, fe.Msg)
+		}
 	}
 	return err
 }

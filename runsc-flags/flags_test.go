@@ -89,6 +89,15 @@ func TestFlagErrors(t *testing.T) {
 		{"ingress limit and latency", []string{"--qdisc-ingress-rate=10mbit", "--qdisc-ingress-burst=12500", "--qdisc-ingress-limit=100kb", "--qdisc-ingress-latency=50ms"}, []string{"--qdisc-ingress-limit", "--qdisc-ingress-latency"}},
 		{"ingress negative latency", []string{"--qdisc-ingress-rate=10mbit", "--qdisc-ingress-burst=12500", "--qdisc-ingress-latency=-1ms"}, []string{"--qdisc-ingress-latency", "positive"}},
 		{"ingress burst past 32 bits", []string{"--qdisc-ingress-rate=10mbit", "--qdisc-ingress-burst=5gb"}, []string{"--qdisc-ingress-burst", "4 GiB"}},
+		// tbf.Config.Check's bounds, at parse rather than at boot.
+		{"latency past a 32-bit limit", []string{"--qdisc=tbf", "--qdisc-tbf-rate=100gbit", "--qdisc-tbf-burst=12500", "--qdisc-tbf-latency=1h"}, []string{"--qdisc-tbf-latency: ", "4294967295", "u32"}},
+		{"latency past 2^64 bytes", []string{"--qdisc=tbf", "--qdisc-tbf-rate=8tbit", "--qdisc-tbf-burst=1mb", "--qdisc-tbf-latency=2540000h"}, []string{"--qdisc-tbf-latency: ", "4294967295"}},
+		{"limit below burst", []string{"--qdisc=tbf", "--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500", "--qdisc-tbf-limit=12499"}, []string{"--qdisc-tbf-limit: ", "at least 12500"}},
+		{"limit below mtu", []string{"--qdisc=tbf", "--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=1mb", "--qdisc-tbf-peakrate=1gbit", "--qdisc-tbf-mtu=9000", "--qdisc-tbf-limit=8999"}, []string{"--qdisc-tbf-limit: ", "at least 9000"}},
+		{"burst shorter than 1 ns", []string{"--qdisc=tbf", "--qdisc-tbf-rate=18446744073709551615", "--qdisc-tbf-burst=1514"}, []string{"--qdisc-tbf-burst: ", "less than 1 ns"}},
+		{"peak bucket shorter than 1 ns", []string{"--qdisc=tbf", "--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500", "--qdisc-tbf-peakrate=18446744073709551615", "--qdisc-tbf-mtu=1514"}, []string{"--qdisc-tbf-mtu: ", "less than 1 ns"}},
+		{"ingress latency past a 32-bit limit", []string{"--qdisc-ingress-rate=100gbit", "--qdisc-ingress-burst=12500", "--qdisc-ingress-latency=1h"}, []string{"--qdisc-ingress-latency: ", "u32"}},
+		{"ingress limit below burst", []string{"--qdisc-ingress-rate=10mbit", "--qdisc-ingress-burst=12500", "--qdisc-ingress-limit=5000"}, []string{"--qdisc-ingress-limit: ", "at least 12500"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := parse(t, tc.args...)
@@ -243,6 +252,15 @@ func TestApplyAnnotations(t *testing.T) {
 		{"override: anything valid", append([]string{"--allow-flag-override"}, operatorTBF...), a("qdisc", "fifo", "qdisc-tbf-rate", "1gbit", "qdisc-tbf-burst", "1mb"),
 			&Config{QDisc: QDiscFIFO, TBFRate: 125_000_000, TBFBurst: 1 << 20, TBFLatency: 50 * time.Millisecond, AllowFlagOverride: true}, nil},
 		{"override: still validated", append([]string{"--allow-flag-override"}, operatorTBF...), a("qdisc-tbf-rate", "0"), nil, []string{"--qdisc-tbf-rate"}},
+		// tbf.Config.Check's bounds hold for what annotations give.
+		{"pick tbf with a latency past a 32-bit limit", nil, a("qdisc", "tbf", "qdisc-tbf-rate", "100gbit", "qdisc-tbf-burst", "12500", "qdisc-tbf-latency", "1h"), nil,
+			[]string{"invalid configuration", "--qdisc-tbf-latency: ", "u32"}},
+		{"a limit below the operator's burst", []string{"--qdisc=tbf", "--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500"}, a("qdisc-tbf-limit", "5000"), nil,
+			[]string{"invalid configuration", "--qdisc-tbf-limit: ", "at least 12500"}},
+		{"override: a burst shorter than 1 ns", append([]string{"--allow-flag-override"}, operatorTBF...), a("qdisc-tbf-rate", "18446744073709551615"), nil,
+			[]string{"invalid configuration", "--qdisc-tbf-burst: ", "less than 1 ns"}},
+		{"ingress limit below its burst", []string{"--qdisc-ingress-rate=10mbit", "--qdisc-ingress-burst=12500"}, a("qdisc-ingress-limit", "5000"), nil,
+			[]string{"invalid configuration", "--qdisc-ingress-limit: ", "at least 12500"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := annotate(t, tc.flags, tc.annotations, tc.says)
@@ -325,18 +343,27 @@ func TestNewQueueingDiscipline(t *testing.T) {
 			t.Errorf("qdisc %q, want %q", got, want)
 		}
 	})
+	// What only the NIC can refuse, NewQueueingDiscipline refuses; the
+	// rest Validate does, as the flags are parsed.
 	for _, tc := range []struct {
-		name string
-		args []string
-		flag string
+		name    string
+		args    []string
+		atParse bool
+		flag    string
 	}{
-		{"burst below the link's packets", []string{"--qdisc=tbf", "--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=1000"}, "--qdisc-tbf-burst: "},
-		{"mtu below the link's packets", []string{"--qdisc=tbf", "--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500", "--qdisc-tbf-peakrate=1gbit", "--qdisc-tbf-mtu=1000"}, "--qdisc-tbf-mtu: "},
-		{"limit below a packet", []string{"--qdisc=tbf", "--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500", "--qdisc-tbf-limit=5000"}, "--qdisc-tbf-limit: "},
-		{"latency too long", []string{"--qdisc=tbf", "--qdisc-tbf-rate=100gbit", "--qdisc-tbf-burst=12500", "--qdisc-tbf-latency=1h"}, "--qdisc-tbf-latency: "},
+		{"burst below the link's packets", []string{"--qdisc=tbf", "--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=1000"}, false, "--qdisc-tbf-burst: "},
+		{"mtu below the link's packets", []string{"--qdisc=tbf", "--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500", "--qdisc-tbf-peakrate=1gbit", "--qdisc-tbf-mtu=1000"}, false, "--qdisc-tbf-mtu: "},
+		{"limit below a packet", []string{"--qdisc=tbf", "--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500", "--qdisc-tbf-limit=5000"}, true, "--qdisc-tbf-limit: "},
+		{"latency too long", []string{"--qdisc=tbf", "--qdisc-tbf-rate=100gbit", "--qdisc-tbf-burst=12500", "--qdisc-tbf-latency=1h"}, true, "--qdisc-tbf-latency: "},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := parse(t, tc.args...)
+			if tc.atParse {
+				if err == nil || !strings.HasPrefix(err.Error(), tc.flag) {
+					t.Errorf("parse: error %v, want one starting %q", err, tc.flag)
+				}
+				return
+			}
 			if err != nil {
 				t.Fatal(err)
 			}

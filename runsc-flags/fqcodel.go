@@ -3,6 +3,7 @@ package runscflags
 import (
 	"flag"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -117,19 +118,23 @@ func (c *Config) fqCoDelArgs() []string {
 	return args
 }
 
-// FQCoDelConfig returns the fqcodel.Config the flags describe.
+// FQCoDelConfig returns the fqcodel.Config the flags describe. Validate
+// first: a value past 32 bits is held as the largest 32-bit one.
 func (c *Config) FQCoDelConfig() fqcodel.Config {
 	return fqcodel.Config{
-		Limit:       uint32(c.FQLimit),
-		Flows:       uint32(c.FQFlows),
+		Limit:       sat32(c.FQLimit),
+		Flows:       sat32(c.FQFlows),
 		Target:      c.FQTarget,
 		Interval:    c.FQInterval,
-		Quantum:     uint32(c.FQQuantum),
-		MemoryLimit: uint32(min(c.FQMemoryLimit, 1<<32-1)),
-		DropBatch:   uint32(c.FQDropBatch),
+		Quantum:     sat32(c.FQQuantum),
+		MemoryLimit: sat32(c.FQMemoryLimit),
+		DropBatch:   sat32(c.FQDropBatch),
 		NoECN:       c.FQNoECN,
 	}
 }
+
+// sat32 is v, or the largest uint32 if v is larger.
+func sat32(v uint64) uint32 { return uint32(min(v, math.MaxUint32)) }
 
 // fqCoDelFlags maps fqcodel.ConfigError fields to flags.
 var fqCoDelFlags = map[string]string{
@@ -149,8 +154,27 @@ func (c *Config) validateFQCoDel() error {
 	if c.TBFChild == ChildFQCoDel && (c.TBFLimit != 0 || c.TBFLatency != 0) {
 		return fmt.Errorf("--%s=fq_codel: fq_codel's limits bound the queue under the tbf; leave --%s and --%s unset", FlagTBFChild, FlagTBFLimit, FlagTBFLatency)
 	}
-	if c.FQMemoryLimit > 1<<31 {
-		return fmt.Errorf("--%s=%d: at most 2 GiB", FlagFQCoDelMemLimit, c.FQMemoryLimit)
+	// What fqcodel.Config holds in 32 bits is refused past them here, with
+	// fqcodel's bound, rather than truncated by FQCoDelConfig; the rest
+	// of fqcodel's bounds are its Check's.
+	for _, f := range []struct {
+		flag     string
+		v, most  uint64
+		whatMost string
+	}{
+		{FlagFQCoDelLimit, c.FQLimit, math.MaxUint32, "packets (Linux's u32)"},
+		{FlagFQCoDelFlows, c.FQFlows, fqcodel.MaxFlows, "flows (Linux's fq_codel)"},
+		{FlagFQCoDelQuantum, c.FQQuantum, fqcodel.MaxQuantum, "bytes (1 MiB, Linux's FQ_CODEL_QUANTUM_MAX)"},
+		{FlagFQCoDelDropBatch, c.FQDropBatch, math.MaxUint32, "packets (Linux's u32)"},
+	} {
+		if f.v > math.MaxUint32 {
+			return fmt.Errorf("--%s=%d: out of range; at most %d %s", f.flag, f.v, f.most, f.whatMost)
+		}
+	}
+	// Linux's fq_codel_change clamps memory_limit to 2^31 bytes; a flag
+	// past it is refused rather than quietly lowered.
+	if c.FQMemoryLimit > fqcodel.MaxMemoryLimit {
+		return fmt.Errorf("--%s=%d: at most 2 GiB (%d bytes, where Linux's fq_codel clamps it)", FlagFQCoDelMemLimit, c.FQMemoryLimit, uint64(fqcodel.MaxMemoryLimit))
 	}
 	if err := c.FQCoDelConfig().Check(); err != nil {
 		return flagError(err, fqCoDelFlags)

@@ -32,6 +32,18 @@ func TestFQCoDelFlags(t *testing.T) {
 		{"target above interval", []string{"--qdisc=fq_codel", "--qdisc-fq-codel-target=200ms"}, Config{}, []string{"--qdisc-fq-codel-target", "above interval"}},
 		{"too many flows", []string{"--qdisc=fq_codel", "--qdisc-fq-codel-flows=100000"}, Config{}, []string{"--qdisc-fq-codel-flows"}},
 		{"limit not a count", []string{"--qdisc-fq-codel-limit=10k"}, Config{}, []string{"qdisc-fq-codel-limit"}},
+		// fqcodel.Config.Check's bounds, and what it holds in 32 bits.
+		{"quantum 1 MiB", []string{"--qdisc=fq_codel", "--qdisc-fq-codel-quantum=1mb"}, Config{QDisc: QDiscFQCoDel, FQQuantum: 1 << 20}, nil},
+		{"quantum 2^31", []string{"--qdisc=fq_codel", "--qdisc-fq-codel-quantum=2147483648"}, Config{}, []string{"--qdisc-fq-codel-quantum: ", "1048576", "FQ_CODEL_QUANTUM_MAX"}},
+		{"quantum 1 MiB + 1", []string{"--qdisc=fq_codel", "--qdisc-fq-codel-quantum=1048577"}, Config{}, []string{"--qdisc-fq-codel-quantum: ", "1048576"}},
+		{"quantum past 32 bits", []string{"--qdisc=fq_codel", "--qdisc-fq-codel-quantum=4294967296"}, Config{}, []string{"--qdisc-fq-codel-quantum=4294967296", "at most 1048576"}},
+		{"quantum under tbf", []string{"--qdisc=tbf", "--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500", "--qdisc-tbf-child=fq_codel", "--qdisc-fq-codel-quantum=2147483648"}, Config{}, []string{"--qdisc-fq-codel-quantum: ", "1048576"}},
+		{"quantum set while fifo", []string{"--qdisc-fq-codel-quantum=2gb"}, Config{}, []string{"--qdisc-fq-codel-quantum: ", "1048576"}},
+		{"flows 65537", []string{"--qdisc=fq_codel", "--qdisc-fq-codel-flows=65537"}, Config{}, []string{"--qdisc-fq-codel-flows: ", "65536"}},
+		{"interval past CoDel's clock", []string{"--qdisc=fq_codel", "--qdisc-fq-codel-interval=40m"}, Config{}, []string{"--qdisc-fq-codel-interval: ", fqcodel.MaxInterval.String()}},
+		{"target past CoDel's clock", []string{"--qdisc=fq_codel", "--qdisc-fq-codel-target=37m", "--qdisc-fq-codel-interval=38m"}, Config{}, []string{"--qdisc-fq-codel-target: ", fqcodel.MaxInterval.String()}},
+		{"negative interval", []string{"--qdisc=fq_codel", "--qdisc-fq-codel-interval=-1ms"}, Config{}, []string{"--qdisc-fq-codel-interval: ", "negative"}},
+		{"memory limit past 2 GiB", []string{"--qdisc=fq_codel", "--qdisc-fq-codel-memory-limit=3gb"}, Config{}, []string{"--qdisc-fq-codel-memory-limit=", "2 GiB"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := parse(t, tc.args...)
@@ -88,6 +100,18 @@ func TestFQCoDelAnnotations(t *testing.T) {
 		{"flows are the operator's", []string{"--qdisc=fq_codel"}, a("qdisc-fq-codel-flows", "16"), nil, []string{"bounds nothing", "--allow-flag-override"}},
 		{"ecn is the operator's", []string{"--qdisc=fq_codel"}, a("qdisc-fq-codel-ecn", "false"), nil, []string{"bounds nothing"}},
 		{"flows with override", []string{"--qdisc=fq_codel", "--allow-flag-override"}, a("qdisc-fq-codel-flows", "16"), func(c *Config) bool { return c.FQFlows == 16 }, nil},
+		// fqcodel.Config.Check's bounds hold with override too.
+		{"quantum 2^31 with override", []string{"--qdisc=fq_codel", "--allow-flag-override"}, a("qdisc-fq-codel-quantum", "2147483648"), nil,
+			[]string{"invalid configuration", "--qdisc-fq-codel-quantum: ", "1048576"}},
+		{"quantum past 32 bits with override", []string{"--qdisc=fq_codel", "--allow-flag-override"}, a("qdisc-fq-codel-quantum", "4294967296"), nil,
+			[]string{"invalid configuration", "--qdisc-fq-codel-quantum=4294967296", "at most 1048576"}},
+		{"quantum 1 MiB with override", []string{"--qdisc=fq_codel", "--allow-flag-override"}, a("qdisc-fq-codel-quantum", "1048576"), func(c *Config) bool { return c.FQQuantum == 1<<20 }, nil},
+		{"flows 65537 with override", []string{"--qdisc=fq_codel", "--allow-flag-override"}, a("qdisc-fq-codel-flows", "65537"), nil,
+			[]string{"invalid configuration", "--qdisc-fq-codel-flows: ", "65536"}},
+		{"interval past CoDel's clock with override", []string{"--qdisc=fq_codel", "--allow-flag-override"}, a("qdisc-fq-codel-interval", "40m"), nil,
+			[]string{"invalid configuration", "--qdisc-fq-codel-interval: ", fqcodel.MaxInterval.String()}},
+		{"memory limit past 2 GiB with override", []string{"--qdisc=fq_codel", "--allow-flag-override"}, a("qdisc-fq-codel-memory-limit", "3gb"), nil,
+			[]string{"invalid configuration", "--qdisc-fq-codel-memory-limit=", "2 GiB"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := annotate(t, tc.operator, tc.set, tc.says)

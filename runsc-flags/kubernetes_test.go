@@ -128,15 +128,24 @@ func TestNewIngress(t *testing.T) {
 	if got, want := e.String(), "tbf rate 10Mbit burst 12500b lat 25ms"; got != want || e.Queues() != runtime.GOMAXPROCS(0) {
 		t.Errorf("ingress %q with %d queues, want %q with GOMAXPROCS", got, e.Queues(), want)
 	}
+	// What only the NIC can refuse, NewIngress refuses; the rest Validate
+	// does, as the flags are parsed.
 	for _, tc := range []struct {
-		args []string
-		flag string
+		args    []string
+		atParse bool
+		flag    string
 	}{
-		{[]string{"--qdisc-ingress-rate=10mbit", "--qdisc-ingress-burst=1000"}, "--qdisc-ingress-burst: "},
-		{[]string{"--qdisc-ingress-rate=10mbit", "--qdisc-ingress-burst=12500", "--qdisc-ingress-limit=5000"}, "--qdisc-ingress-limit: "},
-		{[]string{"--qdisc-ingress-rate=100gbit", "--qdisc-ingress-burst=12500", "--qdisc-ingress-latency=1h"}, "--qdisc-ingress-latency: "},
+		{[]string{"--qdisc-ingress-rate=10mbit", "--qdisc-ingress-burst=1000"}, false, "--qdisc-ingress-burst: "},
+		{[]string{"--qdisc-ingress-rate=10mbit", "--qdisc-ingress-burst=12500", "--qdisc-ingress-limit=5000"}, true, "--qdisc-ingress-limit: "},
+		{[]string{"--qdisc-ingress-rate=100gbit", "--qdisc-ingress-burst=12500", "--qdisc-ingress-latency=1h"}, true, "--qdisc-ingress-latency: "},
 	} {
 		c, err := parse(t, tc.args...)
+		if tc.atParse {
+			if err == nil || !strings.HasPrefix(err.Error(), tc.flag) {
+				t.Errorf("%q: parse error %v, want one starting %q", tc.args, err, tc.flag)
+			}
+			continue
+		}
 		if err != nil {
 			t.Fatal(err)
 		}

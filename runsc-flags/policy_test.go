@@ -12,6 +12,9 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
+// maxBurst is the largest burst (and mtu) randomOperator gives.
+const maxBurst = 1514 + 1<<20
+
 // randomOperator returns flags for a valid operator configuration without
 // --allow-flag-override.
 func randomOperator(rng *rand.Rand) []string {
@@ -31,7 +34,7 @@ func randomOperator(rng *rand.Rand) []string {
 	}
 	switch rng.Intn(4) {
 	case 0:
-		args = append(args, fmt.Sprintf("--qdisc-tbf-limit=%d", 1514+rng.Intn(1<<22)))
+		args = append(args, fmt.Sprintf("--qdisc-tbf-limit=%d", maxBurst+rng.Intn(1<<22))) // a limit holds a burst
 	case 1:
 		args = append(args, fmt.Sprintf("--qdisc-tbf-latency=%dms", 1+rng.Intn(1000)))
 	case 2:
@@ -44,7 +47,7 @@ func randomOperator(rng *rand.Rand) []string {
 		args = append(args, fmt.Sprintf("--qdisc-ingress-rate=%d", uint64(1+rng.Intn(1000))*125_000), fmt.Sprintf("--qdisc-ingress-burst=%d", 1514+rng.Intn(1<<20)))
 		switch rng.Intn(3) {
 		case 0:
-			args = append(args, fmt.Sprintf("--qdisc-ingress-limit=%d", 1514+rng.Intn(1<<22)))
+			args = append(args, fmt.Sprintf("--qdisc-ingress-limit=%d", maxBurst+rng.Intn(1<<22)))
 		case 1:
 			args = append(args, fmt.Sprintf("--qdisc-ingress-latency=%dms", 1+rng.Intn(1000)))
 		}

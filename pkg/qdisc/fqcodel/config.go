@@ -2,7 +2,10 @@ package fqcodel
 
 import (
 	"fmt"
+	"math"
 	"time"
+
+	"github.com/netqdisc/netqdisc/pkg/qdisc/codel"
 )
 
 // Config is fq_codel's knobs, with tc's names. The zero Config is Linux's
@@ -15,14 +18,17 @@ type Config struct {
 	Flows uint32
 	// Target is the standing queue delay CoDel accepts, Interval how long
 	// it may be exceeded before CoDel drops (tc "target", "interval";
-	// defaults 5 ms and 100 ms).
+	// defaults 5 ms and 100 ms; at most MaxInterval, target no more than
+	// interval).
 	Target   time.Duration
 	Interval time.Duration
 	// Quantum is the bytes a flow may send per round (tc "quantum";
-	// default the link's MTU plus header, at least 256).
+	// default the link's MTU plus header; at most MaxQuantum, and raised
+	// to 256 if below, as Linux does).
 	Quantum uint32
 	// MemoryLimit bounds the memory the queued packets take, in bytes (tc
-	// "memory_limit"; default 32 MB).
+	// "memory_limit"; default 32 MB; lowered to MaxMemoryLimit if above,
+	// as Linux does).
 	MemoryLimit uint32
 	// DropBatch is the most packets dropped at once from the fattest flow
 	// when a limit is passed (tc "drop_batch"; default 64).
@@ -32,7 +38,7 @@ type Config struct {
 	NoECN bool
 }
 
-// Linux's defaults.
+// Linux's defaults and bounds.
 const (
 	DefaultLimit       = 10240
 	DefaultFlows       = 1024
@@ -40,12 +46,30 @@ const (
 	DefaultInterval    = 100 * time.Millisecond
 	DefaultMemoryLimit = 32 << 20
 	DefaultDropBatch   = 64
-	MaxFlows           = 65536
-	minQuantum         = 256
+	// MaxFlows is the most flows fq_codel_change accepts.
+	MaxFlows = 65536
+	// MaxQuantum is FQ_CODEL_QUANTUM_MAX (include/uapi/linux/pkt_sched.h),
+	// the largest quantum fq_codel_change accepts since Linux 5.15
+	// ("fq_codel: reject silly quantum parameters"). Past 2^31 a flow's
+	// deficit, an int32 as in Linux, would never turn positive and the
+	// dequeue loop would spin.
+	MaxQuantum = 1 << 20
+	// MaxMemoryLimit is where fq_codel_change clamps memory_limit.
+	MaxMemoryLimit = 1 << 31
+	// MaxInterval is the longest target or interval: CoDel compares its
+	// 32-bit times (units of 1024 ns) by their signed difference, as
+	// Linux's codel_time_after does, so a longer interval would read as a
+	// time already past (about 36m39s). Linux's fq_codel_change takes up
+	// to 2^32-1 µs (about 71m35s), and past this its CoDel misreads the
+	// interval the same way; we refuse.
+	MaxInterval = time.Duration(math.MaxInt32) << codel.Shift
+	minQuantum  = 256
 )
 
 // ConfigError says which setting is wrong, by tc's name, and what to
-// change.
+// change, naming the bound. Field is "flows", "quantum", "target" or
+// "interval" (limit, memory_limit and drop_batch have no bound that is
+// refused).
 type ConfigError struct {
 	Field string
 	Msg   string
@@ -53,17 +77,37 @@ type ConfigError struct {
 
 func (e *ConfigError) Error() string { return "fq_codel " + e.Field + ": " + e.Msg }
 
-// withDefaults checks c and fills in its defaults; mtu is the link's MTU
-// plus header (Linux's psched_mtu), the default quantum and CoDel's MTU.
+func configErr(field, format string, args ...any) error {
+	return &ConfigError{Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+// withDefaults checks c against Linux's bounds (fq_codel_change and
+// fq_codel_init) and fills in its defaults; mtu is the link's MTU plus
+// header (Linux's psched_mtu), the default quantum. A 0 field means
+// Linux's default, so the bounds Linux puts on 0 (flows, drop_batch) are
+// met by the default.
 func (c Config) withDefaults(mtu uint32) (Config, error) {
 	switch {
+	// fq_codel_change: flows 0 or above 65536 is -EINVAL.
 	case c.Flows > MaxFlows:
-		return c, &ConfigError{"flows", fmt.Sprintf("%d flows is more than %d; lower flows", c.Flows, MaxFlows)}
-	case c.Target < 0 || c.Interval < 0:
-		return c, &ConfigError{"target", fmt.Sprintf("target %v and interval %v must not be negative", c.Target, c.Interval)}
-	case c.Target > time.Hour || c.Interval > time.Hour:
-		return c, &ConfigError{"interval", "target and interval must be under an hour (CoDel's clock is 32 bits of microseconds)"}
+		return c, configErr("flows", "%d flows is more than %d, the most Linux's fq_codel takes; lower flows", c.Flows, MaxFlows)
+	// fq_codel_change: quantum = max(256, quantum), and above
+	// FQ_CODEL_QUANTUM_MAX it is -EINVAL.
+	case c.Quantum > MaxQuantum:
+		return c, configErr("quantum", "quantum %d bytes is more than %d (1 MiB, Linux's FQ_CODEL_QUANTUM_MAX); lower quantum", c.Quantum, MaxQuantum)
+	// fq_codel_change takes target and interval as u32 microseconds, so
+	// never negative; the upper bound is CoDel's clock (MaxInterval).
+	case c.Target < 0:
+		return c, configErr("target", "target %v is negative; give a positive duration such as 5ms", c.Target)
+	case c.Interval < 0:
+		return c, configErr("interval", "interval %v is negative; give a positive duration such as 100ms", c.Interval)
+	case c.Target > MaxInterval:
+		return c, configErr("target", "target %v is more than %v, the longest CoDel's 32-bit clock (1024 ns units, compared signed) can time; lower target", c.Target, MaxInterval)
+	case c.Interval > MaxInterval:
+		return c, configErr("interval", "interval %v is more than %v, the longest CoDel's 32-bit clock (1024 ns units, compared signed) can time; lower interval", c.Interval, MaxInterval)
 	}
+	// fq_codel_change: limit is any u32, taken as is (0 is ours: the
+	// default); the memory limit bounds the queue as well.
 	if c.Limit == 0 {
 		c.Limit = DefaultLimit
 	}
@@ -77,18 +121,28 @@ func (c Config) withDefaults(mtu uint32) (Config, error) {
 		c.Interval = DefaultInterval
 	}
 	if c.Quantum == 0 {
-		c.Quantum = mtu
+		// fq_codel_init: the default quantum is psched_mtu clamped to
+		// [256, FQ_CODEL_QUANTUM_MAX].
+		c.Quantum = min(mtu, MaxQuantum)
 	}
+	// fq_codel_change: a quantum below 256 is raised to 256 (a clamp, not
+	// an error).
 	c.Quantum = max(c.Quantum, minQuantum)
 	if c.MemoryLimit == 0 {
 		c.MemoryLimit = DefaultMemoryLimit
 	}
-	c.MemoryLimit = min(c.MemoryLimit, 1<<31)
+	// fq_codel_change: memory_limit is clamped to at most 2^31 bytes.
+	c.MemoryLimit = min(c.MemoryLimit, MaxMemoryLimit)
+	// fq_codel_change: drop_batch is raised to at least 1 (here 0 is the
+	// default, 64); there is no upper bound, since a drop takes at most
+	// half the fattest flow's backlog.
 	if c.DropBatch == 0 {
 		c.DropBatch = DefaultDropBatch
 	}
+	// Ours: Linux takes a target above the interval, which RFC 8289 sets
+	// at 5-10% of it; such a target is a mistake.
 	if c.Target > c.Interval {
-		return c, &ConfigError{"target", fmt.Sprintf("target %v is above interval %v; a target is a fraction of the interval (5%%-10%%)", c.Target, c.Interval)}
+		return c, configErr("target", "target %v is above interval %v; a target is a fraction of the interval (5%%-10%%)", c.Target, c.Interval)
 	}
 	return c, nil
 }

@@ -1,6 +1,7 @@
 package rate
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -160,17 +161,22 @@ func TestFormat(t *testing.T) {
 	}
 }
 
-// FuzzParseRate checks that ParseRate never panics and that every rate it
-// accepts prints and parses back to a rate no larger.
+// FuzzParseRate checks that ParseRate and ParseSize never panic, that an
+// error shows the text exactly as given, quoted as Go quotes it (so an
+// unprintable byte such as "\x11" is escaped, not printed raw), and that
+// every rate accepted can be printed and used.
 func FuzzParseRate(f *testing.F) {
-	for _, s := range []string{"10mbit", "1250000", "1.5gbit", "-1", "", "kbit", "99999999999999999999tbps"} {
+	for _, s := range []string{"10mbit", "1250000", "1.5gbit", "-1", "", "kbit", "99999999999999999999tbps", "\x11", " 1 gbit\n", `"1"mbit`, "\xff"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
+		if _, err := ParseSize(s); err != nil && !strings.Contains(err.Error(), strconv.Quote(s)) {
+			t.Fatalf("ParseSize error %q does not quote %q", err, s)
+		}
 		v, err := ParseRate(s)
 		if err != nil {
-			if !strings.Contains(err.Error(), s) && strings.TrimSpace(s) == s {
-				t.Fatalf("error %q does not quote %q", err, s)
+			if !strings.Contains(err.Error(), strconv.Quote(s)) {
+				t.Fatalf("ParseRate error %q does not quote %q", err, s)
 			}
 			return
 		}

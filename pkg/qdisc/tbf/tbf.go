@@ -39,7 +39,9 @@
 //   - `tc -s`-style statistics (Stats), including overlimits;
 //   - every invalid Config is an error from New that names the setting to
 //     change (ConfigError), never a panic;
-//   - per-packet Overhead and MPU, as tc's tbf "overhead" and "mpu".
+//   - per-packet Overhead and MPU, as tc's tbf "overhead" and "mpu" (0 to
+//     65535 bytes, as Linux's u16 fields; never negative, which made
+//     packets free).
 //
 // # Many queues, one bucket
 //
@@ -158,6 +160,8 @@ type Config struct {
 	Slack time.Duration
 	// Overhead is added to every packet's length before it is charged, and
 	// MPU is the least a packet is charged, as tc's "overhead" and "mpu".
+	// Both are 0 to MaxOverhead (MaxMPU) bytes, as Linux's u16 fields are,
+	// and smaller than Burst (and than MTU with a peak rate): see Check.
 	Overhead int32
 	MPU      uint32
 	// FQCoDel, if not nil, replaces the tbf's FIFO with fq_codel (as `tc
@@ -166,21 +170,6 @@ type Config struct {
 	// limits bound the queue, so Limit and Latency must be 0 and there is
 	// one queue.
 	FQCoDel *fqcodel.Config
-}
-
-// ConfigError says which setting of a Config is wrong and what to change.
-// Field is one of "rate", "burst", "peakrate", "mtu", "limit", "latency",
-// "queues", "slack", "overhead": the names of tc's tbf options, so that a caller can
-// map it to its own flag.
-type ConfigError struct {
-	Field string
-	Msg   string
-}
-
-func (e *ConfigError) Error() string { return "tbf " + e.Field + ": " + e.Msg }
-
-func configErr(field, format string, args ...any) error {
-	return &ConfigError{Field: field, Msg: fmt.Sprintf(format, args...)}
 }
 
 // Discipline is a token bucket filter qdisc.
@@ -267,84 +256,6 @@ func (c Config) slackInForce() time.Duration {
 		return min(DefaultSlack, target/2)
 	}
 	return DefaultSlack
-}
-
-// linkMaxOf is the link's MTU plus header: Linux's psched_mtu.
-func linkMaxOf(l stack.LinkEndpoint) uint64 { return uint64(l.MTU()) + uint64(l.MaxHeaderLength()) }
-
-// check validates cfg against lower and fills in its Limit. It returns the
-// largest packet the buckets can pass.
-func check(lower stack.LinkEndpoint, cfg Config) (Config, uint32, error) {
-	linkMax := linkMaxOf(lower)
-	what := fmt.Sprintf("the lower link's largest packet (MTU %d + %d header bytes)", lower.MTU(), lower.MaxHeaderLength())
-	if gso, ok := lower.(stack.GSOEndpoint); ok && gso.SupportedGSO() == stack.HostGSOSupported {
-		if g := uint64(gso.GSOMaxSize()) + uint64(lower.MaxHeaderLength()); g > linkMax {
-			linkMax = g
-			what = fmt.Sprintf("the lower link's largest host-GSO packet (%d + %d header bytes; or disable host GSO)", gso.GSOMaxSize(), lower.MaxHeaderLength())
-		}
-	}
-	switch {
-	case cfg.Rate == 0:
-		return cfg, 0, configErr("rate", "the rate is 0; set a rate in bytes per second (for example 1250000, or 10mbit)")
-	case cfg.Burst == 0:
-		return cfg, 0, configErr("burst", "the burst is 0; set a bucket depth of at least %d bytes, %s", linkMax, what)
-	case uint64(cfg.Burst) < linkMax:
-		return cfg, 0, configErr("burst", "burst %d bytes is smaller than %s: such packets could never be sent; raise burst to at least %d bytes", cfg.Burst, what, linkMax)
-	case cfg.PeakRate != 0 && cfg.PeakRate <= cfg.Rate:
-		return cfg, 0, configErr("peakrate", "peakrate %s must be above rate %s; raise peakrate or leave it unset", rate.FormatRate(cfg.PeakRate), rate.FormatRate(cfg.Rate))
-	case cfg.PeakRate != 0 && cfg.MTU == 0:
-		return cfg, 0, configErr("mtu", "peakrate needs mtu, the peak bucket's depth; set mtu to at least %d bytes, %s", linkMax, what)
-	case cfg.PeakRate == 0 && cfg.MTU != 0:
-		return cfg, 0, configErr("mtu", "mtu %d is the peak bucket's depth and needs peakrate; set peakrate or leave mtu unset", cfg.MTU)
-	case cfg.PeakRate != 0 && uint64(cfg.MTU) < linkMax:
-		return cfg, 0, configErr("mtu", "mtu %d bytes is smaller than %s: such packets could never be sent; raise mtu to at least %d bytes", cfg.MTU, what, linkMax)
-	case cfg.Limit != 0 && cfg.Latency != 0:
-		return cfg, 0, configErr("latency", "limit and latency both bound the queue; give one of them, not both")
-	case cfg.Latency < 0:
-		return cfg, 0, configErr("latency", "latency %v is negative; give a positive duration such as 50ms", cfg.Latency)
-	case cfg.FQCoDel != nil && (cfg.Limit != 0 || cfg.Latency != 0):
-		return cfg, 0, configErr("limit", "with fq_codel as the child, fq_codel's limits bound the queue; leave limit and latency unset")
-	case cfg.FQCoDel != nil && cfg.Queues > 1:
-		return cfg, 0, configErr("queues", "a tbf with fq_codel as its child has one queue (fq_codel spreads flows itself); leave queues unset")
-	case cfg.Queues < 0 || cfg.Queues > MaxQueues:
-		return cfg, 0, configErr("queues", "queues %d is out of range; give 1 to %d (0 means 1)", cfg.Queues, MaxQueues)
-	case cfg.Slack < NoSlack || cfg.Slack > time.Second:
-		return cfg, 0, configErr("slack", "slack %v is out of range; give 0 (the default, %v), NoSlack, or up to 1s", cfg.Slack, DefaultSlack)
-	case cfg.Overhead < -math.MaxUint16 || cfg.Overhead > math.MaxUint16:
-		return cfg, 0, configErr("overhead", "overhead %d is out of range; give a value in [-65535, 65535]", cfg.Overhead)
-	}
-	r := rate.New(cfg.Rate).WithOverhead(cfg.Overhead).WithMPU(cfg.MPU)
-	if r.TimeNS(cfg.Burst) == 0 {
-		return cfg, 0, configErr("burst", "burst %d bytes lasts less than 1 ns at rate %s; raise burst or lower rate", cfg.Burst, rate.FormatRate(cfg.Rate))
-	}
-	maxSize := cfg.Burst
-	if cfg.PeakRate != 0 {
-		maxSize = min(cfg.Burst, cfg.MTU)
-		p := rate.New(cfg.PeakRate).WithOverhead(cfg.Overhead).WithMPU(cfg.MPU)
-		if p.TimeNS(cfg.MTU) == 0 {
-			return cfg, 0, configErr("mtu", "mtu %d bytes lasts less than 1 ns at peakrate %s; raise mtu or lower peakrate", cfg.MTU, rate.FormatRate(cfg.PeakRate))
-		}
-	}
-	switch {
-	case cfg.Latency != 0:
-		limit := r.BytesIn(uint64(cfg.Latency)) + uint64(cfg.Burst)
-		if cfg.PeakRate != 0 {
-			limit = min(limit, rate.New(cfg.PeakRate).BytesIn(uint64(cfg.Latency))+uint64(cfg.MTU))
-		}
-		if limit > math.MaxUint32 {
-			return cfg, 0, configErr("latency", "latency %v at rate %s allows a backlog of %d bytes, more than the %d a limit can hold; lower latency", cfg.Latency, rate.FormatRate(cfg.Rate), limit, uint32(math.MaxUint32))
-		}
-		cfg.Limit = uint32(limit)
-	case cfg.FQCoDel != nil:
-		return cfg, maxSize, nil // the child bounds the queue
-	case cfg.Limit == 0:
-		limit := DefaultLimitPackets * (uint64(lower.MTU()) + uint64(lower.MaxHeaderLength()))
-		cfg.Limit = uint32(min(max(limit, uint64(maxSize)), math.MaxUint32))
-	}
-	if cfg.Limit < maxSize {
-		return cfg, 0, configErr("limit", "limit %d bytes cannot hold one packet of %d bytes; raise limit to at least %d", cfg.Limit, maxSize, maxSize)
-	}
-	return cfg, maxSize, nil
 }
 
 // WritePacket implements stack.QueueingDiscipline.WritePacket. It queues

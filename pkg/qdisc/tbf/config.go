@@ -1,0 +1,244 @@
+package tbf
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
+
+	"github.com/netqdisc/netqdisc/pkg/qdisc/rate"
+)
+
+// Bounds on a Config beyond its fields' types. Each check in validate
+// names the Linux function (or tc's parser, q_tbf.c) that sets its bound,
+// or says it is ours.
+const (
+	// MaxOverhead is the largest Overhead. Linux keeps a rate's overhead
+	// unsigned, in 16 bits (tc_ratespec.overhead in pkt_sched.h,
+	// psched_ratecfg.overhead in sch_generic.h), and tc's tbf_parse_opt
+	// reads it with get_u16: a negative overhead never reaches tbf (only
+	// a size table, tc-stab, has one). A negative one here made packets
+	// free.
+	MaxOverhead = math.MaxUint16
+	// MaxMPU is the largest MPU: tc_ratespec.mpu and psched_ratecfg.mpu
+	// are u16 too (tc truncates a larger mpu silently; we refuse it).
+	MaxMPU = math.MaxUint16
+	// MaxSlack is the longest Slack.
+	MaxSlack = time.Second
+	// maxBacklogNS bounds the time a full backlog is booked ahead (about
+	// 146 years): departures are int64 nanoseconds, booked as packets
+	// queue (see rateBucket), so a full backlog's total must not overflow.
+	maxBacklogNS = 1 << 62
+)
+
+// ConfigError says which setting of a Config is wrong and what to change.
+// Field is one of "rate", "burst", "peakrate", "mtu", "limit", "latency",
+// "queues", "slack", "overhead", "mpu": the names of tc's tbf options (and
+// of this package's own, queues and slack), so that a caller can map it
+// to its own flag. Msg names the bound.
+type ConfigError struct {
+	Field string
+	Msg   string
+}
+
+func (e *ConfigError) Error() string { return "tbf " + e.Field + ": " + e.Msg }
+
+func configErr(field, format string, args ...any) error {
+	return &ConfigError{Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Check reports whether c is valid on some link: nil, or a *ConfigError
+// naming the setting to change (an *fqcodel.ConfigError for the child's
+// settings). It is New's check less what depends on the link: that Burst
+// (and MTU) hold the link's largest packet, and the default Limit.
+func (c Config) Check() error {
+	if _, _, err := c.validate(nil); err != nil {
+		return err
+	}
+	if c.FQCoDel != nil {
+		return c.FQCoDel.Check()
+	}
+	return nil
+}
+
+// linkBounds is what New checks a Config against on its link.
+type linkBounds struct {
+	// max is the largest packet the link hands the qdisc (MTU plus
+	// header, or the host-GSO maximum), and what is how to say so.
+	max  uint64
+	what string
+	// mtu is the MTU plus header (Linux's psched_mtu), for the default
+	// limit.
+	mtu uint64
+}
+
+// linkMaxOf is the link's MTU plus header: Linux's psched_mtu.
+func linkMaxOf(l stack.LinkEndpoint) uint64 { return uint64(l.MTU()) + uint64(l.MaxHeaderLength()) }
+
+// boundsOf returns lower's linkBounds.
+func boundsOf(lower stack.LinkEndpoint) *linkBounds {
+	mtu := linkMaxOf(lower)
+	b := &linkBounds{max: mtu, mtu: mtu, what: fmt.Sprintf("the lower link's largest packet (MTU %d + %d header bytes)", lower.MTU(), lower.MaxHeaderLength())}
+	if gso, ok := lower.(stack.GSOEndpoint); ok && gso.SupportedGSO() == stack.HostGSOSupported {
+		if g := uint64(gso.GSOMaxSize()) + uint64(lower.MaxHeaderLength()); g > b.max {
+			b.max = g
+			b.what = fmt.Sprintf("the lower link's largest host-GSO packet (%d + %d header bytes; or disable host GSO)", gso.GSOMaxSize(), lower.MaxHeaderLength())
+		}
+	}
+	return b
+}
+
+// check validates cfg against lower and fills in its Limit. It returns the
+// largest packet the buckets can pass.
+func check(lower stack.LinkEndpoint, cfg Config) (Config, uint32, error) {
+	return cfg.validate(boundsOf(lower))
+}
+
+// validate checks c, against link when it is not nil, and fills in its
+// Limit (the default one only with a link). It returns the largest packet
+// the buckets can pass, min(Burst, MTU).
+//
+// Some bounds are the fields' types, as in Linux: Rate and PeakRate are
+// u64 (TCA_TBF_RATE64, TCA_TBF_PRATE64), Burst, MTU and Limit u32
+// (TCA_TBF_BURST, TCA_TBF_PBURST, tc_tbf_qopt.limit). At the extremes
+// the buckets still fit the int64 clock: 2^32-1 bytes and a 65535-byte
+// overhead at 1 byte/s are 4.3e18 ns.
+func (c Config) validate(link *linkBounds) (Config, uint32, error) {
+	atLeast := "at least the link's MTU plus header"
+	if link != nil {
+		atLeast = fmt.Sprintf("at least %d bytes, %s", link.max, link.what)
+	}
+	switch {
+	// tc's tbf_parse_opt: rate is mandatory.
+	case c.Rate == 0:
+		return c, 0, configErr("rate", "the rate is 0; set a rate in bytes per second (for example 1250000, or 10mbit)")
+	// tc's tbf_parse_opt: burst is mandatory (and tbf_change refuses a
+	// max_size of 0 with -EINVAL).
+	case c.Burst == 0:
+		return c, 0, configErr("burst", "the burst is 0; set a bucket depth of %s", atLeast)
+	// Ours: tbf_change only warns that the burst is below the device's
+	// MTU, and tbf_enqueue then drops every larger packet.
+	case link != nil && uint64(c.Burst) < link.max:
+		return c, 0, configErr("burst", "burst %d bytes is smaller than %s: such packets could never be sent; raise burst to at least %d bytes", c.Burst, link.what, link.max)
+	// tbf_change: a peak rate not above the rate is -EINVAL.
+	case c.PeakRate != 0 && c.PeakRate <= c.Rate:
+		return c, 0, configErr("peakrate", "peakrate %s must be above rate %s; raise peakrate or leave it unset", rate.FormatRate(c.PeakRate), rate.FormatRate(c.Rate))
+	// tc's tbf_parse_opt: peakrate needs mtu (and tbf_change refuses the
+	// max_size of 0 a zero mtu gives).
+	case c.PeakRate != 0 && c.MTU == 0:
+		return c, 0, configErr("mtu", "peakrate needs mtu, the peak bucket's depth; set mtu to %s", atLeast)
+	// Ours: tc ignores mtu without peakrate; we say so.
+	case c.PeakRate == 0 && c.MTU != 0:
+		return c, 0, configErr("mtu", "mtu %d is the peak bucket's depth and needs peakrate; set peakrate or leave mtu unset", c.MTU)
+	// Ours, as for burst.
+	case link != nil && c.PeakRate != 0 && uint64(c.MTU) < link.max:
+		return c, 0, configErr("mtu", "mtu %d bytes is smaller than %s: such packets could never be sent; raise mtu to at least %d bytes", c.MTU, link.what, link.max)
+	// tc's tbf_parse_opt: limit and latency exclude each other.
+	case c.Limit != 0 && c.Latency != 0:
+		return c, 0, configErr("latency", "limit and latency both bound the queue; give one of them, not both")
+	// tc's get_time reads latency unsigned.
+	case c.Latency < 0:
+		return c, 0, configErr("latency", "latency %v is negative; give a positive duration such as 50ms", c.Latency)
+	// Ours: the child's own limits bound the queue, and it is one queue.
+	case c.FQCoDel != nil && (c.Limit != 0 || c.Latency != 0):
+		return c, 0, configErr("limit", "with fq_codel as the child, fq_codel's limits bound the queue; leave limit and latency unset")
+	case c.FQCoDel != nil && c.Queues > 1:
+		return c, 0, configErr("queues", "a tbf with fq_codel as its child has one queue (fq_codel spreads flows itself); leave queues unset")
+	// Ours: Linux's tbf has one queue and its watchdog no slack.
+	case c.Queues < 0 || c.Queues > MaxQueues:
+		return c, 0, configErr("queues", "queues %d is out of range; give 1 to %d (0 means 1)", c.Queues, MaxQueues)
+	case c.Slack < NoSlack || c.Slack > MaxSlack:
+		return c, 0, configErr("slack", "slack %v is out of range; give 0 (the default, %v), NoSlack, or up to %v", c.Slack, DefaultSlack, MaxSlack)
+	// tc_ratespec.overhead and psched_ratecfg.overhead are u16, read by
+	// tc's tbf_parse_opt with get_u16.
+	case c.Overhead < 0 || c.Overhead > MaxOverhead:
+		return c, 0, configErr("overhead", "overhead %d is out of range; give 0 to %d bytes (Linux's tbf overhead is unsigned 16 bits)", c.Overhead, MaxOverhead)
+	// tc_ratespec.mpu and psched_ratecfg.mpu are u16.
+	case c.MPU > MaxMPU:
+		return c, 0, configErr("mpu", "mpu %d bytes is out of range; give 0 to %d bytes (Linux's tbf mpu is unsigned 16 bits)", c.MPU, MaxMPU)
+	// tbf_change, given the bucket as a time (TCA_TBF_PARMS alone, as
+	// older tc sends it): max_size = psched_ns_t2l(buffer) - overhead is
+	// 0, and it returns -EINVAL. (Given TCA_TBF_BURST it charges the
+	// bucket's depth the overhead too and accepts; either way no framing
+	// overhead is the size of the bucket.) An overhead that only takes a
+	// full-size packet's charge past burst bytes is accepted: the
+	// bucket's depth, TimeNS(Burst), is charged the overhead too, as with
+	// TCA_TBF_BURST, so such a packet costs at most the bucket.
+	case uint64(c.Overhead) >= uint64(c.Burst):
+		return c, 0, configErr("overhead", "overhead %d bytes is not below burst %d bytes: no packet fits the bucket with it (Linux's tbf_change refuses a max_size of 0); lower overhead or raise burst", c.Overhead, c.Burst)
+	case c.PeakRate != 0 && uint64(c.Overhead) >= uint64(c.MTU):
+		return c, 0, configErr("overhead", "overhead %d bytes is not below mtu %d bytes: no packet fits the peak bucket with it (Linux's tbf_change refuses a max_size of 0); lower overhead or raise mtu", c.Overhead, c.MTU)
+	// Ours: Linux accepts an mpu above the bucket. Given the bucket as a
+	// time, tbf_change computes max_size with psched_ns_t2l, which ignores
+	// mpu, and every packet then costs more than the bucket holds: the
+	// queue stalls for good. (Given TCA_TBF_BURST, as here, the bucket
+	// silently grows to mpu.) We refuse instead.
+	case c.MPU > c.Burst:
+		return c, 0, configErr("mpu", "mpu %d bytes is above burst %d bytes: every packet would be charged more than the bucket holds; lower mpu to at most burst", c.MPU, c.Burst)
+	case c.PeakRate != 0 && c.MPU > c.MTU:
+		return c, 0, configErr("mpu", "mpu %d bytes is above mtu %d bytes: every packet would be charged more than the peak bucket holds; lower mpu to at most mtu", c.MPU, c.MTU)
+	}
+	r := rate.New(c.Rate).WithOverhead(c.Overhead).WithMPU(c.MPU)
+	// Ours: a bucket of 0 ns holds nothing.
+	if r.TimeNS(c.Burst) == 0 {
+		return c, 0, configErr("burst", "burst %d bytes lasts less than 1 ns at rate %s; raise burst or lower rate", c.Burst, rate.FormatRate(c.Rate))
+	}
+	maxSize := c.Burst
+	if c.PeakRate != 0 {
+		maxSize = min(c.Burst, c.MTU)
+		p := rate.New(c.PeakRate).WithOverhead(c.Overhead).WithMPU(c.MPU)
+		if p.TimeNS(c.MTU) == 0 {
+			return c, 0, configErr("mtu", "mtu %d bytes lasts less than 1 ns at peakrate %s; raise mtu or lower peakrate", c.MTU, rate.FormatRate(c.PeakRate))
+		}
+	}
+	limitField := "limit"
+	switch {
+	case c.Latency != 0:
+		// tc's tbf_parse_opt computes limit = rate*latency + burst (with
+		// a peak rate, at most peakrate*latency + mtu) as a double and
+		// stores it in the u32 tc_tbf_qopt.limit unchecked: past 2^32-1
+		// C leaves the conversion undefined (it wraps, in practice), and
+		// tbf_change takes whatever u32 arrives. We refuse.
+		limitField = "latency"
+		limit := addSat(r.BytesIn(uint64(c.Latency)), uint64(c.Burst))
+		if c.PeakRate != 0 {
+			limit = min(limit, addSat(rate.New(c.PeakRate).BytesIn(uint64(c.Latency)), uint64(c.MTU)))
+		}
+		if limit > math.MaxUint32 {
+			return c, 0, configErr("latency", "latency %v at rate %s allows a backlog of %d bytes, more than the %d a limit can hold (Linux's tc_tbf_qopt.limit is u32); lower latency", c.Latency, rate.FormatRate(c.Rate), limit, uint32(math.MaxUint32))
+		}
+		c.Limit = uint32(limit)
+	case c.FQCoDel != nil:
+		return c, maxSize, nil // the child bounds the queue
+	case c.Limit == 0:
+		if link == nil {
+			return c, maxSize, nil // the default depends on the link
+		}
+		c.Limit = uint32(min(max(DefaultLimitPackets*link.mtu, uint64(maxSize)), math.MaxUint32))
+	}
+	// Ours: bfifo_enqueue would drop every packet too big for the limit.
+	if c.Limit < maxSize {
+		return c, 0, configErr("limit", "limit %d bytes cannot hold one packet of %d bytes; raise limit to at least %d", c.Limit, maxSize, maxSize)
+	}
+	// Ours: Linux charges a packet as it leaves; here departures are
+	// booked as packets queue, so the whole backlog's time must fit the
+	// int64 clock. A queue's ring holds at most Limit/minPacketBytes+1
+	// packets (however small, even empty), each charged overhead and mpu
+	// on top of its bytes.
+	packets := float64(max(c.Queues, 1)) * float64(uint64(c.Limit)/minPacketBytes+1)
+	wait := (float64(c.Limit) + packets*float64(uint64(c.Overhead)+uint64(c.MPU))) * rate.NanosPerSecond / float64(c.Rate)
+	if wait > maxBacklogNS {
+		const year = 365.25 * 24 * float64(time.Hour)
+		return c, 0, configErr(limitField, "a full backlog of %d bytes (up to %.0f packets, each charged overhead %d and at least mpu %d bytes) takes %.3g years at rate %s, more than the %.0f years (2^62 ns) departures can be booked ahead; lower %s, overhead or mpu, or raise rate", c.Limit, packets, c.Overhead, c.MPU, wait/year, rate.FormatRate(c.Rate), maxBacklogNS/year, limitField)
+	}
+	return c, maxSize, nil
+}
+
+// addSat returns a + b, or the largest uint64 if that overflows.
+func addSat(a, b uint64) uint64 {
+	if s := a + b; s >= a {
+		return s
+	}
+	return math.MaxUint64
+}
