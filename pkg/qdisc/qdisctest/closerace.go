@@ -20,9 +20,11 @@ type StatsQdisc interface {
 }
 
 // CloseRace makes a qdisc with mk and has writers goroutines each write
-// packets packets (sizes from 60 to 1514 bytes, each writer its own hash)
-// while Close runs, twice, from two goroutines. It then checks what a user
-// relies on:
+// packets packets (each writer its own hash; sizes from 0 to 65535 bytes,
+// mostly up to 1514, as raceSize spreads them) while Close runs, twice,
+// from two goroutines. A packet the qdisc refuses as too large (larger
+// than a tbf's bucket) or for want of room counts as refused-and-counted.
+// It then checks what a user relies on:
 //   - every packet's reference count is back to the writer's own 1;
 //   - every WritePacket that started after Close returned answered
 //     ErrClosedForSend;
@@ -51,7 +53,7 @@ func CloseRace(t *testing.T, mk func() StatsQdisc, writers, packets int) {
 			defer wg.Done()
 			r := &results[w]
 			for i := 0; i < packets; i++ {
-				pkt := MakePacket(60+(i*37+w*101)%1455, uint32(w), uint64(w)<<32|uint64(i))
+				pkt := MakePacket(raceSize(w, i), uint32(w), uint64(w)<<32|uint64(i))
 				r.pkts = append(r.pkts, pkt)
 				select {
 				case <-closed:
@@ -111,6 +113,18 @@ func CloseRace(t *testing.T, mk func() StatsQdisc, writers, packets int) {
 	if err := waitGoroutines(before); err != nil {
 		t.Error(err)
 	}
+}
+
+// raceSize is the size of writer w's packet i: one in sixteen anything
+// from 0 to 65535 bytes (empty packets and ones past any MTU or bucket
+// included), the rest from 0 to 1514, so that most packets still pass a
+// tbf and the race with Close is on queued packets.
+func raceSize(w, i int) int {
+	k := i*37 + w*101
+	if i%16 == 15 {
+		return (k * 7919) % 65536
+	}
+	return k % 1515
 }
 
 // waitGoroutines yields until no more goroutines run than before; a
