@@ -376,3 +376,9 @@ func (l *Lab) MeasureSandbox(s *Sandbox, o Options) (Result, error) {
 	}
 	return r, nil
 }
+
+// lastLines returns the last n lines of a log, to show how it ended.
+func lastLines(log string, n int) string {
+	lines := strings.Split(strings.TrimRight(log, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/netqdisc/netqdisc/runsc-flags"
+	runscflags "github.com/netqdisc/netqdisc/runsc-flags"
 )
 
 // runscRig is a Lab for real runsc sandboxes: the runsc runsc/build.sh
@@ -88,12 +88,6 @@ func bootLog(t *testing.T, s *Sandbox) string {
 		t.Fatal(err)
 	}
 	return log
-}
-
-// lastLines returns the last n lines of a log, to show how it ended.
-func lastLines(log string, n int) string {
-	lines := strings.Split(strings.TrimRight(log, "\n"), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 var sentLine = regexp.MustCompile(`Sent (\d+) bytes (\d+) pkt \(dropped (\d+)`)
