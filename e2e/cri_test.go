@@ -131,9 +131,7 @@ func TestCRIEgressBandwidth(t *testing.T) {
 	r, id := criSend(t, c, p, 8*time.Second, "-sndbuf", "16384")
 	ratio := r.GoodputBps / 10e6
 	t.Logf("goodput %.3f Mbit/s (%d bytes in %.3f s from the first byte; longest stall %.3f s): %.4f of 10 Mbit/s", r.GoodputBps/1e6, r.Bytes, r.Seconds, r.MaxGapSeconds, ratio)
-	if ratio < 0.97 || ratio > 1.01 {
-		t.Errorf("goodput %.4f of 10 Mbit/s, want [0.97, 1.01]", ratio)
-	}
+	checkRate(t, "goodput of 10 Mbit/s", ratio, 0.97, 1.01)
 	log, err := c.RunscLog("runsc", id, "boot")
 	if err != nil {
 		t.Fatal(err)

@@ -96,9 +96,7 @@ func TestShapingAgainstTheKernel(t *testing.T) {
 			ratio := r.WireBps / rate
 			t.Logf("%s: on-wire %.3f Mbit/s = %.4f of the rate; RTT idle %v, loaded p50 %v p99 %v; %d/%d pings answered",
 				tc.name, r.WireBps*8/1e6, ratio, r.IdleRTT, r.RTT(0.5), r.RTT(0.99), len(r.RTTs), r.PingsSent)
-			if ratio < 0.97 || ratio > 1.01 {
-				t.Errorf("on-wire rate %.4f of the configured rate; want within [0.97, 1.01]", ratio)
-			}
+			checkRate(t, "on-wire rate of the configured rate", ratio, 0.97, 1.01)
 			if limit := latency + r.IdleRTT + 15*time.Millisecond; r.RTT(0.5) > limit {
 				t.Errorf("median RTT under load %v; want at most %v (latency + idle + 15ms)", r.RTT(0.5), limit)
 			}
@@ -137,9 +135,7 @@ func TestAnnotationsEndToEnd(t *testing.T) {
 		}
 		ratio := r.WireBps / (5 * mbit)
 		t.Logf("on-wire %.3f Mbit/s = %.4f of 5 Mbit/s", r.WireBps*8/1e6, ratio)
-		if ratio < 0.97 || ratio > 1.01 {
-			t.Errorf("on-wire rate %.4f of 5 Mbit/s; want within [0.97, 1.01]", ratio)
-		}
+		checkRate(t, "on-wire rate of 5 Mbit/s", ratio, 0.97, 1.01)
 	})
 }
 
@@ -202,10 +198,26 @@ func TestSmallBursts(t *testing.T) {
 				}
 				ratio := r.WireBps / float64(rate)
 				t.Logf("on-wire %.3f Mbit/s = %.4f of the rate", r.WireBps*8/1e6, ratio)
-				if ratio < 0.98 || ratio > 1.01 {
-					t.Errorf("on-wire rate %.4f of the configured rate; want within [0.98, 1.01]", ratio)
-				}
+				checkRate(t, "on-wire rate of the configured rate", ratio, 0.98, 1.01)
 			})
 		}
+	}
+}
+
+// checkRate asserts that ratio, what was measured over what was
+// configured, is within [lo, hi]: outside -race. Under -race it only logs
+// it: `go test -race ./...` runs every package's race-instrumented tests
+// beside these on the same cores, and a loaded machine starves the kernel
+// peers and the netstack alike (CI once measured the kernel's own tbf at
+// 0.955 there). .ci/run runs `go test ./e2e/` again without -race, alone,
+// where every rate is asserted.
+func checkRate(t *testing.T, what string, ratio, lo, hi float64) {
+	t.Helper()
+	switch {
+	case ratio >= lo && ratio <= hi:
+	case raceDetector:
+		t.Logf("%s: %.4f, outside [%.2f, %.2f]: not asserted under -race (the run without -race asserts it)", what, ratio, lo, hi)
+	default:
+		t.Errorf("%s: %.4f, want within [%.2f, %.2f]", what, ratio, lo, hi)
 	}
 }

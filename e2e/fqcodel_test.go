@@ -42,9 +42,7 @@ func TestFQCoDelUnderLoad(t *testing.T) {
 			if !tc.assert {
 				return
 			}
-			if ratio < 0.97 || ratio > 1.01 {
-				t.Errorf("on-wire %.4f of the rate, want [0.97, 1.01]", ratio)
-			}
+			checkRate(t, "on-wire of the rate", ratio, 0.97, 1.01)
 			if p50 > 5*time.Millisecond || p99 > 15*time.Millisecond {
 				t.Errorf("ping RTT above idle under load: p50 %v, p99 %v; want at most 5 ms and 15 ms", p50, p99)
 			}

@@ -51,9 +51,7 @@ func TestIngressAgainstTheKernel(t *testing.T) {
 				ratio := r.WireBps / float64(tc.rate)
 				t.Logf("%s: shaped %.3f Mbit/s = %.4f of the rate; RTT idle %v, loaded p50 %v p99 %v; %d/%d pings answered",
 					who.name, r.WireBps*8/1e6, ratio, r.IdleRTT, r.RTT(0.5), r.RTT(0.99), len(r.RTTs), r.PingsSent)
-				if ratio < 0.97 || ratio > 1.01 {
-					t.Errorf("shaped rate %.4f of the configured rate; want within [0.97, 1.01]", ratio)
-				}
+				checkRate(t, "shaped rate of the configured rate", ratio, 0.97, 1.01)
 				if limit := latency + r.IdleRTT + 15*time.Millisecond; r.RTT(0.5) > limit {
 					t.Errorf("median RTT under load %v; want at most %v (latency + idle + 15ms)", r.RTT(0.5), limit)
 				}

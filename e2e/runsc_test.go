@@ -115,9 +115,7 @@ func TestRunscShaping(t *testing.T) {
 			}
 			ratio := res.WireBps / float64(tc.rate)
 			t.Logf("on-wire %.2f Mbit/s (%.4f of the rate), sandbox CPU %.2f s/GB", res.WireBps*8/1e6, ratio, res.CPUPerGB())
-			if ratio < 0.97 || ratio > 1.01 {
-				t.Errorf("on-wire %.4f of the rate, want [0.97, 1.01]", ratio)
-			}
+			checkRate(t, "on-wire of the rate", ratio, 0.97, 1.01)
 			log := bootLog(t, s)
 			if want := fmt.Sprintf("Enabling qdisc on %q: tbf rate %dMbit burst %db", r.VethN, tc.rate*8/1e6, tc.burst); !strings.Contains(log, want) {
 				t.Errorf("boot log does not say %q", want)
@@ -179,9 +177,7 @@ func TestRunscAnnotations(t *testing.T) {
 		}
 		ratio := res.WireBps / (5 * mbit)
 		t.Logf("on-wire %.4f of the annotation's 5 Mbit/s", ratio)
-		if ratio < 0.97 || ratio > 1.01 {
-			t.Errorf("on-wire %.4f of 5 Mbit/s, want [0.97, 1.01]", ratio)
-		}
+		checkRate(t, "on-wire of 5 Mbit/s", ratio, 0.97, 1.01)
 	})
 	t.Run("above the ceiling", func(t *testing.T) {
 		r := newRunscRig(t)
@@ -373,9 +369,7 @@ func TestRunscIngress(t *testing.T) {
 			}
 			ratio := res.WireBps / tc.rate
 			t.Logf("delivered %.4f of the rate; RTT idle %v, loaded p50 %v; %d/%d pings; sandbox CPU %.1f s/GB", ratio, res.IdleRTT, res.RTT(0.5), len(res.RTTs), res.PingsSent, res.CPUPerGB())
-			if ratio < 0.97 || ratio > 1.01 {
-				t.Errorf("delivered %.4f of the rate, want [0.97, 1.01]", ratio)
-			}
+			checkRate(t, "delivered of the rate", ratio, 0.97, 1.01)
 			log := bootLog(t, s)
 			for _, want := range []string{tc.log, "ingress tbf rate 10Mbit"} {
 				if !strings.Contains(log, want) {
@@ -422,9 +416,7 @@ func TestRunscFQCoDel(t *testing.T) {
 	p50, p99 := res.RTT(0.5)-res.IdleRTT, res.RTT(0.99)-res.IdleRTT
 	t.Logf("on-wire %.4f of the rate; ping RTT idle %v, under load p50 %v p99 %v above idle; %d/%d answered; sandbox CPU %.1f s/GB",
 		ratio, res.IdleRTT, p50, p99, len(res.RTTs), res.PingsSent, res.CPUPerGB())
-	if ratio < 0.97 || ratio > 1.01 {
-		t.Errorf("on-wire %.4f of the rate, want [0.97, 1.01]", ratio)
-	}
+	checkRate(t, "on-wire of the rate", ratio, 0.97, 1.01)
 	if p50 > 5*time.Millisecond || p99 > 15*time.Millisecond {
 		t.Errorf("ping RTT above idle under load: p50 %v, p99 %v; want at most 5 ms and 15 ms", p50, p99)
 	}
