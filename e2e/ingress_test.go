@@ -82,7 +82,6 @@ func TestIngressRefusals(t *testing.T) {
 		{"above the ceiling by annotation", operator, map[string]string{runscflags.AnnotationPrefix + "qdisc-ingress-rate": "20mbit"}, []string{"dev.gvisor.flag.qdisc-ingress-rate", "--allow-flag-override"}},
 		{"unparsable Kubernetes bandwidth", nil, map[string]string{runscflags.AnnotationKubeIngress: "10mbit"}, []string{runscflags.AnnotationKubeIngress, "10M, 1G or 500k"}},
 		{"zero Kubernetes bandwidth", nil, map[string]string{runscflags.AnnotationKubeIngress: "0"}, []string{runscflags.AnnotationKubeIngress, "out of range"}},
-		{"Kubernetes bandwidth above the ceiling", operator, map[string]string{runscflags.AnnotationKubeIngress: "20M"}, []string{runscflags.AnnotationKubeIngress, "--qdisc-ingress-rate=1250000 bytes/s (10Mbit)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := newLab(t)

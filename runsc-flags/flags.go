@@ -50,9 +50,12 @@
 //     it (at least 64 KiB + 14, the largest packet of a NIC with host GSO)
 //     and the CNI bandwidth plugin's 25 ms latency, each only where it is
 //     smaller than what is in force (a limit in force stays, capped at
-//     what 25 ms holds). A bandwidth above the operator's rate is refused:
-//     Kubernetes asked for that rate, and silently giving less would
-//     hide a misconfiguration.
+//     what 25 ms holds). A bandwidth above the operator's rate is not
+//     refused: Kubernetes' annotation is a limit, not a reservation, so
+//     the pod gets the stricter of the two, the operator's, and a notice
+//     in Notices (the boot log's warnings) says so. A dev.gvisor.flag.*
+//     above a ceiling is still refused, as runsc does: it names a flag
+//     the operator set.
 //   - allow-flag-override can never be set by an annotation: it is the
 //     operator's switch that turns the policy off.
 //   - The ceilings are the operator's flag values, never values set by
@@ -188,6 +191,13 @@ type Config struct {
 	FQNoECN       bool
 	// AllowFlagOverride lets annotations set any flag this package owns.
 	AllowFlagOverride bool
+	// Notices say what ApplyAnnotations did that the pod's author may not
+	// expect: a Kubernetes bandwidth above the operator's ceiling, held to
+	// the ceiling. Warnings returns them. They are a field, not a log line,
+	// because runsc applies annotations in "runsc create", before the
+	// sandbox's boot log exists, and hands the Config to the boot process
+	// with each link (Args does not carry them).
+	Notices []string
 
 	// operator holds the operator's values, the ceilings for annotations.
 	operator *Config
@@ -476,6 +486,7 @@ func (c *Config) ApplyAnnotations(annotations map[string]string) error {
 	}
 	op := c.operator
 	next := *c
+	next.Notices = append([]string(nil), c.Notices...) // c's stay as they are if the set is refused
 	keys := make([]string, 0, len(annotations))
 	for k := range annotations {
 		if strings.HasPrefix(k, AnnotationPrefix) || k == AnnotationKubeEgress || k == AnnotationKubeIngress {
@@ -492,12 +503,10 @@ func (c *Config) ApplyAnnotations(annotations map[string]string) error {
 		override := fmt.Sprintf("requires the runtime flag --%s", FlagAllowFlagOverride)
 		if key == AnnotationKubeEgress || key == AnnotationKubeIngress {
 			r, err := ParseKubeBandwidth(value)
-			if err == nil {
-				err = next.applyKube(op, key, r)
-			}
 			if err != nil {
 				return refuse("%v", err)
 			}
+			next.applyKube(op, key, value, r)
 			applied = append(applied, key)
 			continue
 		}
@@ -659,9 +668,10 @@ var ingressFlags = map[string]string{
 // that works but cannot be held as precisely as asked: for tbf, a burst
 // shorter than the platform's timer lateness (tbf.Config.CheckPrecision);
 // for fq_codel under a tbf, a target shorter than a host-GSO packet takes
-// at the rate. Each names the flag to change.
+// at the rate. Each names the flag to change. The Notices of
+// ApplyAnnotations come first.
 func (c *Config) Warnings() []string {
-	var w []string
+	w := append([]string(nil), c.Notices...)
 	if c.QDisc == QDiscTBF {
 		if err := c.TBFConfig().CheckPrecision(); err != nil {
 			w = append(w, fmt.Sprintf("--%s: %v", FlagTBFBurst, err))

@@ -99,9 +99,11 @@ type kubeShaper struct {
 // applyKube applies a bandwidth annotation of r bytes/s to c: the rate
 // and burst become the smaller of theirs and the annotation's, the queue
 // is bounded by KubeLatency (or the limit in force, if smaller), and
-// egress selects tbf. A rate above the operator's is refused; with
-// --allow-flag-override the annotation's values are set as they are.
-func (c *Config) applyKube(op *Config, key string, r uint64) error {
+// egress selects tbf. A rate above the operator's is a limit the ceiling
+// already enforces, not a reservation to refuse: the pod gets the
+// ceiling, and a notice (Notices) says so. With --allow-flag-override the
+// annotation's values are set as they are.
+func (c *Config) applyKube(op *Config, key, value string, r uint64) {
 	var s kubeShaper
 	switch key {
 	case AnnotationKubeEgress:
@@ -110,12 +112,12 @@ func (c *Config) applyKube(op *Config, key string, r uint64) error {
 	case AnnotationKubeIngress:
 		s = kubeShaper{FlagIngressRate, &c.IngressRate, &c.IngressBurst, &c.IngressLimit, &c.IngressLatency, op.IngressRate}
 	}
-	if s.ceiling != 0 && r > s.ceiling && !op.AllowFlagOverride {
-		return fmt.Errorf("%s exceeds the operator's ceiling --%s=%s; raising it requires the runtime flag --%s", showRate(r), s.flag, showRate(s.ceiling), FlagAllowFlagOverride)
-	}
 	if op.AllowFlagOverride { // as the annotation says, whatever is in force
 		*s.rate, *s.burst, *s.limit, *s.latency = r, kubeBurst(r), 0, KubeLatency
-		return nil
+		return
+	}
+	if s.ceiling != 0 && r > s.ceiling {
+		c.Notices = append(c.Notices, fmt.Sprintf("annotation %s=%q: %s is above the operator's ceiling --%s=%s; the pod gets the ceiling (a bandwidth annotation is a limit, not a reservation)", key, value, showRate(r), s.flag, showRate(s.ceiling)))
 	}
 	*s.rate = minSet(*s.rate, r)
 	*s.burst = minSet(*s.burst, kubeBurst(r))
@@ -124,5 +126,4 @@ func (c *Config) applyKube(op *Config, key string, r uint64) error {
 	} else {
 		*s.latency = minSet(*s.latency, KubeLatency)
 	}
-	return nil
 }

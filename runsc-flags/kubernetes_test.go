@@ -60,8 +60,9 @@ func kube(kv ...string) map[string]string {
 // TestKubeAnnotations: Kubernetes' bandwidth annotations tighten: egress
 // selects tbf, each direction gets the rate, a burst holding a full-size
 // GSO packet (or 10 ms of rate), and 25 ms of queue, each only where it is
-// smaller than what is in force; above the operator's rate they are
-// refused, naming the annotation, the flag and the override.
+// smaller than what is in force; above the operator's rate they get the
+// operator's rate, with a notice naming the annotation and the ceiling
+// (Warnings, for the boot log).
 func TestKubeAnnotations(t *testing.T) {
 	operatorTBF := []string{"--qdisc=tbf", "--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500", "--qdisc-tbf-latency=50ms"}
 	for _, tc := range []struct {
@@ -85,14 +86,18 @@ func TestKubeAnnotations(t *testing.T) {
 			Config{QDisc: QDiscTBF, TBFRate: 625_000, TBFBurst: 12500, TBFLatency: 10 * time.Millisecond}, nil},
 		{"egress and a stricter flag annotation", operatorTBF, map[string]string{AnnotationKubeEgress: "8M", AnnotationPrefix + FlagTBFRate: "2mbit"},
 			Config{QDisc: QDiscTBF, TBFRate: 250_000, TBFBurst: 12500, TBFLatency: 25 * time.Millisecond}, nil},
-		{"egress above the operator's rate", operatorTBF, kube(AnnotationKubeEgress, "20M"), Config{},
-			[]string{AnnotationKubeEgress, `"20M"`, "--qdisc-tbf-rate=1250000 bytes/s (10Mbit)", "--allow-flag-override"}},
+		{"egress above the operator's rate gets the rate", operatorTBF, kube(AnnotationKubeEgress, "20M"),
+			Config{QDisc: QDiscTBF, TBFRate: 1_250_000, TBFBurst: 12500, TBFLatency: 25 * time.Millisecond, Notices: []string{
+				`annotation kubernetes.io/egress-bandwidth="20M": 2500000 bytes/s (20Mbit) is above the operator's ceiling --qdisc-tbf-rate=1250000 bytes/s (10Mbit); the pod gets the ceiling (a bandwidth annotation is a limit, not a reservation)`}}, nil},
 		{"ingress where the operator has none", nil, kube(AnnotationKubeIngress, "100M"),
 			Config{QDisc: QDiscFIFO, IngressRate: 12_500_000, IngressBurst: 125_000, IngressLatency: 25 * time.Millisecond}, nil},
 		{"both directions", operatorTBF, kube(AnnotationKubeIngress, "1M", AnnotationKubeEgress, "1M"),
 			Config{QDisc: QDiscTBF, TBFRate: 125_000, TBFBurst: 12500, TBFLatency: 25 * time.Millisecond, IngressRate: 125_000, IngressBurst: 65550, IngressLatency: 25 * time.Millisecond}, nil},
-		{"ingress above the operator's", []string{"--qdisc-ingress-rate=10mbit", "--qdisc-ingress-burst=12500"}, kube(AnnotationKubeIngress, "20M"), Config{},
-			[]string{AnnotationKubeIngress, "--qdisc-ingress-rate=1250000 bytes/s (10Mbit)", "--allow-flag-override"}},
+		{"ingress above the operator's gets the operator's", []string{"--qdisc-ingress-rate=10mbit", "--qdisc-ingress-burst=12500"}, kube(AnnotationKubeIngress, "20M"),
+			Config{QDisc: QDiscFIFO, IngressRate: 1_250_000, IngressBurst: 12500, IngressLatency: 25 * time.Millisecond, Notices: []string{
+				`annotation kubernetes.io/ingress-bandwidth="20M": 2500000 bytes/s (20Mbit) is above the operator's ceiling --qdisc-ingress-rate=1250000 bytes/s (10Mbit); the pod gets the ceiling (a bandwidth annotation is a limit, not a reservation)`}}, nil},
+		{"a refused flag annotation keeps the notice out", operatorTBF, map[string]string{AnnotationKubeEgress: "20M", AnnotationPrefix + FlagTBFRate: "20mbit"}, Config{},
+			[]string{AnnotationPrefix + FlagTBFRate, "exceeds the operator's ceiling --qdisc-tbf-rate=1250000 bytes/s (10Mbit)", "--allow-flag-override"}},
 		{"not a quantity", nil, kube(AnnotationKubeIngress, "10mbit"), Config{},
 			[]string{AnnotationKubeIngress, `"10mbit"`, "10M, 1G or 500k"}},
 		{"zero", nil, kube(AnnotationKubeEgress, "0"), Config{}, []string{AnnotationKubeEgress, "out of range"}},

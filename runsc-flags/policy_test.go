@@ -4,6 +4,7 @@ import (
 	stdcmp "cmp"
 	"fmt"
 	"math/rand"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -202,7 +203,7 @@ func TestPolicyProperty(t *testing.T) {
 		got := first
 		if firstErr != "" {
 			refused++
-			if *got.snapshot() != *op {
+			if !cmp.Equal(*got.snapshot(), *op, ignoreOperator) {
 				t.Fatalf("operator %q, annotations %v refused (%s) but the Config changed: %+v", args, set, firstErr, *got)
 			}
 			named := false
@@ -256,6 +257,18 @@ func TestPolicyProperty(t *testing.T) {
 				t.Fatalf("operator %q, annotations %v: --%s went from %d to %d", args, set, name, ceiling, v)
 			}
 		}
+		// A bandwidth above the ceiling gets the ceiling, and a notice.
+		for key, ceiling := range map[string]uint64{AnnotationKubeEgress: op.TBFRate, AnnotationKubeIngress: op.IngressRate} {
+			v, ok := set[key]
+			if !ok {
+				continue
+			}
+			r, _ := ParseKubeBandwidth(v)
+			noticed := slices.ContainsFunc(got.Notices, func(n string) bool { return strings.HasPrefix(n, "annotation "+key+"=") })
+			if above := ceiling != 0 && r > ceiling; noticed != above {
+				t.Fatalf("operator %q, annotations %v: %s above the ceiling %v, notices %q", args, set, key, above, got.Notices)
+			}
+		}
 		for name, field := range durationKnobs {
 			if ceiling, v := *field(op), *field(got); ceiling != 0 && v > ceiling {
 				t.Fatalf("operator %q, annotations %v: --%s went from %v to %v", args, set, name, ceiling, v)
@@ -274,7 +287,7 @@ func TestPolicyProperty(t *testing.T) {
 		if err != nil {
 			t.Fatalf("operator %q, annotations %v: Args %q do not parse: %v", args, set, got.Args(), err)
 		}
-		if diff := cmp.Diff(got, boot, ignoreOperator, cmpopts.IgnoreFields(Config{}, "AllowFlagOverride")); diff != "" {
+		if diff := cmp.Diff(got, boot, ignoreOperator, cmpopts.IgnoreFields(Config{}, "AllowFlagOverride", "Notices")); diff != "" {
 			t.Fatalf("operator %q, annotations %v: Args %q give another Config (-want +got):\n%s", args, set, got.Args(), diff)
 		}
 	}
@@ -311,7 +324,7 @@ func FuzzApplyAnnotations(f *testing.F) {
 			}
 		}
 		if err := c.ApplyAnnotations(m); err != nil {
-			if *c.snapshot() != *op {
+			if !cmp.Equal(*c.snapshot(), *op, ignoreOperator) {
 				t.Fatalf("refused (%v) but changed the Config", err)
 			}
 			return
