@@ -9,6 +9,7 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 
 	"github.com/netqdisc/netqdisc/pkg/qdisc"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/gso"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/packetbuf"
 )
 
@@ -149,9 +150,14 @@ func (l *Lane) Start(wg *sync.WaitGroup) {
 // Enqueue queues pkt, taking a reference of its own. It answers
 // ErrClosedForSend after Close, ErrMessageTooLong for a packet larger than
 // MaxPacketBytes, and ErrNoBufferSpace when the ring or a byte bound is
-// full (the last two count a drop); then it takes nothing.
+// full (the last two count a drop); then it takes nothing. A packet's size
+// is what it puts on the wire (gso.WireSize); a host-GSO packet larger
+// than MaxPacketBytes is queued as pieces that fit (see enqueueSplit).
 func (l *Lane) Enqueue(pkt *stack.PacketBuffer) tcpip.Error {
-	size := uint64(pkt.Size())
+	size := gso.WireSize(pkt)
+	if l.maxPacket != 0 && size > l.maxPacket && gso.Segments(pkt) > 1 {
+		return l.enqueueSplit(pkt, size)
+	}
 	l.mu.Lock()
 	err := l.checkLocked(size) // inlined: a fifo's whole admission
 	if err == nil && l.budget != nil {

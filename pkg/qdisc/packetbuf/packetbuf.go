@@ -1,7 +1,9 @@
 // Package packetbuf holds the bounded ring in which a qdisc queues packets.
 //
-// A Ring counts both packets and bytes (the sum of pkt.Size() at the time
-// each packet was pushed), so a qdisc can bound its backlog in bytes as
+// A Ring counts both packets and bytes (the sum of each packet's
+// gso.WireSize at the time it was pushed: its size, or for a host-GSO
+// packet the segments it becomes, headers and all, as Linux's
+// qdisc_pkt_len), so a qdisc can bound its backlog in bytes as
 // Linux's bfifo and tbf do, not only in packets as gVisor's upstream
 // PacketBufferCircularList does. Each packet's size is stored beside it, so
 // a qdisc that looks at the head packet's length many times (tbf) computes
@@ -24,6 +26,8 @@ import (
 	"math"
 
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
+
+	"github.com/netqdisc/netqdisc/pkg/qdisc/gso"
 )
 
 // Unstamped is the stamp of a packet pushed without one.
@@ -93,7 +97,7 @@ func (r *Ring) PushBackAt(pkt *stack.PacketBuffer, stamp int64) bool {
 	if i >= len(r.pkts) {
 		i -= len(r.pkts)
 	}
-	size := uint32(pkt.Size())
+	size := uint32(min(gso.WireSize(pkt), math.MaxUint32))
 	r.pkts[i] = pkt
 	r.sizes[i] = size
 	r.stamps[i] = stamp

@@ -87,6 +87,9 @@ type Link struct {
 	AcceptAtMost int
 	// OnWrite, when set, is called at the start of every WritePackets.
 	OnWrite func()
+	// Inspect, when set, is called with every packet written or
+	// delivered, while the link borrows it.
+	Inspect func(*stack.PacketBuffer)
 
 	clock tcpip.Clock
 
@@ -142,6 +145,9 @@ func (l *Link) record(pkts []*stack.PacketBuffer) {
 	var bytes uint64
 	for _, pkt := range pkts {
 		bytes += uint64(pkt.Size())
+		if l.Inspect != nil {
+			l.Inspect(pkt)
+		}
 	}
 	l.packets.Add(uint64(len(pkts)))
 	l.bytes.Add(bytes)

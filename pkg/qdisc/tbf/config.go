@@ -76,11 +76,12 @@ type linkBounds struct {
 // linkMaxOf is the link's MTU plus header: Linux's psched_mtu.
 func linkMaxOf(l stack.LinkEndpoint) uint64 { return uint64(l.MTU()) + uint64(l.MaxHeaderLength()) }
 
-// boundsOf returns lower's linkBounds.
-func boundsOf(lower stack.LinkEndpoint) *linkBounds {
+// boundsOf returns lower's linkBounds: with splitsGSO, host-GSO packets
+// are cut to fit the bucket, so only the MTU bounds it.
+func boundsOf(lower stack.LinkEndpoint, splitsGSO bool) *linkBounds {
 	mtu := linkMaxOf(lower)
 	b := &linkBounds{max: mtu, mtu: mtu, what: fmt.Sprintf("the lower link's largest packet (MTU %d + %d header bytes)", lower.MTU(), lower.MaxHeaderLength())}
-	if gso, ok := lower.(stack.GSOEndpoint); ok && gso.SupportedGSO() == stack.HostGSOSupported {
+	if gso, ok := lower.(stack.GSOEndpoint); ok && gso.SupportedGSO() == stack.HostGSOSupported && !splitsGSO {
 		if g := uint64(gso.GSOMaxSize()) + uint64(lower.MaxHeaderLength()); g > b.max {
 			b.max = g
 			b.what = fmt.Sprintf("the lower link's largest host-GSO packet (%d + %d header bytes; or disable host GSO)", gso.GSOMaxSize(), lower.MaxHeaderLength())
@@ -91,8 +92,8 @@ func boundsOf(lower stack.LinkEndpoint) *linkBounds {
 
 // check validates cfg against lower and fills in its Limit. It returns the
 // largest packet the buckets can pass.
-func check(lower stack.LinkEndpoint, cfg Config) (Config, uint32, error) {
-	return cfg.validate(boundsOf(lower))
+func check(lower stack.LinkEndpoint, cfg Config, splitsGSO bool) (Config, uint32, error) {
+	return cfg.validate(boundsOf(lower, splitsGSO))
 }
 
 // validate checks c, against link when it is not nil, and fills in its

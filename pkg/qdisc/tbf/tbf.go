@@ -13,10 +13,15 @@
 // and the packet leaves when both are >= 0 (then t_c = now, tokens = toks,
 // ptokens = ptoks); otherwise the dispatcher sleeps on one timer for the
 // larger deficit, max(-toks, -ptoks), and counts an overlimit. The largest
-// packet the bucket can pass is min(Burst, MTU): a larger one is refused at
-// WritePacket with ErrMessageTooLong and counted as a drop, and New refuses
-// a configuration that the lower link could send such packets through (its
-// MTU plus header, or its host-GSO maximum).
+// packet the bucket can pass is min(Burst, MTU): a larger host-GSO packet
+// is cut into pieces that fit (package gso), as Linux's tbf_segment does,
+// any other larger packet is refused at WritePacket with
+// ErrMessageTooLong and counted as a drop, and New refuses a configuration
+// that the lower link could send such packets through (its MTU plus
+// header; on the receive path, NewTo, also its host-GSO maximum, since a
+// received packet cannot be cut). A packet is charged what it puts on the
+// wire (gso.WireSize): a host-GSO packet as the segments it becomes, each
+// with its headers, as Linux's qdisc_pkt_len_init charges it.
 //
 // The backlog is bounded in bytes, as tbf's inner bfifo is: Limit bytes,
 // or Latency, from which Limit = Rate*Latency + Burst (and, with a peak
@@ -187,21 +192,28 @@ func New(lower stack.LinkEndpoint, clock tcpip.Clock, cfg Config) (*Discipline, 
 	if lower == nil {
 		return nil, fmt.Errorf("tbf: no lower link endpoint")
 	}
-	return NewTo(lower, lower, clock, cfg)
+	return newTo(lower, lower, clock, cfg, true)
 }
 
 // NewTo is New with the departures going to out rather than to a link's
 // WritePackets: the receive-path shaper (package ingress) delivers them to
 // the stack. link is the link the packets cross, whose MTU, header and
-// host-GSO size bound them.
+// host-GSO size bound them (received packets cannot be cut into pieces).
 func NewTo(out stack.LinkWriter, link stack.LinkEndpoint, clock tcpip.Clock, cfg Config) (*Discipline, error) {
+	return newTo(out, link, clock, cfg, false)
+}
+
+// newTo is NewTo; splitsGSO says that host-GSO packets larger than the
+// bucket are cut into pieces, so that the link's GSO size does not bound
+// the burst.
+func newTo(out stack.LinkWriter, link stack.LinkEndpoint, clock tcpip.Clock, cfg Config, splitsGSO bool) (*Discipline, error) {
 	if out == nil || link == nil {
 		return nil, fmt.Errorf("tbf: no link endpoint")
 	}
 	if clock == nil {
 		return nil, fmt.Errorf("tbf: no clock")
 	}
-	cfg, maxSize, err := check(link, cfg)
+	cfg, maxSize, err := check(link, cfg, splitsGSO)
 	if err != nil {
 		return nil, err
 	}

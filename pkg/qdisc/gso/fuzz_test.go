@@ -1,0 +1,194 @@
+package gso_test
+
+import (
+	"errors"
+	"testing"
+
+	"gvisor.dev/gvisor/pkg/buffer"
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
+
+	"github.com/netqdisc/netqdisc/pkg/qdisc/gso"
+)
+
+// Fix-ups fuzzPacket makes, so that mutated inputs still reach Split's
+// cutting as well as its checks.
+const (
+	// fixIP sets the IP version, the IPv4 IHL and total length (and
+	// clears the fragment fields) or the IPv6 payload length to agree with
+	// the packet.
+	fixIP = 1 << iota
+	// fixTCP sets the TCP data offset to the header's length and clears
+	// SYN.
+	fixTCP
+	// fixProto sets the IPv4 protocol or the IPv6 next header (of a
+	// header without extension headers) to TCP.
+	fixProto
+)
+
+// fuzzPacket returns a packet whose link, network and TCP headers are the
+// first linkLen, netLen and tcpLen bytes of data (as far as there are
+// bytes) and whose payload is the rest, pushed as gVisor pushes them, with
+// the given protocol numbers, GSO options and fix-ups.
+func fuzzPacket(data []byte, linkLen, netLen, tcpLen uint8, netProto uint16, transProto uint8, gsoType uint8, needsCsum bool, mss uint16, fix uint8) *stack.PacketBuffer {
+	take := func(n uint8) []byte {
+		l := min(int(n), len(data))
+		b := data[:l]
+		data = data[l:]
+		return b
+	}
+	link, network, tcp := take(linkLen), take(netLen), take(tcpLen)
+	pkt := stack.NewPacketBuffer(stack.PacketBufferOptions{
+		ReserveHeaderBytes: len(link) + len(network) + len(tcp),
+		Payload:            buffer.MakeWithData(data),
+	})
+	th := header.TCP(pkt.TransportHeader().Push(len(tcp)))
+	copy(th, tcp)
+	nh := pkt.NetworkHeader().Push(len(network))
+	copy(nh, network)
+	copy(pkt.LinkHeader().Push(len(link)), link)
+	pkt.NetworkProtocolNumber = tcpip.NetworkProtocolNumber(netProto)
+	pkt.TransportProtocolNumber = tcpip.TransportProtocolNumber(transProto)
+	pkt.GSOOptions = stack.GSO{
+		Type:       stack.GSOType(gsoType % 5),
+		NeedsCsum:  needsCsum,
+		CsumOffset: header.TCPChecksumOffset,
+		MSS:        mss,
+		L3HdrLen:   uint16(len(network)),
+		MaxSize:    1 << 16,
+	}
+	l4 := len(tcp) + len(data)
+	switch pkt.NetworkProtocolNumber {
+	case header.IPv4ProtocolNumber:
+		if len(nh) >= header.IPv4MinimumSize {
+			ip := header.IPv4(nh)
+			if fix&fixIP != 0 {
+				nh[0] = header.IPv4Version<<4 | byte(len(nh)/4)&0xf
+				ip.SetTotalLength(uint16(len(nh) + l4))
+				ip.SetFlagsFragmentOffset(ip.Flags()&^header.IPv4FlagMoreFragments, 0)
+			}
+			if fix&fixProto != 0 {
+				nh[9] = uint8(header.TCPProtocolNumber)
+			}
+		}
+	case header.IPv6ProtocolNumber:
+		if len(nh) >= header.IPv6MinimumSize {
+			ip := header.IPv6(nh)
+			if fix&fixIP != 0 {
+				nh[0] = header.IPv6Version<<4 | nh[0]&0xf
+				ip.SetPayloadLength(uint16(len(nh) - header.IPv6MinimumSize + l4))
+			}
+			if fix&fixProto != 0 && len(nh) == header.IPv6MinimumSize {
+				ip.SetNextHeader(uint8(header.TCPProtocolNumber))
+			}
+		}
+	}
+	if fix&fixTCP != 0 && len(th) >= header.TCPMinimumSize {
+		th[header.TCPDataOffset] = byte(len(th)/4)<<4 | th[header.TCPDataOffset]&0xf
+		th.SetFlags(uint8(th.Flags() &^ header.TCPFlagSyn))
+	}
+	return pkt
+}
+
+// fuzzSeed is one FuzzGSOSplit input.
+type fuzzSeed struct {
+	data                    []byte
+	linkLen, netLen, tcpLen uint8
+	netProto                uint16
+	transProto, gsoType     uint8
+	needsCsum               bool
+	mss                     uint16
+	maxWire                 uint64
+	fix                     uint8
+}
+
+// seedOf returns the input that makes a packet like build(s).
+func seedOf(s spec, maxWire uint64, fix uint8) fuzzSeed {
+	pkt := build(s)
+	defer pkt.DecRef()
+	sn := snapshot(pkt)
+	var data []byte
+	for _, b := range [][]byte{sn.Link, sn.Network, sn.TCP, sn.Payload} {
+		data = append(data, b...)
+	}
+	return fuzzSeed{
+		data:       data,
+		linkLen:    uint8(len(sn.Link)),
+		netLen:     uint8(len(sn.Network)),
+		tcpLen:     uint8(len(sn.TCP)),
+		netProto:   uint16(pkt.NetworkProtocolNumber),
+		transProto: uint8(pkt.TransportProtocolNumber),
+		gsoType:    uint8(pkt.GSOOptions.Type),
+		needsCsum:  pkt.GSOOptions.NeedsCsum,
+		mss:        pkt.GSOOptions.MSS,
+		maxWire:    maxWire,
+		fix:        fix,
+	}
+}
+
+// fuzzSeeds are the seeds FuzzGSOSplit adds besides testdata's.
+func fuzzSeeds() []fuzzSeed {
+	return []fuzzSeed{
+		seedOf(spec{payload: 3000, mss: 500, tcpOpts: 12, flags: header.TCPFlagPsh | header.TCPFlagFin}, 1200, 0),
+		seedOf(spec{v6: true, ipExt: true, payload: 2000, mss: 300, flags: header.TCPFlagCwr}, 1000, fixIP|fixTCP),
+		seedOf(spec{noLink: true, ipExt: true, noCsum: true, payload: 1000, mss: 100}, 450, fixIP|fixTCP|fixProto),
+	}
+}
+
+// FuzzGSOSplit splits packets made of arbitrary bytes (headers and
+// payload) with arbitrary protocol numbers, GSO options and maxWire, and
+// checks that Split never panics and either fails, leaving nothing behind,
+// or returns pieces that pass checkSplit: payloads that concatenate to the
+// packet's, each piece's WireSize within maxWire and their sum the
+// packet's, valid headers and checksums, and the same frames on the wire
+// after the host's segmentation as for the packet. Every reference is
+// released at the end.
+func FuzzGSOSplit(f *testing.F) {
+	for _, s := range fuzzSeeds() {
+		f.Add(s.data, s.linkLen, s.netLen, s.tcpLen, s.netProto, s.transProto, s.gsoType, s.needsCsum, s.mss, s.maxWire, s.fix)
+	}
+	f.Fuzz(func(t *testing.T, data []byte, linkLen, netLen, tcpLen uint8, netProto uint16, transProto, gsoType uint8, needsCsum bool, mss uint16, maxWire uint64, fix uint8) {
+		pkt := fuzzPacket(data, linkLen, netLen, tcpLen, netProto, transProto, gsoType, needsCsum, mss, fix)
+		orig := snapshot(pkt)
+		pieces, err := gso.Split(pkt, maxWire)
+		if err != nil {
+			if pieces != nil {
+				t.Errorf("Split returned %d pieces with error %v", len(pieces), err)
+			}
+			if !errors.Is(err, gso.ErrNotHostGSO) && !errors.Is(err, gso.ErrMalformed) && !errors.Is(err, gso.ErrTooSmall) {
+				t.Errorf("Split's error %v wraps none of ErrNotHostGSO, ErrMalformed, ErrTooSmall", err)
+			}
+			if diff := diffSnap(orig, snapshot(pkt)); diff != "" {
+				t.Errorf("Split changed the packet:\n%s", diff)
+			}
+			if got := pkt.ReadRefs(); got != 1 {
+				t.Errorf("the packet has %d references after Split, want 1", got)
+			}
+		} else {
+			checkSplit(t, orig, pkt, pieces, maxWire, false)
+		}
+		for _, p := range pieces {
+			p.DecRef()
+		}
+		pkt.DecRef()
+		checkNoLeaks(t)
+	})
+}
+
+// TestGSOFuzzSeedsSplit checks that the seeds reach Split's cutting, not
+// just its checks.
+func TestGSOFuzzSeedsSplit(t *testing.T) {
+	for i, s := range fuzzSeeds() {
+		pkt := fuzzPacket(s.data, s.linkLen, s.netLen, s.tcpLen, s.netProto, s.transProto, s.gsoType, s.needsCsum, s.mss, s.fix)
+		pieces, err := gso.Split(pkt, s.maxWire)
+		if err != nil || len(pieces) < 2 {
+			t.Errorf("seed %d: Split = %d pieces, %v; want at least 2", i, len(pieces), err)
+		}
+		for _, p := range pieces {
+			p.DecRef()
+		}
+		pkt.DecRef()
+	}
+	checkNoLeaks(t)
+}
