@@ -106,6 +106,12 @@ func rxBytes(ns, dev string) func() (uint64, error) {
 	return func() (uint64, error) { return RxBytes(ns, dev) }
 }
 
+// wireBytes counts the bytes dev in ns has received as a wire carries
+// them, host-GSO packets as their segments (WireBytes).
+func wireBytes(ns, dev string) func() (uint64, error) {
+	return func() (uint64, error) { return WireBytes(ns, dev) }
+}
+
 // window measures what bytes counts over o.Window, pinging target from ns
 // meanwhile, after o.Warmup; with cpu, the sender's CPU time too.
 func window(o Options, ns, target string, bytes func() (uint64, error), r *Result, cpu func() (time.Duration, error)) (err error) {

@@ -368,7 +368,7 @@ func (l *Lab) MeasureSandbox(s *Sandbox, o Options) (Result, error) {
 		return r, err
 	}
 	defer cli.Process.Kill()
-	if err := window(o, l.NSP, NetstackAddr, rxBytes(l.NSP, l.VethP1), &r, s.CPU); err != nil {
+	if err := window(o, l.NSP, NetstackAddr, wireBytes(l.NSP, l.VethP1), &r, s.CPU); err != nil {
 		return r, err
 	}
 	if r.WireBytes == 0 {

@@ -96,19 +96,25 @@ var sentLine = regexp.MustCompile(`Sent (\d+) bytes (\d+) pkt \(dropped (\d+)`)
 // kernel peer, shaped by netqdisc's tbf in runsc: on-wire at the peer within
 // [0.97, 1.01] of the rate, with a 10 ms bucket at 10 Mbit/s and a
 // 2-packet bucket at 100 Mbit/s (where upstream runsc's tbf sends about
-// half the rate); the boot log names the qdisc and ends with its tc -s
-// statistics.
+// half the rate), with host GSO off and on (runsc's default: the tbf
+// charges each GSO packet as its segments and cuts those larger than the
+// bucket; on-wire counts each segment's headers, WireBytes); the boot log
+// names the qdisc and ends with its tc -s statistics.
 func TestRunscShaping(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
 		rate, burst uint64
+		gso         bool
 	}{
-		{"10mbit burst 12500", 10 * mbit, 12500},
-		{"100mbit burst 3028", 100 * mbit, 3028},
+		{"10mbit burst 12500", 10 * mbit, 12500, false},
+		{"100mbit burst 3028", 100 * mbit, 3028, false},
+		{"10mbit burst 12500 host GSO", 10 * mbit, 12500, true},
+		{"100mbit burst 3028 host GSO", 100 * mbit, 3028, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRunscRig(t)
-			s := r.start(t, SandboxOptions{Flags: []string{"--qdisc=tbf", fmt.Sprintf("--qdisc-tbf-rate=%d", tc.rate), fmt.Sprintf("--qdisc-tbf-burst=%d", tc.burst), "--gso=false"}})
+			flags := []string{"--qdisc=tbf", fmt.Sprintf("--qdisc-tbf-rate=%d", tc.rate), fmt.Sprintf("--qdisc-tbf-burst=%d", tc.burst), fmt.Sprintf("--gso=%v", tc.gso)}
+			s := r.start(t, SandboxOptions{Flags: flags})
 			res, err := r.MeasureSandbox(s, Options{Streams: 4, Warmup: warmup, Window: measureFor})
 			if err != nil {
 				t.Fatal(err)
