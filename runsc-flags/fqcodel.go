@@ -296,20 +296,30 @@ func qdiscMayReplace(q, op QueueingDiscipline) bool {
 const gsoPacket = 65536 + 14
 
 // fqCoDelWarnings warns when fq_codel under a tbf has a target shorter
-// than a host-GSO packet takes at the tbf's rate: a sparse flow's packet
-// that waits behind one is over target, and CoDel drops the next one that
-// does within an interval (as Linux's fq_codel under tbf does with TSO).
+// than the largest packet it may queue takes at the tbf's rate: a sparse
+// flow's packet that waits behind one is over target, and CoDel drops the
+// next one that does within an interval (as Linux's fq_codel under tbf
+// does with TSO). With host GSO that packet is a GSO packet, cut by the
+// tbf to fit its bucket: the smaller of the burst and 64 KiB + 14.
 func (c *Config) fqCoDelWarnings() []string {
 	if c.QDisc != QDiscTBF || c.TBFChild != ChildFQCoDel || c.TBFRate == 0 {
 		return nil
 	}
 	target := cmpOr(c.FQTarget, fqcodel.DefaultTarget)
-	gso := time.Duration(float64(gsoPacket) / float64(c.TBFRate) * float64(time.Second))
+	largest := min(uint64(gsoPacket), c.TBFBurst)
+	if c.TBFMTU != 0 {
+		largest = min(largest, c.TBFMTU)
+	}
+	gso := time.Duration(float64(largest) / float64(c.TBFRate) * float64(time.Second))
 	if gso <= target {
 		return nil
 	}
-	return []string{fmt.Sprintf("--%s: with host GSO (--gso, on by default) a packet may be %d bytes, %v at --%s=%s, longer than the target %v: sparse flows' packets waiting behind one are over target and CoDel may drop them; use --gso=false, or a target of at least %v",
-		FlagFQCoDelTarget, gsoPacket, gso.Round(100*time.Microsecond), FlagTBFRate, rate.FormatRate(c.TBFRate), target, (gso * 3 / 2).Round(time.Millisecond))}
+	burst := ""
+	if b := uint64(float64(c.TBFRate) * target.Seconds() / 2); b >= 1514 {
+		burst = fmt.Sprintf("a burst of at most %d bytes, ", b)
+	}
+	return []string{fmt.Sprintf("--%s: with host GSO (--gso, on by default) a packet may be %d bytes (the tbf cuts larger ones to fit --%s), %v at --%s=%s, longer than the target %v: sparse flows' packets waiting behind one are over target and CoDel may drop them; use %s--gso=false, or a target of at least %v",
+		FlagFQCoDelTarget, largest, FlagTBFBurst, gso.Round(100*time.Microsecond), FlagTBFRate, rate.FormatRate(c.TBFRate), target, burst, (gso * 3 / 2).Round(time.Millisecond))}
 }
 
 func cmpOr(d, def time.Duration) time.Duration {

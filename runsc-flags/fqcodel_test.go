@@ -160,6 +160,8 @@ func TestFQCoDelWarnings(t *testing.T) {
 		{[]string{"--qdisc=tbf", "--qdisc-tbf-rate=100mbit", "--qdisc-tbf-burst=128kb", "--qdisc-tbf-child=fq_codel", "--qdisc-fq-codel-target=8ms"}, false}, // 5.2 ms < 8 ms
 		{[]string{"--qdisc=tbf", "--qdisc-tbf-rate=1gbit", "--qdisc-tbf-burst=1mb", "--qdisc-tbf-child=fq_codel"}, false},                                    // 0.5 ms
 		{[]string{"--qdisc=tbf", "--qdisc-tbf-rate=100mbit", "--qdisc-tbf-burst=128kb"}, false},                                                              // no child
+		{[]string{"--qdisc=tbf", "--qdisc-tbf-rate=100mbit", "--qdisc-tbf-burst=16kb", "--qdisc-tbf-child=fq_codel"}, false},                                 // GSO packets cut to 16 KiB: 1.3 ms
+		{[]string{"--qdisc=tbf", "--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500", "--qdisc-tbf-child=fq_codel"}, true},                                  // 12500 B: 10 ms
 	} {
 		c, err := parse(t, tc.args...)
 		if err != nil {
