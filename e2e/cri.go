@@ -18,8 +18,8 @@ import (
 // A CRI is containerd, as a Kubernetes node runs it, in a network namespace
 // of its own: the programs cri/build.sh builds (containerd 2, gVisor's
 // containerd-shim-runsc-v1, containerd-shim-runc-v2 with Debian's runc, the
-// CNI bridge, host-local and loopback plugins, a CRI client and an offline
-// image), driven through the CRI API as the kubelet drives it.
+// CNI bridge, host-local, loopback and bandwidth plugins, a CRI client and
+// an offline image), driven through the CRI API as the kubelet drives it.
 //
 //	the CRI's namespace (NS), made for one run
 //	  containerd, its shims, the sink
@@ -107,7 +107,7 @@ func CRIBin() (string, error) {
 
 var criBinaries = []string{
 	"containerd", "ctr", "containerd-shim-runc-v2", "containerd-shim-runsc-v1", "cri", "sink", "image.tar",
-	"cni/bridge", "cni/host-local", "cni/loopback",
+	"cni/bridge", "cni/host-local", "cni/loopback", "cni/bandwidth",
 }
 
 // CheckCRI reports why a CRI cannot run here, or nil.
@@ -140,6 +140,14 @@ type CRIOptions struct {
 	// annotations (pod_annotations), as a node offering gVisor with
 	// netqdisc would. A "runc" handler (Debian's runc) is always there.
 	Runsc map[string]CRIRuntime
+	// BandwidthPlugin chains the CNI bandwidth plugin after the bridge, as
+	// on a node where the CNI shapes kubernetes.io/{ingress,egress}-bandwidth:
+	// containerd's CRI passes a pod's annotations to it as the bandwidth
+	// capability (with a burst of 2^32-1 bits), and it shapes the pod's
+	// veth on the host side: a tbf on the veth for what the pod receives,
+	// and for what it sends a redirect to an ifb device with a tbf. It
+	// does so for every handler's pods, runsc's too.
+	BandwidthPlugin bool
 }
 
 // StartCRI makes the namespace, writes the configuration under dir (which

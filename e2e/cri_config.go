@@ -110,23 +110,24 @@ oom_score = 0
 	if err := os.WriteFile(filepath.Join(d, "config.toml"), []byte(t.String()), 0o644); err != nil {
 		return err
 	}
-	cni := map[string]any{
-		"cniVersion": "1.0.0",
-		"name":       criNetwork,
-		"plugins": []any{map[string]any{
-			"type":        "bridge",
-			"bridge":      CRIBridge,
-			"isGateway":   true,
-			"ipMasq":      false,
-			"hairpinMode": false,
-			"ipam": map[string]any{
-				"type":    "host-local",
-				"ranges":  [][]map[string]string{{{"subnet": CRISubnet, "gateway": CRIGateway}}},
-				"routes":  []map[string]string{{"dst": "0.0.0.0/0"}},
-				"dataDir": filepath.Join(d, "cni", "ipam"),
-			},
-		}},
+	plugins := []any{map[string]any{
+		"type":        "bridge",
+		"bridge":      CRIBridge,
+		"isGateway":   true,
+		"ipMasq":      false,
+		"hairpinMode": false,
+		"ipam": map[string]any{
+			"type":    "host-local",
+			"ranges":  [][]map[string]string{{{"subnet": CRISubnet, "gateway": CRIGateway}}},
+			"routes":  []map[string]string{{"dst": "0.0.0.0/0"}},
+			"dataDir": filepath.Join(d, "cni", "ipam"),
+		},
+	}}
+	if o.BandwidthPlugin {
+		// containerd fills the capability from the pod's annotations.
+		plugins = append(plugins, map[string]any{"type": "bandwidth", "capabilities": map[string]bool{"bandwidth": true}})
 	}
+	cni := map[string]any{"cniVersion": "1.0.0", "name": criNetwork, "plugins": plugins}
 	b, err := json.MarshalIndent(cni, "", "  ")
 	if err != nil {
 		return err

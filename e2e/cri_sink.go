@@ -13,12 +13,17 @@ import (
 
 // SinkResult is what the sink reports for one connection: Bytes of TCP
 // payload, Seconds from the first byte to the end of the stream,
-// GoodputBps, their quotient in bits/s, and the longest stall.
+// GoodputBps, their quotient in bits/s, the bytes of each second from the
+// first byte, and the longest stall.
 type SinkResult struct {
 	Remote     string  `json:"remote"`
 	Bytes      int64   `json:"bytes"`
 	Seconds    float64 `json:"seconds"`
 	GoodputBps float64 `json:"goodput_bps"`
+	// First is the wall-clock time of the first byte; PerSecond the bytes
+	// of each second from it (the last partial).
+	First     time.Time `json:"first"`
+	PerSecond []int64   `json:"per_second"`
 	// MaxGapSeconds is the longest wait between two reads with data.
 	MaxGapSeconds float64 `json:"max_gap_seconds"`
 	Error         string  `json:"error"`

@@ -1,8 +1,9 @@
 // Command sink accepts TCP connections and counts what each carries,
 // printing one JSON line per connection when it closes: its bytes, the
-// time from its first byte to its end (the sender's close), and the
-// goodput over that time. It accepts at most -conns connections and exits
-// after them, or after -timeout in all.
+// time from its first byte to its end (the sender's close), the goodput
+// over that time, and the bytes of each second from the first byte (a
+// shaper's initial burst shows in the first). It accepts at most -conns
+// connections and exits after them, or after -timeout in all.
 package main
 
 import (
@@ -19,6 +20,12 @@ import (
 type Result struct {
 	Remote string `json:"remote"`
 	Bytes  int64  `json:"bytes"`
+	// First is when the first byte was read (wall clock): a test lines up
+	// what it measured meanwhile (pings) with the stream.
+	First time.Time `json:"first"`
+	// PerSecond are the bytes read in each second from the first byte;
+	// the last second is partial.
+	PerSecond []int64 `json:"per_second"`
 	// Seconds is from the first byte read to the end of the stream.
 	Seconds float64 `json:"seconds"`
 	// GoodputBps is Bytes*8/Seconds: TCP payload bits per second.
@@ -69,11 +76,16 @@ func count(c net.Conn) Result {
 		if n > 0 {
 			now := time.Now()
 			if r.Bytes == 0 {
-				first = now
+				first, r.First = now, now
 			} else if gap := now.Sub(last).Seconds(); gap > r.MaxGapSeconds {
 				r.MaxGapSeconds = gap
 			}
 			last = now
+			sec := int(now.Sub(first) / time.Second)
+			for len(r.PerSecond) <= sec {
+				r.PerSecond = append(r.PerSecond, 0)
+			}
+			r.PerSecond[sec] += int64(n)
 		}
 		r.Bytes += int64(n)
 		if err == io.EOF {

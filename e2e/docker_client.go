@@ -1,0 +1,185 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// CLI runs Debian's docker client on dockerd's socket, for at most
+// timeout, and returns its output (standard output and error together).
+// The client's own configuration goes under Dir, not ~/.docker.
+func (d *Docker) CLI(timeout time.Duration, args ...string) (string, error) {
+	return d.CLIWith(d.Client, timeout, args...)
+}
+
+// CLIWith runs client, another docker client, as CLI runs Debian's.
+func (d *Docker) CLIWith(client string, timeout time.Duration, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, client, append([]string{"-H", "unix://" + d.Socket}, args...)...)
+	cmd.Env = append(os.Environ(), "DOCKER_CONFIG="+filepath.Join(d.Dir, "client"))
+	cmd.WaitDelay = 5 * time.Second
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("docker %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+	}
+	return string(out), nil
+}
+
+// Run starts a container with docker run -d and returns its full ID. On
+// error the container, if created, is removed.
+func (d *Docker) Run(args ...string) (string, error) {
+	out, err := d.CLI(time.Minute, append([]string{"run", "-d"}, args...)...)
+	id := lastLines(strings.TrimSpace(out), 1)
+	if len(id) == 64 {
+		d.mu.Lock()
+		d.tasks[id] = true
+		d.mu.Unlock()
+	}
+	if err != nil {
+		if len(id) == 64 {
+			d.CLI(time.Minute, "rm", "-f", id)
+		}
+		return "", err
+	}
+	return id, nil
+}
+
+// API makes a request to dockerd's HTTP API (path with its /vX.Y prefix)
+// with body as JSON, and returns the status and the response body.
+func (d *Docker) API(method, path string, body any) (int, []byte, error) {
+	var r io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return 0, nil, err
+		}
+		r = strings.NewReader(string(b))
+	}
+	req, err := http.NewRequest(method, "http://docker"+path, r)
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	c := &http.Client{Timeout: time.Minute, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", d.Socket)
+		},
+	}}
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, b, err
+}
+
+// APIVersion is dockerd's API version ("1.41" for Engine 20.10).
+func (d *Docker) APIVersion() (string, error) {
+	_, b, err := d.API("GET", "/version", nil)
+	if err != nil {
+		return "", err
+	}
+	var v struct{ APIVersion string }
+	if err := json.Unmarshal(b, &v); err != nil || v.APIVersion == "" {
+		return "", fmt.Errorf("dockerd's /version said %q: %v", b, err)
+	}
+	return v.APIVersion, nil
+}
+
+// RunscRoot is runsc's --root for every runtime of the Docker: dockerd
+// 20.10 gives containerd's runc shim the root <exec-root>/runtime-runc (its
+// default runtime's name, whatever the runtime's own) and the shim adds
+// containerd's namespace, moby. runsc export-metrics needs it.
+func (d *Docker) RunscRoot() string {
+	return filepath.Join(d.ExecRoot, "runtime-runc", "moby")
+}
+
+// BootLog returns the runsc boot log of a container (its sandbox's ID is
+// the container's).
+func (d *Docker) BootLog(id string) (string, error) {
+	m, err := filepath.Glob(filepath.Join(d.Dir, "logs", id, "*.boot.txt"))
+	if err != nil || len(m) == 0 {
+		return "", fmt.Errorf("no runsc boot log for %s under %s", id, filepath.Join(d.Dir, "logs"))
+	}
+	b, err := os.ReadFile(m[0])
+	return string(b), err
+}
+
+// Spec returns the OCI spec dockerd gave runsc for a running container
+// (config.json in the runc shim's bundle).
+func (d *Docker) Spec(id string) (map[string]any, error) {
+	b, err := os.ReadFile(filepath.Join(d.Dir, "containerd", "state", "io.containerd.runtime.v2.task", "moby", id, "config.json"))
+	if err != nil {
+		return nil, err
+	}
+	var spec map[string]any
+	return spec, json.Unmarshal(b, &spec)
+}
+
+// StartSink starts cri/bin/sink in the Docker's namespace, listening on
+// addr (DockerGateway:port: on docker0), for at most conns connections and
+// timeout in all; it returns once the sink listens.
+func (d *Docker) StartSink(addr string, conns int, timeout time.Duration) (*Sink, error) {
+	s := &Sink{done: make(chan error, 1)}
+	s.cmd = exec.Command("nsenter", "--net="+d.NSPath, filepath.Join(d.Bin, "sink"), "-listen", addr, "-conns", strconv.Itoa(conns), "-timeout", timeout.String())
+	s.cmd.Stdout, s.cmd.Stderr = &syncWriter{b: &s.out}, &syncWriter{b: &s.errs}
+	s.cmd.WaitDelay = 2 * time.Second
+	if err := s.cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() { s.done <- s.cmd.Wait() }()
+	d.lab.mu.Lock()
+	d.lab.procs = append(d.lab.procs, s.cmd)
+	d.lab.mu.Unlock()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		outMu.Lock()
+		said := s.errs.String()
+		outMu.Unlock()
+		if strings.Contains(said, "listening on") {
+			return s, nil
+		}
+		select {
+		case err := <-s.done:
+			return nil, fmt.Errorf("sink: %v: %s", err, said)
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			s.cmd.Process.Kill()
+			return nil, fmt.Errorf("the sink did not listen on %s within 10s: %s", addr, said)
+		}
+	}
+}
+
+// Log returns the last n lines of one of the Docker's logs
+// (dockerd.log, containerd.log), or all of it for n = 0.
+func (d *Docker) Log(name string, n int) string {
+	b, _ := os.ReadFile(filepath.Join(d.Dir, name))
+	if n == 0 {
+		return string(b)
+	}
+	return lastLines(string(b), n)
+}
+
+// sortedKeys returns m's keys in order.
+func sortedKeys(m map[string]bool) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
