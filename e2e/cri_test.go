@@ -125,12 +125,25 @@ func criSend(t *testing.T, c *CRI, p *Pod, d time.Duration, senderArgs ...string
 // 0.86-0.998 of the rate over 7 runs); with 32 KiB, a run now and then has
 // one drop, after which the stream stalls for up to 250 ms at a time until
 // it ends (goodput 0.45-0.66, in 6 of 15 runs, 4 of them under -race).
+//
+// It runs with host GSO on (runsc's default, the runsc handler) and off
+// (runsc-nogso: the same flags and --gso=false), one containerd for both.
 func TestCRIEgressBandwidth(t *testing.T) {
-	c := newCRI(t)
-	p := &Pod{Name: "egress", RuntimeHandler: "runsc", Annotations: map[string]string{runscflags.AnnotationKubeEgress: "10M"}}
-	r := criStream(t, c, p, CRIStream{For: 8 * time.Second, SenderArgs: []string{"-sndbuf", "16384"}}, nil)
-	checkShaped(t, r, 10e6, kubeBurst, true)
-	checkBootLine(t, c, "runsc", r.PodID, "Enabling qdisc on", "tbf rate 10Mbit", "lat 25ms")
+	c := newCRI(t, func(o *CRIOptions) {
+		cfg := map[string]string{"gso": "false"}
+		for k, v := range criOperator {
+			cfg[k] = v
+		}
+		o.Runsc["runsc-nogso"] = CRIRuntime{Runsc: o.Runsc["runsc"].Runsc, Config: cfg}
+	})
+	for _, handler := range []string{"runsc", "runsc-nogso"} {
+		t.Run(handler, func(t *testing.T) {
+			p := &Pod{Name: "egress-" + handler, RuntimeHandler: handler, Annotations: map[string]string{runscflags.AnnotationKubeEgress: "10M"}}
+			r := criStream(t, c, p, CRIStream{For: 8 * time.Second, SenderArgs: []string{"-sndbuf", "16384"}}, nil)
+			checkShaped(t, r, 10e6, kubeBurst, true)
+			checkBootLine(t, c, handler, r.PodID, "Enabling qdisc on", "tbf rate 10Mbit", "lat 25ms")
+		})
+	}
 }
 
 // TestCRIUpstreamIgnoresAnnotations: the same pod under the runsc-upstream
