@@ -119,7 +119,7 @@ func TestCRIIngressBandwidth(t *testing.T) {
 
 // TestCRIQDiscAnnotations: dev.gvisor.flag.qdisc* pod annotations through
 // the CRI (the runtimes' pod_annotations pass dev.gvisor.flag.*). Under
-// the runsc handler, whose runsc.toml sets the operator's tbf (criOperator:
+// the runsc handler, whose runsc.toml sets the operator's tbf (CRIOperator:
 // 100mbit, 128kb, 50ms), a pod asking qdisc-tbf-rate=20mbit gets the
 // operator's tbf at 20 Mbit/s. Under runsc-open, netqdisc's runsc with no
 // qdisc flags at all (fifo, no ceiling), a pod asking qdisc=tbf with a

@@ -30,7 +30,7 @@ const criMetricServer = "%RUNTIME_ROOT%/metrics.sock"
 func TestCRIExportMetrics(t *testing.T) {
 	c := newCRI(t, func(o *CRIOptions) {
 		cfg := map[string]string{"metric-server": criMetricServer}
-		for k, v := range criOperator {
+		for k, v := range CRIOperator {
 			cfg[k] = v
 		}
 		r := o.Runsc["runsc"]

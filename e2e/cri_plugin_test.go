@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"regexp"
-	"strconv"
 	"testing"
 	"time"
 
@@ -59,7 +57,7 @@ func TestCRIBandwidthPlugin(t *testing.T) {
 				key = runscflags.AnnotationKubeIngress
 			}
 			p := &Pod{Name: fmt.Sprintf("plugin-%d", i), RuntimeHandler: tc.handler, Annotations: map[string]string{key: tc.annotation}}
-			var qs []pluginTBF
+			var qs []CRITBF
 			r := criStream(t, c, p, CRIStream{Ingress: tc.ingress, For: 10 * time.Second, SenderArgs: tc.senderArgs},
 				func(string) { qs = pluginTBFs(t, c) })
 			for _, q := range qs {
@@ -100,7 +98,7 @@ func TestCRIBandwidthPlugin(t *testing.T) {
 // unshaped start (a first second above 10 seconds of the rate; an average
 // from the first byte at least 3 times the steady rate), a steady rate
 // within [0.90, 1.01] of the rate, and a tbf that did hold packets.
-func checkPluginShaped(t *testing.T, r CRIStreamResult, rate float64, q pluginTBF) {
+func checkPluginShaped(t *testing.T, r CRIStreamResult, rate float64, q CRITBF) {
 	t.Helper()
 	logFigures(t, r, rate)
 	if min := int64(10 * rate / 8); r.FirstSecondBytes() < min {
@@ -115,43 +113,12 @@ func checkPluginShaped(t *testing.T, r CRIStreamResult, rate float64, q pluginTB
 	}
 }
 
-// pluginTBF is a tbf qdisc as tc -s shows it: its line and counters.
-type pluginTBF struct {
-	Line                                string
-	Bytes, Packets, Dropped, Overlimits uint64
-}
-
-var tcBurst = regexp.MustCompile(`burst (\d+)([KMG]?)b`)
-
-// Burst is the tbf's bucket in bytes (tc shows b, Kb, Mb, Gb: bytes and
-// their binary multiples).
-func (q pluginTBF) Burst() uint64 {
-	m := tcBurst.FindStringSubmatch(q.Line)
-	if m == nil {
-		return 0
-	}
-	n, _ := strconv.ParseUint(m[1], 10, 64)
-	return n << map[string]uint{"": 0, "K": 10, "M": 20, "G": 30}[m[2]]
-}
-
-var tcTBF = regexp.MustCompile(`(qdisc tbf [^\n]*)\n\s*Sent (\d+) bytes (\d+) pkt \(dropped (\d+), overlimits (\d+)`)
-
-// pluginTBFs lists the tbf qdiscs in the CRI's namespace: the bandwidth
-// plugin's, on the pod's host-side veth (what the pod receives) or on its
-// ifb (what it sends).
-func pluginTBFs(t *testing.T, c *CRI) []pluginTBF {
+// pluginTBFs lists the tbf qdiscs in the CRI's namespace (CRI.TBFs).
+func pluginTBFs(t *testing.T, c *CRI) []CRITBF {
 	t.Helper()
-	out, err := runBounded(c.InNS("tc", "-s", "qdisc", "show"), 10*time.Second)
+	qs, err := c.TBFs()
 	if err != nil {
-		t.Fatalf("tc -s qdisc show: %v: %s", err, out)
-	}
-	var qs []pluginTBF
-	for _, m := range tcTBF.FindAllStringSubmatch(out, -1) {
-		q := pluginTBF{Line: m[1]}
-		for i, p := range []*uint64{&q.Bytes, &q.Packets, &q.Dropped, &q.Overlimits} {
-			*p, _ = strconv.ParseUint(m[i+2], 10, 64)
-		}
-		qs = append(qs, q)
+		t.Fatal(err)
 	}
 	return qs
 }

@@ -10,17 +10,8 @@ import (
 	runscflags "github.com/netqdisc/netqdisc/runsc-flags"
 )
 
-// criOperator is the runsc handler's [runsc_config]: an operator's ceiling
-// of 100 Mbit/s (what the README's Docker example sets).
-var criOperator = map[string]string{
-	"qdisc":             "tbf",
-	"qdisc-tbf-rate":    "100mbit",
-	"qdisc-tbf-burst":   "128kb",
-	"qdisc-tbf-latency": "50ms",
-}
-
 // newCRI starts containerd in a namespace of the test's own, with the
-// handlers runsc (netqdisc's, criOperator's flags), runsc-upstream (no
+// handlers runsc (netqdisc's, CRIOperator's flags), runsc-upstream (no
 // qdisc flags) and runc, changed by mods (more handlers, the bandwidth
 // plugin). It skips, saying why, where the machine cannot run it; after
 // the test, everything it made must be gone, pass or fail.
@@ -42,7 +33,7 @@ func newCRI(t *testing.T, mods ...func(*CRIOptions)) *CRI {
 		t.Skipf("CRI tests skipped: %v", err)
 	}
 	o := CRIOptions{Runsc: map[string]CRIRuntime{
-		"runsc":          {Runsc: runsc, Config: criOperator},
+		"runsc":          {Runsc: runsc, Config: CRIOperator},
 		"runsc-upstream": {Runsc: upstream},
 	}}
 	for _, m := range mods {
@@ -131,7 +122,7 @@ func criSend(t *testing.T, c *CRI, p *Pod, d time.Duration, senderArgs ...string
 func TestCRIEgressBandwidth(t *testing.T) {
 	c := newCRI(t, func(o *CRIOptions) {
 		cfg := map[string]string{"gso": "false"}
-		for k, v := range criOperator {
+		for k, v := range CRIOperator {
 			cfg[k] = v
 		}
 		o.Runsc["runsc-nogso"] = CRIRuntime{Runsc: o.Runsc["runsc"].Runsc, Config: cfg}

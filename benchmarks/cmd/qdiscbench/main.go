@@ -8,7 +8,8 @@
 // It takes runsc's qdisc flags (--qdisc, --qdisc-tbf-rate, ...) and OCI
 // annotations (--annotation dev.gvisor.flag.qdisc-tbf-rate=5mbit), applied
 // under the same policy a runtime applies. --compare runs the side-by-side
-// tables against gVisor's upstream qdiscs instead.
+// tables against gVisor's upstream qdiscs instead; --netns, --runsc,
+// --ingress and --cri measure on real namespaces, sandboxes and pods (root).
 //
 // Exit status: 0 on success, 1 if a run failed, 2 for a bad flag or
 // annotation (before any traffic).
@@ -75,6 +76,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	netns := fs.Bool("netns", false, "measure on a real veth against the Linux kernel in network namespaces the run makes and removes (root; needs ip, tc, iperf, ping, ethtool, socat); with --compare, beside the kernel's tbf and upstream's")
 	runscCmp := fs.Bool("runsc", false, "real runsc sandboxes side by side: upstream runsc and netqdisc's (runsc/build.sh and runsc/build.sh --upstream build them) with the same flags at 10 and 100 Mbit/s, bursts of 2 packets and 10 ms, and fifo; iperf from the sandbox to the kernel on a veth (root); about 2 minutes a round")
 	ingressRun := fs.Bool("ingress", false, "measure the receive direction on a real veth: the kernel peer sends to the netstack through netqdisc's ingress shaper (the --qdisc-ingress-* flags; default: 10 and 100 Mbit/s, burst 10 ms, latency 25 ms), beside Linux's ingress qdisc + ifb + tbf (root)")
+	criRun := fs.Bool("cri", false, "Kubernetes' node path side by side: pods run through containerd's CRI with gVisor's shim and the CNI bridge (cri/build.sh builds them; runsc/build.sh and runsc/build.sh --upstream the runscs), one TCP stream each for --duration: netqdisc's runsc under an operator's ceiling of 100mbit and upstream runsc, each with kubernetes.io/egress-bandwidth: 10M and ingress-bandwidth: 20M, runc + the CNI bandwidth plugin with the same (on a containerd of its own), a bandwidth above the ceiling (200M) and a dev.gvisor.flag.qdisc-tbf-rate above it (refused); first second, average from the first byte, on the wire, steady, ping under load (root); about 90 s a round")
+	criSndbuf := fs.Int("cri-sndbuf", 16384, "with --cri: the senders' send buffer in bytes (SO_SNDBUF), as the CRI tests give them: in flight it fits the shapers' queues; 0: the stack's default")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: qdiscbench [flags]\n\nShapes real TCP through a qdisc between two in-process gVisor netstacks.\n\n")
@@ -103,6 +106,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err == nil && (*streams < 1 || *duration <= 0 || *warmup < 0 || *rounds < 0) {
 		err = fmt.Errorf("--streams must be at least 1, --duration positive, --warmup and --rounds not negative")
 	}
+	if err == nil && *criRun {
+		// --cri measures its own pods: another mode's flags would not apply.
+		fs.Visit(func(f *flag.Flag) {
+			switch f.Name {
+			case "runsc", "ingress", "netns", "compare", "upstream", "annotation", "pace", "json", "chart":
+				err = fmt.Errorf("--cri runs alone: --%s does not apply to it", f.Name)
+			}
+		})
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "qdiscbench: %v\n", err)
 		return 2
@@ -121,6 +133,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	for _, w := range cfg.Warnings() {
 		fmt.Fprintf(stderr, "qdiscbench: warning: %s\n", w)
+	}
+	if *criRun {
+		return runCRI(stdout, stderr, max(*rounds, 1), *duration, *criSndbuf, *quiet)
 	}
 	if *runscCmp {
 		n := *rounds

@@ -28,6 +28,10 @@ func TestBadInputExits2BeforeTraffic(t *testing.T) {
 		{"bad pace", []string{"--pace=lots"}, "--pace"},
 		{"no streams", []string{"--streams=0"}, "--streams"},
 		{"stray argument", []string{"extra"}, "unexpected argument"},
+		{"cri with another mode", []string{"--cri", "--runsc"}, "--cri runs alone: --runsc"},
+		{"cri with an annotation", []string{"--cri", "--annotation", "qdisc-tbf-rate=5mbit"}, "--cri runs alone: --annotation"},
+		{"cri longer than a stream may run", []string{"--cri", "--duration=3m"}, "at most 2m"},
+		{"cri negative send buffer", []string{"--cri", "--cri-sndbuf=-1"}, "--cri-sndbuf"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errb strings.Builder
@@ -41,6 +45,22 @@ func TestBadInputExits2BeforeTraffic(t *testing.T) {
 				t.Errorf("traffic ran before the error:\n%s", out.String())
 			}
 		})
+	}
+}
+
+// TestCRIWithoutBinaries: --cri without cri/bin's programs exits 2 before
+// it starts anything, saying what to build.
+func TestCRIWithoutBinaries(t *testing.T) {
+	t.Setenv("NETQDISC_CRI_BIN", t.TempDir())
+	var out, errb strings.Builder
+	if code := run([]string{"--cri"}, &out, &errb); code != 2 {
+		t.Fatalf("run(--cri) = %d, want 2; stderr:\n%s", code, errb.String())
+	}
+	if !strings.Contains(errb.String(), "lacks containerd") || !strings.Contains(errb.String(), "run cri/build.sh") {
+		t.Errorf("stderr %q does not say what to build", errb.String())
+	}
+	if out.Len() != 0 {
+		t.Errorf("stdout: %q", out.String())
 	}
 }
 
