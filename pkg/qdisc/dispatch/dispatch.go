@@ -110,6 +110,13 @@ type Config struct {
 	// MaxPacketBytes, if not 0, is the largest packet the lane takes: a
 	// larger one is dropped (tbf's bucket could never pass it).
 	MaxPacketBytes uint32
+	// Size, if not nil, is what the lane charges a packet, in place of
+	// gso.WireSize: the one number its bounds, its ring's backlog, its
+	// gate and its sent bytes count the packet as. It must not allocate.
+	// With Size set, a host-GSO packet larger than MaxPacketBytes is not
+	// cut into pieces but dropped: the receive path (package tbf's NewTo)
+	// sets it, and a received packet is not the lane's to cut.
+	Size func(*stack.PacketBuffer) uint64
 	// Queue, if not nil, is the lane's queue in place of its FIFO ring
 	// (see Queue); MaxPackets, MaxBytes and Budget then do not apply. A
 	// Group with a Queue has one lane.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
 
 	"github.com/netqdisc/netqdisc/pkg/qdisc/dispatch"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/qdisctest"
@@ -292,3 +293,68 @@ func TestBudgetFillsToTheSharedLimit(t *testing.T) {
 }
 
 var _ tcpip.Clock = (*qdisctest.StepClock)(nil)
+
+// recordingGate books every packet an hour after it was seen, and records
+// the sizes it was asked to book.
+type recordingGate struct {
+	mu sync.Mutex
+	// +checklocks:mu
+	sizes []uint32
+}
+
+func (g *recordingGate) Book(seen int64, size uint32) int64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.sizes = append(g.sizes, size)
+	return seen + int64(time.Hour)
+}
+
+func (g *recordingGate) BookAll(seen int64, sizes []uint32, departures []int64) {
+	for i, size := range sizes {
+		departures[i] = g.Book(seen, size)
+	}
+}
+
+// TestSizeIsWhatTheLaneCounts: with Config.Size, the size it gives a
+// packet is the one number the lane counts it as: against MaxBytes, in the
+// backlog, in the gate's bookings and in the bytes sent. A host-GSO packet
+// larger than MaxPacketBytes is then refused as too long, not cut.
+func TestSizeIsWhatTheLaneCounts(t *testing.T) {
+	clock := qdisctest.NewStepClock()
+	link := qdisctest.NewLink(clock)
+	gate := &recordingGate{}
+	thrice := func(pkt *stack.PacketBuffer) uint64 { return 3 * uint64(pkt.Size()) }
+	var g dispatch.Group
+	g.Init(1, dispatch.Config{Lower: link, MaxPackets: 100, MaxBytes: 1000, MaxPacketBytes: 9000, Size: thrice, Gate: gate, Clock: clock})
+	g.Start()
+	t.Cleanup(g.Close)
+	lane := g.Lane(0)
+	for seq := uint64(1); seq <= 4; seq++ {
+		pkt := qdisctest.MakePacket(100, 0, seq)
+		err := lane.Enqueue(pkt)
+		pkt.DecRef()
+		if _, full := err.(*tcpip.ErrNoBufferSpace); (seq == 4) != full {
+			t.Fatalf("packet %d: Enqueue = %v; want three 300-byte packets in a 1000-byte lane, the fourth refused", seq, err)
+		}
+		qdisctest.WaitQuiescent(t, &g)
+	}
+	big := qdisctest.GSOPacket(20000, 1448, 0, 5, 0)
+	if _, ok := lane.Enqueue(big).(*tcpip.ErrMessageTooLong); !ok {
+		t.Errorf("a host-GSO packet charged %d bytes, over MaxPacketBytes: not refused as too long", thrice(big))
+	}
+	big.DecRef()
+	if s := g.Stats(); s.BacklogBytes != 900 || s.BacklogPackets != 3 {
+		t.Errorf("Stats %+v; want 3 packets, 900 bytes queued", s)
+	}
+	clock.Advance(time.Hour)
+	clock.Fire()
+	qdisctest.WaitQuiescent(t, &g)
+	if s := g.Stats(); s.Bytes != 900 || s.Packets != 3 || s.Drops != 2 || s.BacklogBytes != 0 {
+		t.Errorf("Stats %+v; want 3 packets, 900 bytes sent, 2 drops", s)
+	}
+	gate.mu.Lock()
+	defer gate.mu.Unlock()
+	if !slices.Equal(gate.sizes, []uint32{300, 300, 300}) {
+		t.Errorf("the gate booked %v, want three packets of 300", gate.sizes)
+	}
+}

@@ -20,6 +20,7 @@ type Lane struct {
 	lower     stack.LinkWriter
 	maxBytes  uint64
 	maxPacket uint64
+	size      func(*stack.PacketBuffer) uint64
 	budget    *Budget
 	gate      Gate
 	queue     Queue
@@ -122,6 +123,7 @@ func (l *Lane) Init(cfg Config) {
 	l.lower = cfg.Lower
 	l.maxBytes = cfg.MaxBytes
 	l.maxPacket = uint64(cfg.MaxPacketBytes)
+	l.size = cfg.Size
 	l.budget = cfg.Budget
 	l.gate = cfg.Gate
 	l.queue = cfg.Queue
@@ -151,12 +153,18 @@ func (l *Lane) Start(wg *sync.WaitGroup) {
 // ErrClosedForSend after Close, ErrMessageTooLong for a packet larger than
 // MaxPacketBytes, and ErrNoBufferSpace when the ring or a byte bound is
 // full (the last two count a drop); then it takes nothing. A packet's size
-// is what it puts on the wire (gso.WireSize); a host-GSO packet larger
-// than MaxPacketBytes is queued as pieces that fit (see enqueueSplit).
+// is Config.Size's, by default what it puts on the wire (gso.WireSize);
+// by default too, a host-GSO packet larger than MaxPacketBytes is queued
+// as pieces that fit (see enqueueSplit).
 func (l *Lane) Enqueue(pkt *stack.PacketBuffer) tcpip.Error {
-	size := gso.WireSize(pkt)
-	if l.maxPacket != 0 && size > l.maxPacket && gso.Segments(pkt) > 1 {
-		return l.enqueueSplit(pkt, size)
+	var size uint64
+	if l.size != nil {
+		size = l.size(pkt)
+	} else {
+		size = gso.WireSize(pkt)
+		if l.maxPacket != 0 && size > l.maxPacket && gso.Segments(pkt) > 1 {
+			return l.enqueueSplit(pkt, size)
+		}
 	}
 	l.mu.Lock()
 	err := l.checkLocked(size) // inlined: a fifo's whole admission
@@ -175,7 +183,7 @@ func (l *Lane) Enqueue(pkt *stack.PacketBuffer) tcpip.Error {
 		l.enqueueShapingLocked(pkt, size)
 		return nil
 	}
-	l.ring.PushBack(pkt.IncRef())
+	l.ring.PushBack(pkt.IncRef(), size)
 	wake := l.wakeLocked()
 	l.mu.Unlock()
 	if wake {

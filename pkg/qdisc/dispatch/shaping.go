@@ -40,17 +40,17 @@ func (l *Lane) enqueueShapingLocked(pkt *stack.PacketBuffer, size uint64) {
 	switch {
 	case l.state == throttled:
 		now = l.now()
-		l.ring.PushBackAt(pkt.IncRef(), l.gate.Book(now, uint32(size)))
+		l.ring.PushBackAt(pkt.IncRef(), size, l.gate.Book(now, uint32(min(size, math.MaxUint32))))
 	case l.state == idle && l.lastWait != 0:
 		now = l.now()
-		l.ring.PushBack(pkt.IncRef())
+		l.ring.PushBack(pkt.IncRef(), size)
 		if l.shapingRecently(now) {
 			l.state = running
 			l.inPass = true
 			inline = true
 		}
 	default:
-		l.ring.PushBack(pkt.IncRef())
+		l.ring.PushBack(pkt.IncRef(), size)
 	}
 	wake := l.wakeLocked()
 	l.mu.Unlock()

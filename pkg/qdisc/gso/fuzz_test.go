@@ -1,6 +1,7 @@
 package gso_test
 
 import (
+	"bytes"
 	"errors"
 	"testing"
 
@@ -187,6 +188,149 @@ func TestGSOFuzzSeedsSplit(t *testing.T) {
 		}
 		for _, p := range pieces {
 			p.DecRef()
+		}
+		pkt.DecRef()
+	}
+	checkNoLeaks(t)
+}
+
+// Fix-ups receivedFuzzPacket makes, so that mutated inputs still reach
+// ReceivedWireSize's counting as well as its checks.
+const (
+	// rxFixIP sets the IP version, an IPv4 IHL of at least 5, the IPv4
+	// total length (and clears the fragment fields) or the IPv6 payload
+	// length to agree with the packet.
+	rxFixIP = 1 << iota
+	// rxFixProto sets the IPv4 protocol or the IPv6 next header to TCP.
+	rxFixProto
+	// rxFixTCP sets a TCP data offset below 5 words, or past the packet,
+	// to 5.
+	rxFixTCP
+)
+
+// receivedFuzzInput returns the link header and IP packet of a
+// FuzzGSOReceivedWireSize input: the first linkLen bytes of data (as far as
+// there are bytes) and the rest, with the fix-ups made for proto.
+func receivedFuzzInput(data []byte, linkLen uint8, proto uint16, fix uint8) (link, network []byte) {
+	l := min(int(linkLen), len(data))
+	link, network = data[:l], append([]byte(nil), data[l:]...)
+	n := len(network)
+	ipLen := 0
+	switch tcpip.NetworkProtocolNumber(proto) {
+	case header.IPv4ProtocolNumber:
+		if n < header.IPv4MinimumSize {
+			return link, network
+		}
+		if fix&rxFixIP != 0 {
+			network[0] = header.IPv4Version<<4 | max(network[0]&0xf, 5)
+			ip := header.IPv4(network)
+			ip.SetTotalLength(uint16(n))
+			ip.SetFlagsFragmentOffset(ip.Flags()&^header.IPv4FlagMoreFragments, 0)
+		}
+		if fix&rxFixProto != 0 {
+			network[9] = uint8(header.TCPProtocolNumber)
+		}
+		ipLen = int(network[0]&0xf) * 4
+	case header.IPv6ProtocolNumber:
+		if n < header.IPv6MinimumSize {
+			return link, network
+		}
+		if fix&rxFixIP != 0 {
+			network[0] = header.IPv6Version<<4 | network[0]&0xf
+			header.IPv6(network).SetPayloadLength(uint16(n - header.IPv6MinimumSize))
+		}
+		if fix&rxFixProto != 0 {
+			header.IPv6(network).SetNextHeader(uint8(header.TCPProtocolNumber))
+		}
+		ipLen = header.IPv6MinimumSize
+	}
+	if fix&rxFixTCP != 0 && ipLen >= header.IPv4MinimumSize && n >= ipLen+header.TCPMinimumSize {
+		if off := int(network[ipLen+12]>>4) * 4; off < header.TCPMinimumSize || ipLen+off > n {
+			network[ipLen+12] = 5<<4 | network[ipLen+12]&0xf
+		}
+	}
+	return link, network
+}
+
+// receivedFuzzSeed is one FuzzGSOReceivedWireSize input.
+type receivedFuzzSeed struct {
+	data       []byte
+	linkLen    uint8
+	proto, mtu uint16
+	cut1, cut2 uint16
+	fix        uint8
+	// segments says the input is charged as more than one segment.
+	segments bool
+}
+
+// receivedSeedOf returns the input that makes the packet a receiver's GRO
+// makes of what the host sends for a packet of spec s, cut into views at
+// cut1 and cut2.
+func receivedSeedOf(s spec, mtu uint16, cut1, cut2 uint16, fix uint8, segments bool) receivedFuzzSeed {
+	link, network, proto := rxBytes(s)
+	return receivedFuzzSeed{append(append([]byte(nil), link...), network...), uint8(len(link)), uint16(proto), mtu, cut1, cut2, fix, segments}
+}
+
+// receivedFuzzSeeds are the seeds FuzzGSOReceivedWireSize adds besides
+// testdata's.
+func receivedFuzzSeeds() []receivedFuzzSeed {
+	return []receivedFuzzSeed{
+		receivedSeedOf(spec{tcpOpts: 12, payload: 3*448 + 7, mss: 448}, 500, 20, 40, 0, true),
+		receivedSeedOf(spec{v6: true, tcpOpts: 40, payload: 1500, mss: 400}, 500, 0, 60, 0, true),
+		receivedSeedOf(spec{noLink: true, ipExt: true, payload: 1000, mss: 100}, 200, 3, 500, rxFixIP|rxFixProto|rxFixTCP, true),
+		receivedSeedOf(spec{v6: true, ipExt: true, payload: 1000, mss: 420}, 500, 0, 0, 0, false),
+		receivedSeedOf(spec{tcpOpts: 12, payload: 400, mss: 1448}, 1500, 0, 0, 0, false),
+	}
+}
+
+// FuzzGSOReceivedWireSize charges packets made of arbitrary bytes (a link
+// header and an IP packet, cut into up to three views), delivered as
+// arbitrary protocols, at arbitrary MTUs, and checks that ReceivedWireSize
+// never panics, agrees with rxWant (the same rules read by byte offsets
+// from the flat bytes), charges at least the packet's size and only that
+// for a packet within the MTU, and leaves the packet as it was, its views
+// too. Every reference is released at the end.
+func FuzzGSOReceivedWireSize(f *testing.F) {
+	for _, s := range receivedFuzzSeeds() {
+		f.Add(s.data, s.linkLen, s.proto, s.mtu, s.cut1, s.cut2, s.fix)
+	}
+	f.Fuzz(func(t *testing.T, data []byte, linkLen uint8, proto, mtu, cut1, cut2 uint16, fix uint8) {
+		link, network := receivedFuzzInput(data, linkLen, proto, fix)
+		pkt := rxPacket(link, network, tcpip.NetworkProtocolNumber(proto), int(min(cut1, cut2)), int(max(cut1, cut2)))
+		defer checkNoLeaks(t)
+		defer pkt.DecRef()
+		views := func() (n int) {
+			l, _ := pkt.AsViewList()
+			for v := l.Front(); v != nil; v = v.Next() {
+				n++
+			}
+			return n
+		}
+		before := views()
+		got, size := gso.ReceivedWireSize(pkt, uint32(mtu)), uint64(len(link)+len(network))
+		if want := rxWant(link, network, tcpip.NetworkProtocolNumber(proto), uint32(mtu)); got != want {
+			t.Errorf("ReceivedWireSize = %d, the same rules by byte offsets %d", got, want)
+		}
+		if got < size || (len(network) <= int(mtu) && got != size) {
+			t.Errorf("ReceivedWireSize = %d for %d bytes (%d of IP) at MTU %d", got, size, len(network), mtu)
+		}
+		if after := views(); after != before {
+			t.Errorf("%d views became %d", before, after)
+		}
+		if !bytes.Equal(pkt.Data().AsRange().ToSlice(), network) || !bytes.Equal(pkt.LinkHeader().Slice(), link) {
+			t.Errorf("the packet changed")
+		}
+	})
+}
+
+// TestGSOFuzzSeedsReceived checks that the seeds that should reach
+// ReceivedWireSize's counting do, and the others are charged their size.
+func TestGSOFuzzSeedsReceived(t *testing.T) {
+	for i, s := range receivedFuzzSeeds() {
+		link, network := receivedFuzzInput(s.data, s.linkLen, s.proto, s.fix)
+		pkt := rxPacket(link, network, tcpip.NetworkProtocolNumber(s.proto), int(s.cut1), int(s.cut2))
+		if got, size := gso.ReceivedWireSize(pkt, uint32(s.mtu)), uint64(pkt.Size()); (got > size) != s.segments {
+			t.Errorf("seed %d: ReceivedWireSize = %d for %d bytes; want it charged as segments: %t", i, got, size, s.segments)
 		}
 		pkt.DecRef()
 	}

@@ -21,6 +21,12 @@
 // Both rely on the headers as gVisor pushes them on the send path: the link
 // header (if any), the network header (IPv4 or IPv6) and the TCP header,
 // with the TCP payload in pkt.Data().
+//
+// The receive path has the same undercount the other way round: the host
+// hands the sandbox TCP packets that GRO merged from many segments, with no
+// GSOOptions. ReceivedWireSize recognizes them by their size and headers (as
+// a link delivers them: the network header in pkt.Data()) and charges them
+// as the segments they stand for, as Linux charges a GRO packet on ifb.
 package gso
 
 import (

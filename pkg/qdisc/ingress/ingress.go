@@ -18,6 +18,12 @@
 //     protocol's size are exempt (isControl), and the allowance bounds what
 //     even those can carry; past it, and whenever malformed, they are
 //     shaped like any other frame. Exempt frames count in Stats as sent.
+//   - With host GSO the host hands the sandbox TCP packets that GRO merged,
+//     up to 64 KiB: such a packet, larger than the link's MTU, is charged
+//     as the segments it was on the wire, each with its headers
+//     (gso.ReceivedWireSize), as Linux charges a GRO packet on ifb, so that
+//     the rate holds as measured on the wire. One whose segments add up to
+//     more than the bucket is charged the bucket (Linux would cut it).
 //   - A packet larger than the bucket is dropped, as tbf drops one on the
 //     send path; it is never let through in debt.
 //   - With several queues, packets are spread by a hash of their own

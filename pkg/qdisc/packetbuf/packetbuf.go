@@ -1,13 +1,13 @@
 // Package packetbuf holds the bounded ring in which a qdisc queues packets.
 //
-// A Ring counts both packets and bytes (the sum of each packet's
-// gso.WireSize at the time it was pushed: its size, or for a host-GSO
-// packet the segments it becomes, headers and all, as Linux's
-// qdisc_pkt_len), so a qdisc can bound its backlog in bytes as
-// Linux's bfifo and tbf do, not only in packets as gVisor's upstream
-// PacketBufferCircularList does. Each packet's size is stored beside it, so
-// a qdisc that looks at the head packet's length many times (tbf) computes
-// it once.
+// A Ring counts both packets and bytes (the sum of the sizes the packets
+// were pushed with: what the qdisc charges each, as Linux's qdisc_pkt_len,
+// such as gso.WireSize on the send path), so a qdisc can bound its backlog
+// in bytes as Linux's bfifo and tbf do, not only in packets as gVisor's
+// upstream PacketBufferCircularList does. Each packet's size is stored
+// beside it, so a qdisc that looks at the head packet's length many times
+// (tbf) computes it once, and the bytes it admitted a packet for are the
+// bytes it counts as queued and as sent.
 //
 // The ring's slots are allocated lazily: Init fixes the most packets it may
 // hold, and the slot array grows by doubling, up to that bound, only when a
@@ -26,8 +26,6 @@ import (
 	"math"
 
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
-
-	"github.com/netqdisc/netqdisc/pkg/qdisc/gso"
 )
 
 // Unstamped is the stamp of a packet pushed without one.
@@ -79,14 +77,15 @@ func (r *Ring) IsEmpty() bool { return r.n == 0 }
 func (r *Ring) HasSpace() bool { return r.n < r.max }
 
 // PushBack queues pkt at the back, Unstamped, and takes the caller's
-// reference to it. It reports false, and takes nothing, when the ring is
-// full.
-func (r *Ring) PushBack(pkt *stack.PacketBuffer) bool {
-	return r.PushBackAt(pkt, Unstamped)
+// reference to it. size is what the qdisc charges pkt (a size past
+// 2^32-1 is kept as 2^32-1); it counts in Bytes until the packet is
+// removed. It reports false, and takes nothing, when the ring is full.
+func (r *Ring) PushBack(pkt *stack.PacketBuffer, size uint64) bool {
+	return r.PushBackAt(pkt, size, Unstamped)
 }
 
 // PushBackAt is PushBack with a time stamp.
-func (r *Ring) PushBackAt(pkt *stack.PacketBuffer, stamp int64) bool {
+func (r *Ring) PushBackAt(pkt *stack.PacketBuffer, size uint64, stamp int64) bool {
 	if r.n == len(r.pkts) {
 		if r.n >= r.max {
 			return false
@@ -97,12 +96,12 @@ func (r *Ring) PushBackAt(pkt *stack.PacketBuffer, stamp int64) bool {
 	if i >= len(r.pkts) {
 		i -= len(r.pkts)
 	}
-	size := uint32(min(gso.WireSize(pkt), math.MaxUint32))
+	sz := uint32(min(size, math.MaxUint32))
 	r.pkts[i] = pkt
-	r.sizes[i] = size
+	r.sizes[i] = sz
 	r.stamps[i] = stamp
 	r.n++
-	r.bytes += uint64(size)
+	r.bytes += uint64(sz)
 	return true
 }
 

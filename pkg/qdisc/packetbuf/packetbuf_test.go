@@ -1,6 +1,7 @@
 package packetbuf
 
 import (
+	"math"
 	"testing"
 
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
@@ -21,7 +22,7 @@ func TestRingAccounting(t *testing.T) {
 		for round := 0; round < 3; round++ {
 			for r.HasSpace() {
 				size := 40 + int(next%1500)
-				if !r.PushBack(qdisctest.MakePacket(size, 0, next)) {
+				if !r.PushBack(qdisctest.MakePacket(size, 0, next), uint64(size)) {
 					t.Fatalf("cap %d: PushBack refused with HasSpace", capacity)
 				}
 				want = append(want, next)
@@ -29,7 +30,7 @@ func TestRingAccounting(t *testing.T) {
 				next++
 			}
 			extra := qdisctest.MakePacket(100, 0, 999)
-			if r.PushBack(extra) {
+			if r.PushBack(extra, 100) {
 				t.Fatalf("cap %d: PushBack accepted a packet into a full ring", capacity)
 			}
 			if n := extra.ReadRefs(); n != 1 {
@@ -52,8 +53,8 @@ func TestRingAccounting(t *testing.T) {
 		}
 		var held []*stack.PacketBuffer
 		for i := 0; i < r.Len(); i++ {
-			pkt, _ := r.RemoveFront()
-			r.PushBack(pkt.IncRef())
+			pkt, size := r.RemoveFront()
+			r.PushBack(pkt.IncRef(), uint64(size))
 			held = append(held, pkt)
 		}
 		packets, purged := r.Purge()
@@ -76,6 +77,37 @@ func TestRingAccounting(t *testing.T) {
 	}
 }
 
+// TestRingCountsCallersSizes: the ring counts each packet as the size it
+// was pushed with (what the qdisc charges it, not pkt.Size()), hands that
+// size back with the packet, and keeps a size past 2^32-1 as 2^32-1.
+func TestRingCountsCallersSizes(t *testing.T) {
+	var r Ring
+	r.Init(10)
+	pkt := qdisctest.MakePacket(1514, 0, 0)
+	defer pkt.DecRef()
+	sizes := []uint64{68130, 0, 1 << 40}
+	want := []uint32{68130, 0, math.MaxUint32}
+	for i, size := range sizes {
+		r.PushBackAt(pkt.IncRef(), size, int64(i))
+	}
+	if got, w := r.Bytes(), uint64(68130+math.MaxUint32); got != w {
+		t.Fatalf("Bytes = %d, want %d", got, w)
+	}
+	for i, w := range want {
+		if _, size := r.PeekFront(); size != w {
+			t.Errorf("packet %d: PeekFront's size %d, want %d", i, size, w)
+		}
+		p, size := r.RemoveFront()
+		if size != w {
+			t.Errorf("packet %d: RemoveFront's size %d, want %d", i, size, w)
+		}
+		p.DecRef()
+	}
+	if r.Bytes() != 0 {
+		t.Errorf("Bytes = %d once empty", r.Bytes())
+	}
+}
+
 func TestRingGrowsLazily(t *testing.T) {
 	var r Ring
 	r.Init(1 << 20)
@@ -83,7 +115,7 @@ func TestRingGrowsLazily(t *testing.T) {
 		t.Fatalf("Init(1<<20) allocated %d slots up front", len(r.pkts))
 	}
 	for i := 0; i < 1000; i++ {
-		r.PushBack(qdisctest.MakePacket(60, 0, uint64(i)))
+		r.PushBack(qdisctest.MakePacket(60, 0, uint64(i)), 60)
 	}
 	if len(r.pkts) != 1024 || r.Cap() != 1<<20 {
 		t.Fatalf("1000 packets in %d slots, want 1024", len(r.pkts))
@@ -101,7 +133,7 @@ func TestRingGrowsLazily(t *testing.T) {
 	defer pkt.DecRef()
 	if n := testing.AllocsPerRun(100, func() {
 		for i := 0; i < 1000; i++ {
-			r.PushBack(pkt)
+			r.PushBack(pkt, 60)
 		}
 		for !r.IsEmpty() {
 			r.RemoveFront()
@@ -121,7 +153,7 @@ func TestStamps(t *testing.T) {
 	push := func(stamp int64) {
 		pkt := qdisctest.MakePacket(100, 0, uint64(len(held)))
 		held = append(held, pkt)
-		r.PushBackAt(pkt.IncRef(), stamp)
+		r.PushBackAt(pkt.IncRef(), 100, stamp)
 	}
 	// Stamped, then unstamped (a suffix), across a growth and a wrap.
 	for i := 0; i < 50; i++ {
@@ -132,7 +164,7 @@ func TestStamps(t *testing.T) {
 		pkt.DecRef()
 	}
 	for i := 0; i < 60; i++ {
-		r.PushBack(held[i%len(held)].IncRef())
+		r.PushBack(held[i%len(held)].IncRef(), 100)
 	}
 	next := int64(1000)
 	r.StampUnstamped(func(size uint32) int64 { next++; return next }) // front to back
@@ -179,9 +211,9 @@ func TestStampFront(t *testing.T) {
 			for i := 0; i < tc.stamped+tc.unstamped; i++ {
 				pkt := qdisctest.MakePacket(100+i, 0, uint64(i))
 				if i < tc.stamped {
-					r.PushBackAt(pkt, int64(i))
+					r.PushBackAt(pkt, uint64(100+i), int64(i))
 				} else {
-					r.PushBack(pkt)
+					r.PushBack(pkt, uint64(100+i))
 				}
 			}
 			sizes, stamps := make([]uint32, tc.n), make([]int64, tc.n)

@@ -21,7 +21,10 @@
 // header; on the receive path, NewTo, also its host-GSO maximum, since a
 // received packet cannot be cut). A packet is charged what it puts on the
 // wire (gso.WireSize): a host-GSO packet as the segments it becomes, each
-// with its headers, as Linux's qdisc_pkt_len_init charges it.
+// with its headers, as Linux's qdisc_pkt_len_init charges it. On the
+// receive path (NewTo) a TCP packet larger than the MTU, which GRO merged,
+// is charged as the segments it was on the wire (gso.ReceivedWireSize), but
+// never more than the buckets pass (see receivedSize).
 //
 // The backlog is bounded in bytes, as tbf's inner bfifo is: Limit bytes,
 // or Latency, from which Limit = Rate*Latency + Burst (and, with a peak
@@ -95,6 +98,7 @@ import (
 	"github.com/netqdisc/netqdisc/pkg/qdisc"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/dispatch"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/fqcodel"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/gso"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/rate"
 )
 
@@ -198,14 +202,17 @@ func New(lower stack.LinkEndpoint, clock tcpip.Clock, cfg Config) (*Discipline, 
 // NewTo is New with the departures going to out rather than to a link's
 // WritePackets: the receive-path shaper (package ingress) delivers them to
 // the stack. link is the link the packets cross, whose MTU, header and
-// host-GSO size bound them (received packets cannot be cut into pieces).
+// host-GSO size bound them (received packets cannot be cut into pieces),
+// and whose MTU, as it is now, tells a received GRO/GSO aggregate's
+// segments (see receivedSize).
 func NewTo(out stack.LinkWriter, link stack.LinkEndpoint, clock tcpip.Clock, cfg Config) (*Discipline, error) {
 	return newTo(out, link, clock, cfg, false)
 }
 
 // newTo is NewTo; splitsGSO says that host-GSO packets larger than the
 // bucket are cut into pieces, so that the link's GSO size does not bound
-// the burst.
+// the burst: the send path. Without it, packets are charged as received
+// (receivedSize).
 func newTo(out stack.LinkWriter, link stack.LinkEndpoint, clock tcpip.Clock, cfg Config, splitsGSO bool) (*Discipline, error) {
 	if out == nil || link == nil {
 		return nil, fmt.Errorf("tbf: no link endpoint")
@@ -238,6 +245,9 @@ func newTo(out stack.LinkWriter, link stack.LinkEndpoint, clock tcpip.Clock, cfg
 		Clock:          clock,
 		Slack:          slack,
 	}
+	if !splitsGSO {
+		lanes.Size = receivedSize(link.MTU(), maxSize)
+	}
 	switch {
 	case d.child != nil:
 		lanes.Queue = d.child
@@ -249,6 +259,26 @@ func newTo(out stack.LinkWriter, link stack.LinkEndpoint, clock tcpip.Clock, cfg
 	d.lanes.Init(cfg.Queues, lanes)
 	d.lanes.Start()
 	return d, nil
+}
+
+// receivedSize returns what the receive path charges a packet, for a link
+// of the given MTU and buckets that pass at most maxSize bytes: a GRO/GSO
+// aggregate as the segments it stands for (gso.ReceivedWireSize), as
+// Linux's tbf on ifb charges one, every other packet its size. An aggregate
+// whose segments add up to more than maxSize, though it fits itself, is
+// charged maxSize: Linux would cut it into its segments (tbf_segment), and
+// a received packet is not cut here; dropping it instead would drop every
+// large aggregate under a bucket that holds just the link's host-GSO
+// maximum, which NewTo accepts (Kubernetes' 64 KiB + 14 burst).
+func receivedSize(mtu, maxSize uint32) func(*stack.PacketBuffer) uint64 {
+	bound := uint64(maxSize)
+	return func(pkt *stack.PacketBuffer) uint64 {
+		size := gso.ReceivedWireSize(pkt, mtu)
+		if size > bound && uint64(pkt.Size()) <= bound {
+			return bound
+		}
+		return size
+	}
 }
 
 // slackInForce is the timer's Slack for c (see Config.Slack): as given,
