@@ -366,7 +366,7 @@ func TestRunscIngress(t *testing.T) {
 			"Enabling ingress shaping on \"" /* the NIC's name follows */},
 		{"Kubernetes annotation", nil, map[string]string{runscflags.AnnotationKubeIngress: "10M"}, 10 * mbit,
 			"ingress tbf rate 10Mbit burst 64Kb lat 25ms" /* tc rounds 65550 bytes so */},
-		{"Kubernetes annotation above the ceiling", []string{"--qdisc-ingress-rate=10mbit", "--qdisc-ingress-burst=12500", "--gso=false"}, map[string]string{runscflags.AnnotationKubeIngress: "20M"}, 10 * mbit,
+		{"Kubernetes annotation above the ceiling", []string{"--qdisc-ingress-rate=10mbit", "--qdisc-ingress-burst=65550", "--gso=false"}, map[string]string{runscflags.AnnotationKubeIngress: "20M"}, 10 * mbit,
 			`annotation kubernetes.io/ingress-bandwidth="20M": 2500000 bytes/s (20Mbit) is above the operator's ceiling --qdisc-ingress-rate=1250000 bytes/s (10Mbit); the pod gets the ceiling`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
