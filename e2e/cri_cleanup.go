@@ -152,7 +152,13 @@ func (c *CRI) shimSockets() []string {
 // strays are the processes the CRI left: those whose command line, working
 // directory or root names Dir (shims, runsc sandboxes and gofers), those in
 // the pods' cgroups (runc's containers), and those in the namespace.
-func (c *CRI) strays() []int {
+func (c *CRI) strays() []int { return straysOf(c.Dir, c.CgroupParent, c.NS) }
+
+// straysOf returns, sorted, the live processes (this one and except aside)
+// whose command line or working directory names dir, those in the cgroups
+// at and below cgroupParent, and those in the network namespace ns: what a
+// lab of containerd's or dockerd's left running.
+func straysOf(dir, cgroupParent, ns string, except ...int) []int {
 	seen := map[int]bool{}
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
@@ -162,25 +168,27 @@ func (c *CRI) strays() []int {
 		}
 		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 		cwd, _ := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid))
-		if strings.Contains(string(cmdline), c.Dir+"/") || strings.HasPrefix(cwd, c.Dir+"/") {
+		if strings.Contains(string(cmdline), dir+"/") || strings.HasPrefix(cwd, dir+"/") {
 			seen[pid] = true
 		}
 	}
-	for _, cg := range cgroupDirs(c.CgroupParent) {
-		b, _ := os.ReadFile(filepath.Join(cg, "cgroup.procs"))
-		for _, f := range strings.Fields(string(b)) {
+	addPids := func(text string) {
+		for _, f := range strings.Fields(text) {
 			if pid, err := strconv.Atoi(f); err == nil && Alive(pid) {
 				seen[pid] = true
 			}
 		}
 	}
-	if c.NS != "" {
-		out, _ := exec.Command("ip", "netns", "pids", c.NS).Output()
-		for _, f := range strings.Fields(string(out)) {
-			if pid, err := strconv.Atoi(f); err == nil && Alive(pid) {
-				seen[pid] = true
-			}
-		}
+	for _, cg := range cgroupDirs(cgroupParent) {
+		b, _ := os.ReadFile(filepath.Join(cg, "cgroup.procs"))
+		addPids(string(b))
+	}
+	if ns != "" {
+		out, _ := exec.Command("ip", "netns", "pids", ns).Output()
+		addPids(string(out))
+	}
+	for _, pid := range except {
+		delete(seen, pid)
 	}
 	var pids []int
 	for pid := range seen {

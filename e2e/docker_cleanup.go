@@ -7,8 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -146,46 +144,13 @@ func (d *Docker) shimSockets() []string {
 // sandboxes and gofers, runsc through dockerd's wrapper script), those in
 // the containers' cgroups, and those in the namespace.
 func (d *Docker) strays() []int {
-	seen := map[int]bool{}
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() || !Alive(pid) {
-			continue
-		}
-		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		cwd, _ := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid))
-		if strings.Contains(string(cmdline), d.Dir+"/") || strings.HasPrefix(cwd, d.Dir+"/") {
-			seen[pid] = true
-		}
-	}
-	for _, cg := range cgroupDirs(d.CgroupParent) {
-		b, _ := os.ReadFile(filepath.Join(cg, "cgroup.procs"))
-		for _, f := range strings.Fields(string(b)) {
-			if pid, err := strconv.Atoi(f); err == nil && Alive(pid) {
-				seen[pid] = true
-			}
-		}
-	}
-	if d.NS != "" {
-		out, _ := exec.Command("ip", "netns", "pids", d.NS).Output()
-		for _, f := range strings.Fields(string(out)) {
-			if pid, err := strconv.Atoi(f); err == nil && Alive(pid) {
-				seen[pid] = true
-			}
-		}
-	}
+	var daemons []int
 	for _, p := range []*daemonProc{d.dockerd, d.containerd} {
 		if p != nil {
-			delete(seen, p.pid)
+			daemons = append(daemons, p.pid)
 		}
 	}
-	var pids []int
-	for pid := range seen {
-		pids = append(pids, pid)
-	}
-	sort.Ints(pids)
-	return pids
+	return straysOf(d.Dir, d.CgroupParent, d.NS, daemons...)
 }
 
 // Leftovers lists what Close should have removed and did not.
