@@ -41,17 +41,23 @@ type Sink struct {
 // (CRIGateway:port: on the bridge), for at most conns connections and
 // timeout in all; it returns once the sink listens.
 func (c *CRI) StartSink(addr string, conns int, timeout time.Duration) (*Sink, error) {
+	return startSink(c.lab, c.NSPath, c.Bin, addr, conns, timeout)
+}
+
+// startSink starts bin/sink in the network namespace at nsPath (nsenter
+// --net), one of lab's processes, and returns once it listens on addr.
+func startSink(lab *Lab, nsPath, bin, addr string, conns int, timeout time.Duration) (*Sink, error) {
 	s := &Sink{done: make(chan error, 1)}
-	s.cmd = c.InNS(filepath.Join(c.Bin, "sink"), "-listen", addr, "-conns", strconv.Itoa(conns), "-timeout", timeout.String())
+	s.cmd = exec.Command("nsenter", "--net="+nsPath, filepath.Join(bin, "sink"), "-listen", addr, "-conns", strconv.Itoa(conns), "-timeout", timeout.String())
 	s.cmd.Stdout, s.cmd.Stderr = &syncWriter{b: &s.out}, &syncWriter{b: &s.errs}
 	s.cmd.WaitDelay = 2 * time.Second
 	if err := s.cmd.Start(); err != nil {
 		return nil, err
 	}
 	go func() { s.done <- s.cmd.Wait() }()
-	c.lab.mu.Lock()
-	c.lab.procs = append(c.lab.procs, s.cmd)
-	c.lab.mu.Unlock()
+	lab.mu.Lock()
+	lab.procs = append(lab.procs, s.cmd)
+	lab.mu.Unlock()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		outMu.Lock()

@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -133,35 +132,7 @@ func (d *Docker) Spec(id string) (map[string]any, error) {
 // addr (DockerGateway:port: on docker0), for at most conns connections and
 // timeout in all; it returns once the sink listens.
 func (d *Docker) StartSink(addr string, conns int, timeout time.Duration) (*Sink, error) {
-	s := &Sink{done: make(chan error, 1)}
-	s.cmd = exec.Command("nsenter", "--net="+d.NSPath, filepath.Join(d.Bin, "sink"), "-listen", addr, "-conns", strconv.Itoa(conns), "-timeout", timeout.String())
-	s.cmd.Stdout, s.cmd.Stderr = &syncWriter{b: &s.out}, &syncWriter{b: &s.errs}
-	s.cmd.WaitDelay = 2 * time.Second
-	if err := s.cmd.Start(); err != nil {
-		return nil, err
-	}
-	go func() { s.done <- s.cmd.Wait() }()
-	d.lab.mu.Lock()
-	d.lab.procs = append(d.lab.procs, s.cmd)
-	d.lab.mu.Unlock()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		outMu.Lock()
-		said := s.errs.String()
-		outMu.Unlock()
-		if strings.Contains(said, "listening on") {
-			return s, nil
-		}
-		select {
-		case err := <-s.done:
-			return nil, fmt.Errorf("sink: %v: %s", err, said)
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			s.cmd.Process.Kill()
-			return nil, fmt.Errorf("the sink did not listen on %s within 10s: %s", addr, said)
-		}
-	}
+	return startSink(d.lab, d.NSPath, d.Bin, addr, conns, timeout)
 }
 
 // Log returns the last n lines of one of the Docker's logs
