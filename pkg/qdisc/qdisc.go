@@ -1,10 +1,11 @@
 // Package qdisc is the vocabulary the netqdisc queueing disciplines share:
 // the statistics every qdisc reports, printed the way `tc -s qdisc` prints
-// them, and the batch size they hand the lower link.
+// them, the batch size they hand the lower link, and Queue, the shape of
+// every queue a dispatcher drains.
 //
-// The disciplines themselves live in the subpackages fifo and tbf; each is a
-// gvisor.dev/gvisor/pkg/tcpip/stack.QueueingDiscipline that a sandbox
-// runtime installs on a NIC with stack.NICOptions{QDisc: q}.
+// The disciplines themselves live in the subpackages fifo, tbf and
+// fqcodel; each is a gvisor.dev/gvisor/pkg/tcpip/stack.QueueingDiscipline
+// that a sandbox runtime installs on a NIC with stack.NICOptions{QDisc: q}.
 package qdisc
 
 import (
@@ -24,14 +25,15 @@ type Stats struct {
 	Bytes   uint64
 	Packets uint64
 	// Drops counts packets dropped for any reason: queue full, too large
-	// for the bucket, refused by the lower link, or queued when the qdisc
-	// was closed.
+	// for the bucket, refused by the lower link for a reason other than
+	// room, or queued when the qdisc was closed.
 	Drops uint64
 	// Overlimits counts the times the dispatcher found the head packet over
 	// the rate and had to wait for tokens (Linux's overlimits).
 	Overlimits uint64
-	// Requeues counts packets put back at the head; netqdisc never requeues,
-	// so it stays 0, as tc prints it.
+	// Requeues counts packets the lower link refused for want of room
+	// and the qdisc put back at its head to send again (Linux's
+	// dev_requeue_skb).
 	Requeues uint64
 	// BacklogBytes and BacklogPackets are queued now.
 	BacklogBytes   uint64

@@ -9,8 +9,9 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip"
 )
 
-// Alarm is the one timer that the lanes sharing a gate sleep on while they
-// wait for tokens.
+// Alarm is the one timer, Linux's qdisc watchdog, that the lanes of a
+// qdisc sleep on while they are throttled: waiting for their gate's
+// tokens, or to offer the lower link again what it refused.
 //
 // Why one, and why rationed: a wake-up costs tens of microseconds of CPU on
 // a VM whatever wakes the thread (a Go timer, nanosleep and a timerfd all
@@ -32,7 +33,7 @@ type Alarm struct {
 	slack int64 // +checklocksignore: set once, by newAlarm
 	lanes []*Lane
 	fires atomic.Uint64
-	// due is the earliest departure a lane waits for (MaxInt64: none), so
+	// due is the earliest deadline a lane waits for (noDeadline: none), so
 	// that an arriving packet can see without a lock whether to serve.
 	due atomic.Int64
 
@@ -55,11 +56,14 @@ type Alarm struct {
 	waiting int
 }
 
+// noDeadline is Alarm.due when no lane waits.
+const noDeadline = math.MaxInt64
+
 // +checklocksignore: the alarm is not shared until it is returned.
 func newAlarm(clock tcpip.Clock, slack time.Duration, lanes []*Lane) *Alarm {
 	a := &Alarm{clock: clock, slack: int64(max(slack, 0)), lanes: lanes}
 	a.served = math.MinInt64 / 2 // long ago, whatever the clock's epoch
-	a.due.Store(math.MaxInt64)
+	a.due.Store(noDeadline)
 	a.timer = clock.AfterFunc(time.Hour, a.fire)
 	a.timer.Stop()
 	return a
@@ -135,7 +139,7 @@ func (a *Alarm) help(now int64) {
 // +checklocksrelease:a.mu
 func (a *Alarm) serveLocked(now int64) {
 	a.served = max(a.served, now)
-	a.due.Store(math.MaxInt64)
+	a.due.Store(noDeadline)
 	a.mu.Unlock()
 	for _, l := range a.lanes {
 		l.onAlarm(now)

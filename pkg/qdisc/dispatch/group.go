@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"gvisor.dev/gvisor/pkg/sync"
+	"gvisor.dev/gvisor/pkg/tcpip"
 
 	"github.com/netqdisc/netqdisc/pkg/qdisc"
 )
@@ -15,10 +16,13 @@ type Group struct {
 }
 
 // Init makes n lanes (at least 1; exactly 1 with a Queue, which is one
-// qdisc), each set up with cfg; with a Gate, they share one Alarm.
+// qdisc), each set up with cfg, sharing one Alarm.
 func (g *Group) Init(n int, cfg Config) {
 	if cfg.Queue != nil {
-		n = 1
+		n, cfg.Budget = 1, nil
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = tcpip.NewStdClock()
 	}
 	g.Lanes = make([]Lane, max(n, 1))
 	lanes := make([]*Lane, len(g.Lanes))
@@ -28,10 +32,8 @@ func (g *Group) Init(n int, cfg Config) {
 	if cfg.Budget != nil {
 		cfg.Budget.share(lanes)
 	}
-	if cfg.Gate != nil {
-		g.alarm = newAlarm(cfg.Clock, cfg.Slack, lanes)
-		cfg.alarm = g.alarm
-	}
+	g.alarm = newAlarm(cfg.Clock, cfg.Slack, lanes)
+	cfg.alarm = g.alarm
 	for i := range g.Lanes {
 		g.Lanes[i].Init(cfg)
 	}
@@ -73,14 +75,8 @@ func (g *Group) Lateness() qdisc.HistogramSnapshot {
 	return s
 }
 
-// Wakeups returns how many times the lanes' shared timer has fired (0
-// without a Gate).
-func (g *Group) Wakeups() uint64 {
-	if g.alarm == nil {
-		return 0
-	}
-	return g.alarm.Wakeups()
-}
+// Wakeups returns how many times the lanes' shared timer has fired.
+func (g *Group) Wakeups() uint64 { return g.alarm.Wakeups() }
 
 // Quiescent reports whether every lane is quiescent (see Lane.Quiescent).
 func (g *Group) Quiescent() bool {

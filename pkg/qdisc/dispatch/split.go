@@ -20,7 +20,7 @@ func (l *Lane) enqueueSplit(pkt *stack.PacketBuffer, size uint64) tcpip.Error {
 	if err != nil {
 		l.mu.Lock()
 		defer l.mu.Unlock()
-		return l.checkLocked(size) // closed, or too long: counted
+		return l.admitLocked(size) // closed, or too long: counted
 	}
 	var first tcpip.Error
 	queued := 0

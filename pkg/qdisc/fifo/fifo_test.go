@@ -123,36 +123,57 @@ func TestFullQueueDrops(t *testing.T) {
 	}
 }
 
-// TestLowerLinkRefusal counts what the lower link does not take as drops.
+// TestLowerLinkRefusal: what the lower link refuses for want of room is
+// requeued at the head and sent, in order, by the next write, and counted
+// as requeues; what it refuses for another reason is dropped.
 func TestLowerLinkRefusal(t *testing.T) {
-	link := qdisctest.NewLink(nil)
-	link.AcceptAtMost = 1
-	entered := make(chan struct{}, 1)
-	release := make(chan struct{})
-	link.OnWrite = func() {
-		select {
-		case entered <- struct{}{}:
-			<-release
-		default:
-		}
-	}
-	d := fifo.New(link, 1, 100)
-	defer d.Close()
-	for i := 0; i < 11; i++ {
-		pkt := qdisctest.MakePacket(100, 0, uint64(i))
-		if err := d.WritePacket(pkt); err != nil {
-			t.Fatal(err)
-		}
-		pkt.DecRef()
-		if i == 0 {
-			<-entered
-		}
-	}
-	close(release)
-	qdisctest.WaitQuiescent(t, d)
-	// Batch 1: packet 0. Batch 2: packets 1..10, of which the link takes 1.
-	if st := d.Stats(); st.Packets != 2 || st.Drops != 9 {
-		t.Errorf("Stats %+v; want 2 sent and 9 dropped by the link", st)
+	for _, tc := range []struct {
+		name                       string
+		refusal                    tcpip.Error
+		wantSent, wantDropped, req uint64
+	}{
+		// Batch 1: packet 0. Batch 2: packets 1..10, of which the link takes
+		// one a call: 9+8+...+1 requeued.
+		{"no room", &tcpip.ErrWouldBlock{}, 11, 0, 45},
+		{"no buffer space", &tcpip.ErrNoBufferSpace{}, 11, 0, 45},
+		{"closed", &tcpip.ErrClosedForSend{}, 2, 9, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			link := qdisctest.NewLink(nil)
+			link.AcceptAtMost = 1
+			link.Refusal = tc.refusal
+			entered := make(chan struct{}, 1)
+			release := make(chan struct{})
+			link.OnWrite = func() {
+				select {
+				case entered <- struct{}{}:
+					<-release
+				default:
+				}
+			}
+			d := fifo.New(link, 1, 100)
+			defer d.Close()
+			for i := 0; i < 11; i++ {
+				pkt := qdisctest.MakePacket(100, 0, uint64(i))
+				if err := d.WritePacket(pkt); err != nil {
+					t.Fatal(err)
+				}
+				pkt.DecRef()
+				if i == 0 {
+					<-entered
+				}
+			}
+			close(release)
+			qdisctest.WaitQuiescent(t, d)
+			if st := d.Stats(); st.Packets != tc.wantSent || st.Drops != tc.wantDropped || st.Requeues != tc.req || st.BacklogPackets != 0 {
+				t.Errorf("Stats %+v; want %d sent, %d dropped, %d requeues", st, tc.wantSent, tc.wantDropped, tc.req)
+			}
+			for i, r := range link.Records() {
+				if r.Seq != uint64(i) {
+					t.Fatalf("departure %d is packet %d", i, r.Seq)
+				}
+			}
+		})
 	}
 }
 

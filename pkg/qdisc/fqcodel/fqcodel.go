@@ -39,14 +39,14 @@ import (
 // by fq_codel).
 type Classifier func(pkt *stack.PacketBuffer) uint32
 
-// Child is a Queue as a dispatch lane's queue (dispatch.Queue): fq_codel
+// Child is a Queue as a dispatch lane's queue (qdisc.Queue): fq_codel
 // alone, or a tbf's child.
 type Child struct {
 	*Queue
 	classify Classifier
 }
 
-var _ dispatch.Queue = (*Child)(nil)
+var _ qdisc.Queue = (*Child)(nil)
 
 // NewChild returns an fq_codel queue configured as cfg, on a link whose
 // MTU plus header is mtu, that classifies packets with classify (nil:
@@ -68,18 +68,34 @@ func NewChild(cfg Config, mtu uint32, classify Classifier) (*Child, error) {
 	return &Child{Queue: q, classify: classify}, nil
 }
 
-// Enqueue implements dispatch.Queue.Enqueue.
-func (c *Child) Enqueue(pkt *stack.PacketBuffer, size uint32, now int64) int {
-	return c.Queue.Enqueue(pkt, size, c.classify(pkt), now)
+// Enqueue implements qdisc.Queue.Enqueue: fq_codel makes room by
+// dropping from the fattest flow, so it takes every packet.
+func (c *Child) Enqueue(pkt *stack.PacketBuffer, size uint32, now int64) bool {
+	c.Queue.Enqueue(pkt, size, c.classify(pkt), now)
+	return true
 }
 
-// Len implements dispatch.Queue.Len.
+// Peek implements qdisc.Queue.Peek: fq_codel decides at now which packet
+// leaves next (CoDel may drop others on the way) and keeps it.
+func (c *Child) Peek(now int64, sizes []uint32, arrived []int64) int {
+	if len(sizes) == 0 {
+		return 0
+	}
+	size, at, ok := c.Queue.Peek(now)
+	if !ok {
+		return 0
+	}
+	sizes[0], arrived[0] = size, at
+	return 1
+}
+
+// Len implements qdisc.Queue.Len.
 func (c *Child) Len() (int, uint64) {
 	n, b := c.Queue.Len()
 	return int(n), b
 }
 
-// Drops implements dispatch.Queue.Drops.
+// Drops implements qdisc.Queue.Drops.
 func (c *Child) Drops() uint64 { return c.dropOverlimit + c.stats.Drops }
 
 // String describes the configuration as `tc qdisc show` does.

@@ -16,8 +16,8 @@
 // uses it; growth stops once the ring has seen its peak, so a warm ring
 // never allocates.
 //
-// Each packet may also carry a time stamp: tbf keeps there the departure
-// time it has booked for the packet.
+// Each packet may also carry a time stamp: its arrival, for a qdisc that
+// reads the clock as packets arrive.
 //
 // A Ring is not safe for concurrent use: the qdisc that owns it locks it.
 package packetbuf
@@ -26,10 +26,12 @@ import (
 	"math"
 
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
+
+	"github.com/netqdisc/netqdisc/pkg/qdisc"
 )
 
 // Unstamped is the stamp of a packet pushed without one.
-const Unstamped = math.MinInt64
+const Unstamped = qdisc.Unstamped
 
 // initialSlots is the slot array's size before the first growth.
 const initialSlots = 64
@@ -131,62 +133,36 @@ func (r *Ring) FrontStamp() int64 {
 	return r.stamps[r.head]
 }
 
-// SetFrontStamp sets the front packet's stamp.
-func (r *Ring) SetFrontStamp(stamp int64) {
-	if r.n != 0 {
-		r.stamps[r.head] = stamp
-	}
+// Front writes the sizes and stamps of the first packets, front to back,
+// up to len(sizes) (stamps as long), and returns how many it wrote.
+func (r *Ring) Front(sizes []uint32, stamps []int64) int {
+	n := min(len(sizes), r.n)
+	// The n packets are in one run of slots, or two when they wrap around
+	// the end of the arrays.
+	first := min(n, len(r.pkts)-r.head)
+	copy(sizes, r.sizes[r.head:r.head+first])
+	copy(sizes[first:n], r.sizes[:n-first])
+	copy(stamps, r.stamps[r.head:r.head+first])
+	copy(stamps[first:n], r.stamps[:n-first])
+	return n
 }
 
-// StampFront stamps the packets without a stamp among the first
-// len(stamps), front to back, in one call: it copies their sizes into
-// sizes (as long as stamps), book fills their stamps, and the ring keeps
-// them. The packets with a stamp must all be in front of those without,
-// as they are when stamps are only given at the back (PushBackAt,
-// StampUnstamped).
-func (r *Ring) StampFront(sizes []uint32, stamps []int64, book func(sizes []uint32, stamps []int64)) {
-	n := min(len(stamps), r.n)
-	k := 0
-	for k < n && r.stamps[r.index(k)] != Unstamped {
-		k++
+// StampUnstamped stamps the packets at the back that have no stamp with
+// stamp. It finds them by walking back from the last packet to the first
+// that has one: a qdisc that stamps what it has seen each time it looks
+// keeps the unstamped packets a suffix of the ring, so each packet is
+// visited once.
+func (r *Ring) StampUnstamped(stamp int64) {
+	for k := r.n - 1; k >= 0; k-- {
+		i := r.head + k
+		if i >= len(r.pkts) {
+			i -= len(r.pkts)
+		}
+		if r.stamps[i] != Unstamped {
+			return
+		}
+		r.stamps[i] = stamp
 	}
-	if k == n {
-		return
-	}
-	// The m packets from the k-th are in one run of slots, or two when
-	// they wrap around the end of the arrays.
-	m, i := n-k, r.index(k)
-	first := min(m, len(r.pkts)-i)
-	copy(sizes, r.sizes[i:i+first])
-	copy(sizes[first:m], r.sizes[:m-first])
-	book(sizes[:m], stamps[:m])
-	copy(r.stamps[i:i+first], stamps)
-	copy(r.stamps[:m-first], stamps[first:m])
-}
-
-// StampUnstamped stamps, front to back, the packets at the back that have
-// no stamp, each with what stamp returns for its size. It finds them by
-// walking back from the last packet to the first that has a stamp: a qdisc
-// that stamps every packet when it is pushed or at its next pass keeps the
-// unstamped ones a suffix of the ring, so each packet is visited once.
-func (r *Ring) StampUnstamped(stamp func(size uint32) int64) {
-	k := r.n
-	for k > 0 && r.stamps[r.index(k-1)] == Unstamped {
-		k--
-	}
-	for ; k < r.n; k++ {
-		i := r.index(k)
-		r.stamps[i] = stamp(r.sizes[i])
-	}
-}
-
-// index is the slot of the k-th packet from the front.
-func (r *Ring) index(k int) int {
-	i := r.head + k
-	if i >= len(r.pkts) {
-		i -= len(r.pkts)
-	}
-	return i
 }
 
 // PeekFront returns the front packet and the size it was queued with,

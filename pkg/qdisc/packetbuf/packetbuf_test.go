@@ -143,107 +143,102 @@ func TestRingGrowsLazily(t *testing.T) {
 	}
 }
 
-func TestStamps(t *testing.T) {
+// TestFront: Front copies the sizes and stamps of the first packets, front
+// to back, across a growth and a wrap of the slots, and no more than are
+// queued.
+func TestFront(t *testing.T) {
 	var r Ring
 	r.Init(1000)
-	if r.FrontStamp() != Unstamped {
-		t.Fatalf("empty ring's FrontStamp = %d", r.FrontStamp())
+	defer r.Purge()
+	sizes, stamps := make([]uint32, 200), make([]int64, 200)
+	if n := r.Front(sizes, stamps); n != 0 {
+		t.Fatalf("empty ring: Front = %d", n)
 	}
-	var held []*stack.PacketBuffer
-	push := func(stamp int64) {
-		pkt := qdisctest.MakePacket(100, 0, uint64(len(held)))
-		held = append(held, pkt)
-		r.PushBackAt(pkt.IncRef(), 100, stamp)
-	}
-	// Stamped, then unstamped (a suffix), across a growth and a wrap.
+	// 50 pushed, 30 removed, 60 more (unstamped): the ring grew and wraps.
 	for i := 0; i < 50; i++ {
-		push(int64(i))
+		r.PushBackAt(qdisctest.MakePacket(100, 0, uint64(i)), uint64(100+i), int64(i))
 	}
 	for i := 0; i < 30; i++ {
 		pkt, _ := r.RemoveFront()
 		pkt.DecRef()
 	}
-	for i := 0; i < 60; i++ {
-		r.PushBack(held[i%len(held)].IncRef(), 100)
+	for i := 50; i < 110; i++ {
+		r.PushBack(qdisctest.MakePacket(100, 0, uint64(i)), uint64(100+i))
 	}
-	next := int64(1000)
-	r.StampUnstamped(func(size uint32) int64 { next++; return next }) // front to back
-	r.StampUnstamped(func(uint32) int64 { return -5 })                // nothing left unstamped
-	var want []int64
-	for i := 30; i < 50; i++ {
-		want = append(want, int64(i))
-	}
-	for i := 0; i < 60; i++ {
-		want = append(want, 1001+int64(i))
-	}
-	for k, w := range want {
-		if got := r.FrontStamp(); got != w {
-			t.Fatalf("packet %d: stamp %d, want %d", k, got, w)
+	for _, n := range []int{0, 1, 20, 21, 80, 200} {
+		got := r.Front(sizes[:n], stamps[:n])
+		if want := min(n, 80); got != want {
+			t.Fatalf("Front of %d = %d, want %d", n, got, want)
 		}
-		pkt, _ := r.RemoveFront()
-		pkt.DecRef()
-	}
-	for _, pkt := range held {
-		pkt.DecRef()
+		for k := 0; k < got; k++ {
+			i := 30 + k
+			wantStamp := int64(i)
+			if i >= 50 {
+				wantStamp = Unstamped
+			}
+			if sizes[k] != uint32(100+i) || stamps[k] != wantStamp {
+				t.Fatalf("Front of %d: packet %d has size %d stamp %d, want %d and %d", n, k, sizes[k], stamps[k], 100+i, wantStamp)
+			}
+		}
 	}
 }
 
-// TestStampFront: StampFront books the unstamped packets among the first
-// n, after the stamped ones, with their sizes in order, and leaves the
-// rest unstamped; with every one of the first n stamped it books nothing.
-func TestStampFront(t *testing.T) {
+// TestFIFOBounds: a FIFO refuses, and counts, a packet past its packet or
+// byte bound, taking nothing, and hands packets back in order with their
+// sizes.
+func TestFIFOBounds(t *testing.T) {
 	for _, tc := range []struct {
-		name               string
-		stamped, unstamped int
-		n                  int
-		wantBooked         int
+		name            string
+		packets         int
+		bytes           uint64
+		sizes           []uint32
+		wantQueued      int
+		wantQueuedBytes uint64
 	}{
-		{"all unstamped, more than n", 0, 10, 4, 4},
-		{"all unstamped, fewer than n", 0, 3, 4, 3},
-		{"stamped prefix, then unstamped", 2, 10, 5, 3},
-		{"n within the stamped prefix", 5, 10, 4, 0},
-		{"empty", 0, 0, 4, 0},
+		{"packet bound", 2, 0, []uint32{100, 100, 100}, 2, 200},
+		{"byte bound", 10, 250, []uint32{100, 100, 100}, 2, 200},
+		{"byte bound exactly met", 10, 300, []uint32{100, 100, 100}, 3, 300},
+		{"a small packet after a refused large one", 10, 250, []uint32{100, 200, 100}, 2, 200},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var r Ring
-			r.Init(100)
-			defer r.Purge()
-			for i := 0; i < tc.stamped+tc.unstamped; i++ {
-				pkt := qdisctest.MakePacket(100+i, 0, uint64(i))
-				if i < tc.stamped {
-					r.PushBackAt(pkt, uint64(100+i), int64(i))
-				} else {
-					r.PushBack(pkt, uint64(100+i))
+			var f FIFO
+			f.Init(tc.packets, tc.bytes)
+			for i, size := range tc.sizes {
+				pkt := qdisctest.MakePacket(int(size), 0, uint64(i))
+				if !f.Enqueue(pkt.IncRef(), size, int64(i)) {
+					pkt.DecRef()
 				}
+				if n := pkt.ReadRefs(); n != 1 && !(n == 2 && f.hasPacket(pkt)) {
+					t.Fatalf("packet %d has %d references", i, n)
+				}
+				pkt.DecRef()
 			}
-			sizes, stamps := make([]uint32, tc.n), make([]int64, tc.n)
-			var booked []uint32
-			r.StampFront(sizes, stamps, func(sizes []uint32, stamps []int64) {
-				booked = append(booked, sizes...)
-				for i := range stamps {
-					stamps[i] = 1000 + int64(i)
-				}
-			})
-			if len(booked) != tc.wantBooked {
-				t.Fatalf("booked %d packets, want %d", len(booked), tc.wantBooked)
+			n, b := f.Len()
+			if n != tc.wantQueued || b != tc.wantQueuedBytes || f.Drops() != uint64(len(tc.sizes)-tc.wantQueued) {
+				t.Fatalf("Len = %d, %d; Drops = %d; want %d, %d and %d", n, b, f.Drops(), tc.wantQueued, tc.wantQueuedBytes, len(tc.sizes)-tc.wantQueued)
 			}
-			for i := 0; i < tc.stamped+tc.unstamped; i++ {
-				want := int64(Unstamped)
-				switch {
-				case i < tc.stamped:
-					want = int64(i)
-				case i < tc.stamped+tc.wantBooked:
-					want = 1000 + int64(i-tc.stamped)
-					if booked[i-tc.stamped] != uint32(100+i) {
-						t.Errorf("packet %d booked with size %d, want %d", i, booked[i-tc.stamped], 100+i)
-					}
+			last := int64(-1)
+			for {
+				pkt, size, ok := f.Dequeue(0)
+				if !ok {
+					break
 				}
-				if got := r.FrontStamp(); got != want {
-					t.Errorf("packet %d: stamp %d, want %d", i, got, want)
+				if seq := int64(qdisctest.Seq(pkt)); seq <= last || size != tc.sizes[seq] {
+					t.Fatalf("dequeued packet %d (size %d) after %d", seq, size, last)
 				}
-				pkt, _ := r.RemoveFront()
+				last = int64(qdisctest.Seq(pkt))
 				pkt.DecRef()
 			}
 		})
 	}
+}
+
+// hasPacket reports whether pkt is queued.
+func (f *FIFO) hasPacket(pkt *stack.PacketBuffer) bool {
+	for i := 0; i < f.ring.n; i++ {
+		if f.ring.pkts[(f.ring.head+i)%len(f.ring.pkts)] == pkt {
+			return true
+		}
+	}
+	return false
 }

@@ -83,8 +83,14 @@ type Link struct {
 	// Discard makes the link count packets without recording them.
 	Discard bool
 	// AcceptAtMost, when positive, makes WritePackets accept only that many
-	// packets of each call and report ErrWouldBlock for the rest.
+	// packets of each call and report Refusal for the rest.
 	AcceptAtMost int
+	// Full, while set, makes WritePackets accept nothing and report
+	// Refusal.
+	Full atomic.Bool
+	// Refusal is what WritePackets reports for what it does not accept
+	// (nil: ErrWouldBlock, a full socket buffer).
+	Refusal tcpip.Error
 	// OnWrite, when set, is called at the start of every WritePackets.
 	OnWrite func()
 	// Inspect, when set, is called with every packet written or
@@ -124,7 +130,16 @@ func (l *Link) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) {
 	n := len(list)
 	var err tcpip.Error
 	if l.AcceptAtMost > 0 && n > l.AcceptAtMost {
-		n, err = l.AcceptAtMost, &tcpip.ErrWouldBlock{}
+		n = l.AcceptAtMost
+	}
+	if l.Full.Load() {
+		n = 0
+	}
+	if n < len(list) {
+		err = l.Refusal
+		if err == nil {
+			err = &tcpip.ErrWouldBlock{}
+		}
 	}
 	l.record(list[:n])
 	return n, err

@@ -10,8 +10,7 @@ import (
 
 // gate is the token state every lane of a Discipline draws from.
 type gate interface {
-	Book(seen int64, size uint32) (departure int64)
-	BookAll(seen int64, sizes []uint32, departures []int64)
+	BookAll(seen []int64, sizes []uint32, departures []int64)
 }
 
 // newGate returns the bucket for cfg, full at time start: lock-free when
@@ -40,10 +39,11 @@ func newGate(cfg Config, start int64) gate {
 // packet (the conformance tests hold them to it).
 //
 // Every packet's departure is booked: t0 moves on at once, as if it had
-// left at s, even when s is still to come. Packets are booked in the order
-// they queue (see dispatch.Lane), so with one queue this is Linux's
-// accounting still, and with several the queues share the tokens as one
-// FIFO would.
+// left at s, even when s is still to come. A queue's packets are booked in
+// the order they leave it, when its pass first sees them (see
+// dispatch.Lane), so with one queue this is Linux's accounting still, and
+// with several the queues share the tokens, each booking a pass's worth
+// at a time.
 type rateBucket struct {
 	_      [64]byte // t0 is written by every dispatcher: a line of its own
 	t0     atomic.Int64
@@ -52,25 +52,13 @@ type rateBucket struct {
 	buffer int64
 }
 
-// Book implements dispatch.Gate.Book. The packet departs, in the bucket's
-// books, at s: when its tokens suffice, but not before it was seen. A
-// dispatcher on time sends it at s; one that woke late sends it at once,
-// as Linux's tbf would already have sent it, instead of the late wake-up
-// costing credit.
-func (b *rateBucket) Book(seen int64, size uint32) int64 {
-	cost := int64(b.rate.TimeNS(size))
-	for {
-		t0 := b.t0.Load()
-		s := max(t0+cost, seen)
-		if b.t0.CompareAndSwap(t0, max(t0, s-b.buffer)+cost) {
-			return s
-		}
-	}
-}
-
 // BookAll implements dispatch.Gate.BookAll: the packets' bookings one
-// after another, with one compare-and-swap for them all.
-func (b *rateBucket) BookAll(seen int64, sizes []uint32, departures []int64) {
+// after another, with one compare-and-swap for them all. Each departs, in
+// the bucket's books, at s: when its tokens suffice, but not before it was
+// seen. A dispatcher on time sends it at s; one that woke late sends it at
+// once, as Linux's tbf would already have sent it, instead of the late
+// wake-up costing credit.
+func (b *rateBucket) BookAll(seen []int64, sizes []uint32, departures []int64) {
 	r, buffer := b.rate, b.buffer // departures could alias b: load once
 	for {
 		t0 := b.t0.Load()
@@ -81,7 +69,7 @@ func (b *rateBucket) BookAll(seen int64, sizes []uint32, departures []int64) {
 			if sz != size || cost == 0 { // a batch is mostly one size
 				size, cost = sz, int64(r.TimeNS(sz))
 			}
-			s := max(t+cost, seen)
+			s := max(t+cost, seen[i])
 			departures[i] = s
 			t = max(t, s-buffer) + cost
 		}
@@ -111,18 +99,11 @@ type dualBucket struct {
 	ptokens int64
 }
 
-// Book implements dispatch.Gate.Book: tbf_dequeue at s, the earliest
-// time, not before seen nor the last departure, at which both buckets hold
-// enough (see rateBucket.Book).
-func (b *dualBucket) Book(seen int64, size uint32) int64 {
-	var departure [1]int64
-	b.BookAll(seen, []uint32{size}, departure[:])
-	return departure[0]
-}
-
-// BookAll implements dispatch.Gate.BookAll: Book for each packet in turn,
-// under one lock.
-func (b *dualBucket) BookAll(seen int64, sizes []uint32, departures []int64) {
+// BookAll implements dispatch.Gate.BookAll: tbf_dequeue for each packet
+// in turn, under one lock, at s, the earliest time, not before seen nor
+// the last departure, at which both buckets hold enough (see
+// rateBucket.BookAll).
+func (b *dualBucket) BookAll(seen []int64, sizes []uint32, departures []int64) {
 	b.mu.Lock()
 	for i, size := range sizes {
 		cost, pcost := int64(b.rate.TimeNS(size)), int64(b.peak.TimeNS(size))
@@ -130,7 +111,7 @@ func (b *dualBucket) BookAll(seen int64, sizes []uint32, departures []int64) {
 		// s = tc + cost - tokens (cost <= buffer), and the peak test from
 		// tc + pcost - ptokens (pcost < buffer: the peak rate is above the
 		// rate and the packet no larger than the burst).
-		s := max(seen, b.tc+max(cost-b.tokens, pcost-b.ptokens, 0))
+		s := max(seen[i], b.tc+max(cost-b.tokens, pcost-b.ptokens, 0))
 		toks := min(s-b.tc, b.buffer)
 		ptoks := min(toks+b.ptokens, b.mtu) - pcost
 		toks = min(toks+b.tokens, b.buffer) - cost

@@ -1,0 +1,167 @@
+package dispatch
+
+import (
+	"time"
+
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
+
+	"github.com/netqdisc/netqdisc/pkg/qdisc"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/gso"
+)
+
+// shapingWindow is how long after a lane last waited for its gate it
+// counts as shaping (see shapingRecently).
+const shapingWindow = int64(100 * time.Millisecond)
+
+// Enqueue queues pkt, taking a reference of its own. It answers
+// ErrClosedForSend after Close, ErrMessageTooLong for a packet larger than
+// MaxPacketBytes, and ErrNoBufferSpace when the queue or a byte bound is
+// full (the last two count a drop); then it takes nothing. A packet's size
+// is Config.Size's, by default what it puts on the wire (gso.WireSize);
+// by default too, a host-GSO packet larger than MaxPacketBytes is queued
+// as pieces that fit (see enqueueSplit).
+func (l *Lane) Enqueue(pkt *stack.PacketBuffer) tcpip.Error {
+	var size uint64
+	if l.size != nil {
+		size = l.size(pkt)
+	} else {
+		size = gso.WireSize(pkt)
+		if l.maxPacket != 0 && size > l.maxPacket && gso.Segments(pkt) > 1 {
+			return l.enqueueSplit(pkt, size)
+		}
+	}
+	l.mu.Lock()
+	if err := l.admitLocked(size); err != nil {
+		l.mu.Unlock()
+		return err
+	}
+	// The arrival is read only when needed: for a fifo, never; for a gate,
+	// while the lane waits, so that a late pass books the packet as seen
+	// when it came and sends what an on-time one would have (an idle or
+	// running lane's pass books what it sees as seen then, at once).
+	now := int64(qdisc.Unstamped)
+	if l.stamped || l.state == throttled {
+		now = l.now()
+	}
+	if !l.queue.Enqueue(pkt.IncRef(), uint32(min(size, 1<<32-1)), now) {
+		pkt.DecRef()
+		if l.budget != nil {
+			l.credit += size
+		}
+		l.mu.Unlock()
+		return &tcpip.ErrNoBufferSpace{}
+	}
+	l.kickLocked(now)
+	return nil
+}
+
+// admitLocked says whether a packet of size bytes may be queued, but for
+// the queue's own bounds: not after Close (ErrClosedForSend); not larger
+// than MaxPacketBytes (ErrMessageTooLong, a drop); not past the budget
+// (ErrNoBufferSpace, a drop), which it charges.
+// +checklocks:l.mu
+func (l *Lane) admitLocked(size uint64) tcpip.Error {
+	if l.closed {
+		return &tcpip.ErrClosedForSend{}
+	}
+	if l.maxPacket != 0 && size > l.maxPacket {
+		l.refused++
+		return &tcpip.ErrMessageTooLong{}
+	}
+	if l.budget != nil {
+		return l.admitBudgetLocked(size)
+	}
+	return nil
+}
+
+// admitBudgetLocked charges a packet of size bytes to the lane's budget,
+// or refuses it (ErrNoBufferSpace, a drop) when the budget would pass its
+// limit. When the budget runs out, the lock is released while the other
+// lanes' credit is reclaimed, and the packet is looked at again.
+// +checklocks:l.mu
+func (l *Lane) admitBudgetLocked(size uint64) tcpip.Error {
+	if l.chargeLocked(size) {
+		return nil
+	}
+	if !l.budget.tight.Load() {
+		l.mu.Unlock()
+		l.budget.reclaim(l)
+		l.mu.Lock()
+		if l.closed {
+			return &tcpip.ErrClosedForSend{}
+		}
+		if l.chargeLocked(size) {
+			return nil
+		}
+	}
+	l.refused++
+	return &tcpip.ErrNoBufferSpace{}
+}
+
+// kickLocked sees that a pass will send the packet just queued (arrived at
+// now, Unstamped if the clock was not read), then releases the lock: an
+// idle lane is made running and its dispatcher woken, or, when it is
+// shaping, the enqueuer runs the pass itself; a running or throttled lane
+// is left to its pass or its alarm. Then it serves the lanes whose
+// deadline has come.
+// +checklocksrelease:l.mu
+func (l *Lane) kickLocked(now int64) {
+	inline := false
+	if l.state == idle && l.lastWait != 0 {
+		if now == qdisc.Unstamped {
+			now = l.now()
+		}
+		if l.shapingRecently(now) {
+			l.state = running
+			l.inPass = true
+			inline = true
+		}
+	}
+	wake := l.state == idle
+	if wake {
+		l.state = running
+	}
+	l.mu.Unlock()
+	if wake {
+		l.wake.Assert()
+	}
+	if inline {
+		l.runInline()
+	}
+	l.serveDue(now)
+}
+
+// shapingRecently says whether the lane waited for its gate less than
+// shapingWindow before now. A packet arriving on an idle lane that is
+// shaping is sent from its enqueuer's goroutine, rather than by waking the
+// dispatcher. Far from the ceiling a lane never waits, and dispatch stays
+// asynchronous, as fifo's.
+// +checklocks:l.mu
+func (l *Lane) shapingRecently(now int64) bool {
+	if now-l.lastWait < shapingWindow {
+		return true
+	}
+	l.lastWait = 0
+	return false
+}
+
+// serveDue serves the lanes sharing the alarm (this one too) whose
+// deadline has come, at now (read if Unstamped), saving the timer's
+// wake-up. When no lane waits, this is one load of a word that does not
+// change.
+func (l *Lane) serveDue(now int64) {
+	due := l.alarm.due.Load()
+	if due == noDeadline {
+		return
+	}
+	if now == qdisc.Unstamped {
+		now = l.now()
+	}
+	if due <= now {
+		l.alarm.help(now)
+	}
+}
+
+// now reads the lane's clock in nanoseconds.
+func (l *Lane) now() int64 { return nowNS(l.clock) }

@@ -1,0 +1,213 @@
+package dispatch
+
+import (
+	"time"
+
+	"github.com/netqdisc/netqdisc/pkg/qdisc"
+)
+
+// run is a pass (see the package doc): take what may leave, write it,
+// until the queue is empty, the lane must wait, or it is closed.
+func (l *Lane) run() {
+	var left uint64
+	for {
+		l.mu.Lock()
+		if l.budget != nil {
+			l.refundLocked(left)
+		}
+		if l.closed {
+			l.mu.Unlock()
+			return
+		}
+		n, wait, now := l.takeLocked()
+		if n == 0 {
+			switch {
+			case wait == 0: // empty
+				l.state = idle
+			case l.throttleLocked(now, wait):
+			default: // the departure came meanwhile
+				l.mu.Unlock()
+				continue
+			}
+			l.mu.Unlock()
+			return
+		}
+		l.mu.Unlock()
+		var stalled bool
+		left, stalled = l.writeTaken()
+		if stalled {
+			l.mu.Lock()
+			if l.budget != nil {
+				l.refundLocked(left)
+			}
+			if !l.closed && l.waitLocked(l.now()+int64(RequeueDelay)) {
+				l.mu.Unlock()
+				return
+			}
+			l.mu.Unlock()
+			left = 0
+		}
+	}
+}
+
+// takeLocked moves into l.taken, up to takeBatches batches, first the
+// requeued packets, then what the queue hands over whose departure has
+// come (with no gate, everything). It returns how many packets it took;
+// when it took none and the head must wait, how long (wait is 0 when the
+// queue is empty), and the time of the pass (read only when the lane is
+// timed).
+// +checklocks:l.mu
+func (l *Lane) takeLocked() (n int, wait, now int64) {
+	k := 0
+	for !l.requeued.IsEmpty() && k < len(l.taken) {
+		pkt, size := l.requeued.RemoveFront()
+		n++
+		if l.taken[k].add(pkt, size) {
+			k++
+		}
+	}
+	now = qdisc.Unstamped
+	if l.timed {
+		now = l.passTimeLocked()
+	}
+	for k < len(l.taken) {
+		if l.gate != nil {
+			d, ok := l.headDepartureLocked(now)
+			if !ok {
+				break
+			}
+			if w := d - now; w > 0 {
+				if n == 0 {
+					return 0, w, now
+				}
+				break // write what was taken first
+			}
+			l.booked.next++
+		}
+		pkt, size, ok := l.queue.Dequeue(now)
+		if !ok {
+			break
+		}
+		n++
+		if l.taken[k].add(pkt, size) {
+			k++
+		}
+	}
+	return n, 0, now
+}
+
+// headDepartureLocked returns the departure booked for the queue's head,
+// booking the packets the queue shows, seen now unless they carry their
+// arrival, when none is booked; ok is false when the queue is empty.
+// +checklocks:l.mu
+func (l *Lane) headDepartureLocked(now int64) (departure int64, ok bool) {
+	b := &l.booked
+	if b.next == b.n {
+		b.next = 0
+		b.n = l.queue.Peek(now, b.sizes[:], b.seen[:])
+		if b.n == 0 {
+			return 0, false
+		}
+		for i, s := range b.seen[:b.n] {
+			if s == qdisc.Unstamped {
+				b.seen[i] = now
+			}
+		}
+		l.gate.BookAll(b.seen[:b.n], b.sizes[:b.n], b.departures[:b.n])
+	}
+	return b.departures[b.next], true
+}
+
+// passTimeLocked reads the clock for a pass; for a pass the alarm
+// started, it records how late the wait ended.
+// +checklocks:l.mu
+func (l *Lane) passTimeLocked() int64 {
+	now := l.now()
+	if l.timerFired {
+		l.timerFired = false
+		l.lateness.Record(time.Duration(now - l.deadline))
+	}
+	return now
+}
+
+// throttleLocked makes the lane wait on the alarm for its head's
+// departure, now+wait, counting an overlimit, and reports true; if the
+// departure has come meanwhile, it reports false and the pass looks again.
+// The packets queued meanwhile are marked as seen now (the ones that
+// arrive while it waits carry their arrival), so that a late pass books
+// them as an on-time one would.
+// +checklocks:l.mu
+func (l *Lane) throttleLocked(now, wait int64) bool {
+	l.fifo.Seen(now)
+	if !l.waitLocked(now + wait) {
+		return false
+	}
+	l.lastWait = now
+	l.overlimits.Add(1)
+	return true
+}
+
+// waitLocked makes the lane throttled, waiting on the alarm for deadline,
+// and reports true. The alarm is armed as the clock reads now, not as it
+// read at the top of the pass, so that a pass held up in between does not
+// oversleep; if the deadline has come meanwhile, it reports false. The
+// alarm is armed under the lock, so that a test that sees the lane
+// quiescent also sees the alarm armed.
+// +checklocks:l.mu
+func (l *Lane) waitLocked(deadline int64) bool {
+	at := l.now()
+	if deadline <= at {
+		return false
+	}
+	l.deadline = deadline
+	l.state = throttled
+	l.alarm.wait(deadline, at)
+	return true
+}
+
+// onAlarm runs when the alarm serves the lanes at now. If the lane is
+// throttled and its deadline has come, it runs the pass itself, on the
+// alarm's goroutine (the timer's, or an enqueuer's), rather than wake the
+// dispatcher: one goroutine hand-off fewer per wake. A lane whose deadline
+// is still to come has the alarm armed for it again.
+func (l *Lane) onAlarm(now int64) {
+	l.mu.Lock()
+	if l.state != throttled || l.closed {
+		l.mu.Unlock()
+		return
+	}
+	if l.deadline > now {
+		l.alarm.arm(l.deadline, now)
+		l.mu.Unlock()
+		return
+	}
+	l.state = running
+	l.timerFired = true
+	l.inPass = true
+	l.alarm.leave()
+	l.mu.Unlock()
+	l.runInline()
+}
+
+// runInline runs a pass off the dispatcher (the lane having been made
+// running and inPass), then lets a waiting drain go on.
+func (l *Lane) runInline() {
+	l.run()
+	l.mu.Lock()
+	l.inPass = false
+	l.passDone.Broadcast()
+	l.mu.Unlock()
+}
+
+// bookings are the departures a gate booked for a queue's first packets,
+// with what they were booked from. They are kept in the lane: arrays
+// passed to an interface would escape to the heap.
+type bookings struct {
+	sizes      [takeBatches * qdisc.BatchSize]uint32
+	seen       [takeBatches * qdisc.BatchSize]int64
+	departures [takeBatches * qdisc.BatchSize]int64
+	next, n    int
+}
+
+// clear forgets the bookings (the queue was purged).
+func (b *bookings) clear() { b.next, b.n = 0, 0 }

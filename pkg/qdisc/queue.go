@@ -1,0 +1,42 @@
+package qdisc
+
+import "gvisor.dev/gvisor/pkg/tcpip/stack"
+
+// Unstamped is the arrival time of a packet queued without one: the
+// dispatcher did not read the clock for it (a FIFO never needs to).
+const Unstamped = -1 << 63
+
+// Queue is a queue of packets as Linux's Qdisc_ops has it: enqueue, peek,
+// dequeue, reset (Purge) and qlen. A dispatch lane drains one: the packet
+// ring (packetbuf.FIFO, Linux's pfifo/bfifo) by default, or a qdisc of its
+// own such as fq_codel, which picks the packet that leaves next and may drop
+// packets as they arrive and as they leave. A tbf is a gate over a Queue,
+// as Linux's tbf is over its child qdisc. A Queue is not safe for
+// concurrent use: its lane calls it under its own lock. Times are the
+// lane's clock in nanoseconds.
+type Queue interface {
+	// Enqueue queues pkt, charged size bytes, arrived at now (Unstamped
+	// when the lane did not read the clock), taking over the reference
+	// given. It reports false, taking nothing and counting a drop, when
+	// the queue is full; a queue that makes room by dropping other packets
+	// (fq_codel) counts those and reports true.
+	Enqueue(pkt *stack.PacketBuffer, size uint32, now int64) bool
+	// Peek writes the sizes and arrival times of the packets that the
+	// next Dequeues will return, front first, up to len(sizes), and
+	// returns how many it wrote (0: empty). A queue that decides at
+	// dequeue time which packet leaves (fq_codel) decides at now, writes
+	// at most one and keeps it, counted, for the next Dequeue, as Linux's
+	// qdisc_peek_dequeued does.
+	Peek(now int64, sizes []uint32, arrived []int64) int
+	// Dequeue removes the packet that leaves next, at now, and hands its
+	// reference to the caller with its size; ok is false when empty.
+	Dequeue(now int64) (pkt *stack.PacketBuffer, size uint32, ok bool)
+	// Purge releases every queued packet and returns how many packets and
+	// bytes it dropped (not counted in Drops: the owner counts them).
+	Purge() (packets int, bytes uint64)
+	// Len returns the packets and bytes queued.
+	Len() (packets int, bytes uint64)
+	// Drops returns how many packets the queue has dropped: refused when
+	// full, or dropped by its own policy.
+	Drops() uint64
+}
