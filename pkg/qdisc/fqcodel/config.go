@@ -23,8 +23,8 @@ type Config struct {
 	Target   time.Duration
 	Interval time.Duration
 	// Quantum is the bytes a flow may send per round (tc "quantum";
-	// default the link's MTU plus header; at most MaxQuantum, and raised
-	// to 256 if below, as Linux does).
+	// default the link's MTU plus header; at most MaxQuantum, and a
+	// quantum given below 256 is raised to 256, as Linux does).
 	Quantum uint32
 	// MemoryLimit bounds the memory the queued packets take, in bytes (tc
 	// "memory_limit"; default 32 MB; lowered to MaxMemoryLimit if above,
@@ -121,13 +121,19 @@ func (c Config) withDefaults(mtu uint32) (Config, error) {
 		c.Interval = DefaultInterval
 	}
 	if c.Quantum == 0 {
-		// fq_codel_init: the default quantum is psched_mtu clamped to
-		// [256, FQ_CODEL_QUANTUM_MAX].
+		// fq_codel_init: the default quantum is psched_mtu as it is (a
+		// link's MTU of 68 gives 82), not raised to 256; it is capped at
+		// FQ_CODEL_QUANTUM_MAX, which no Linux device's MTU reaches, and
+		// a link reporting no MTU at all gets 256.
 		c.Quantum = min(mtu, MaxQuantum)
+		if c.Quantum == 0 {
+			c.Quantum = minQuantum
+		}
+	} else {
+		// fq_codel_change: a quantum given below 256 is raised to 256 (a
+		// clamp, not an error).
+		c.Quantum = max(c.Quantum, minQuantum)
 	}
-	// fq_codel_change: a quantum below 256 is raised to 256 (a clamp, not
-	// an error).
-	c.Quantum = max(c.Quantum, minQuantum)
 	if c.MemoryLimit == 0 {
 		c.MemoryLimit = DefaultMemoryLimit
 	}

@@ -61,9 +61,9 @@ func TestConfigBounds(t *testing.T) {
 }
 
 // TestConfigAtBounds: the largest quantum, flows and interval, and the
-// clamps Linux makes rather than refuse (quantum up to 256, memory_limit
-// down to 2^31, the default quantum into [256, 1 MiB]), still give a
-// queue that sends.
+// clamps Linux makes rather than refuse (a given quantum up to 256,
+// memory_limit down to 2^31, the default quantum, psched_mtu, down to 1
+// MiB), still give a queue that sends.
 func TestConfigAtBounds(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -74,7 +74,9 @@ func TestConfigAtBounds(t *testing.T) {
 		{"quantum 1 MiB", fqcodel.Config{Quantum: fqcodel.MaxQuantum}, 1514, fqcodel.Config{Quantum: 1 << 20, MemoryLimit: fqcodel.DefaultMemoryLimit}},
 		{"quantum raised to 256", fqcodel.Config{Quantum: 1}, 1514, fqcodel.Config{Quantum: 256, MemoryLimit: fqcodel.DefaultMemoryLimit}},
 		{"default quantum of a huge MTU", fqcodel.Config{}, math.MaxUint32, fqcodel.Config{Quantum: 1 << 20, MemoryLimit: fqcodel.DefaultMemoryLimit}},
-		{"default quantum of a tiny MTU", fqcodel.Config{}, 68, fqcodel.Config{Quantum: 256, MemoryLimit: fqcodel.DefaultMemoryLimit}},
+		// fq_codel_init takes psched_mtu as the quantum unclamped; only a
+		// quantum given to fq_codel_change is raised to 256.
+		{"default quantum of a tiny MTU", fqcodel.Config{}, 68, fqcodel.Config{Quantum: 68, MemoryLimit: fqcodel.DefaultMemoryLimit}},
 		{"memory_limit clamped to 2^31", fqcodel.Config{MemoryLimit: math.MaxUint32}, 1514, fqcodel.Config{Quantum: 1514, MemoryLimit: 1 << 31}},
 		{"most flows, longest interval", fqcodel.Config{Flows: fqcodel.MaxFlows, Interval: fqcodel.MaxInterval, Target: fqcodel.MaxInterval}, 1514, fqcodel.Config{Quantum: 1514, MemoryLimit: fqcodel.DefaultMemoryLimit}},
 	} {

@@ -57,7 +57,7 @@ func FuzzFQCoDel(f *testing.F) {
 		if err != nil {
 			t.Skip(err)
 		}
-		r := newFuzzRun(t, q, mtu)
+		r := newFuzzRun(t, q, cfg, mtu)
 		for op := 0; op < fuzzOps && in.Len() > 0; op++ {
 			switch in.IntN(16) {
 			case 0, 1, 2, 3, 4, 5, 6:
@@ -109,11 +109,11 @@ type fuzzRun struct {
 	m *linuxFQCoDel
 }
 
-func newFuzzRun(t *testing.T, q *fqcodel.Queue, mtu uint32) *fuzzRun {
+func newFuzzRun(t *testing.T, q *fqcodel.Queue, cfg fqcodel.Config, mtu uint32) *fuzzRun {
 	c := q.Config()
 	r := &fuzzRun{t: t, q: q, cfg: c, now: int64(time.Second), byPkt: map[*stack.PacketBuffer]*fuzzPkt{}, flows: map[int][]*fuzzPkt{}}
 	if c.NoECN {
-		r.m = newLinuxFQCoDel(c.Flows, c.Limit, c.Quantum, c.DropBatch, c.MemoryLimit, mtu, int64(c.Target), int64(c.Interval))
+		r.m = newLinuxFQCoDel(cfg, mtu)
 	}
 	return r
 }
@@ -277,6 +277,12 @@ func (r *fuzzRun) samePacket(op string, got *fuzzPkt, want *mpkt) {
 // check asserts the invariants after an operation.
 func (r *fuzzRun) check() {
 	t := r.t
+	if r.m != nil && r.m.unsure != "" {
+		// Linux's fixed point may round this Newton step one below the
+		// model's (model_test.go's newton); the model stops here.
+		t.Logf("the Linux model stops: %s", r.m.unsure)
+		r.m = nil
+	}
 	var bytes, mem uint64
 	for _, p := range r.held {
 		bytes += uint64(p.size)

@@ -1,13 +1,28 @@
 package fqcodel_test
 
+import (
+	"fmt"
+	"math"
+
+	"github.com/netqdisc/netqdisc/pkg/qdisc/fqcodel"
+)
+
 // linuxFQCoDel is a model of Linux's fq_codel, written in the test from
 // sch_fq_codel.c (fq_codel_enqueue, fq_codel_drop, fq_codel_dequeue) and
 // include/net/codel_impl.h (codel_should_drop, codel_dequeue, the Newton
 // step and the control law), with codel_time_t's 1024-ns units and wrap.
-// Packets are (seq, size, flow index); none is ECN-capable.
+// Packets are (seq, size, flow index, ECN-capable or not); with ecn, an
+// ECN-capable packet CoDel would drop is marked CE and sent instead
+// (INET_ECN_set_ce).
+//
+// Its CoDel takes Linux's Newton step in float64 real arithmetic, not in
+// the package's fixed point: see newton, and package codel's
+// model_test.go and law_test.go for why that is Linux's value and how far
+// it is from interval/sqrt(count).
 type linuxFQCoDel struct {
 	limit, quantum, dropBatch, memLimit uint32
 	target, interval, mtu               uint32
+	ecn                                 bool
 
 	flows    []mflow
 	newFlows []int
@@ -17,13 +32,19 @@ type linuxFQCoDel struct {
 	qlen, backlog, memory uint32
 	peeked                *mpkt
 
-	maxpacket, dropOverlimit, newFlowCount, codelDrops uint32
+	maxpacket, dropOverlimit, newFlowCount, codelDrops, ecnMarks uint32
+	// unsure says where a Newton step fell within Linux's fixed-point
+	// truncation of a 16-bit boundary, so that the model's rec_inv_sqrt
+	// may be one more than Linux's (see newton).
+	unsure string
 }
 
 type mpkt struct {
 	seq        uint64
 	size, mem  uint32
 	enqueuedAt uint32
+	// ect: ECT(0), ECT(1) or CE; ce: marked CE by CoDel.
+	ect, ce bool
 }
 
 type mflow struct {
@@ -32,15 +53,20 @@ type mflow struct {
 	inList                       bool
 	count, lastcount             uint32
 	dropping                     bool
-	recInvSqrt                   uint16
+	x                            float64 // rec_inv_sqrt: a multiple of 2^-16 below 1
 	firstAbove, dropNext, ldelay uint32
 }
 
-func newLinuxFQCoDel(flows, limit, quantum, dropBatch, memLimit, mtu uint32, targetNS, intervalNS int64) *linuxFQCoDel {
+// newLinuxFQCoDel returns the model configured as tc would configure
+// Linux with cfg (0 fields: not given) on a device whose psched_mtu is
+// mtu, with the kernel's defaults and clamps (linuxConfig), not the
+// package's.
+func newLinuxFQCoDel(cfg fqcodel.Config, mtu uint32) *linuxFQCoDel {
+	c := linuxConfig(cfg, mtu)
 	return &linuxFQCoDel{
-		limit: limit, quantum: quantum, dropBatch: dropBatch, memLimit: memLimit,
-		target: uint32(targetNS >> 10), interval: uint32(intervalNS >> 10), mtu: mtu,
-		flows: make([]mflow, flows), backlogs: make([]uint32, flows),
+		limit: c.Limit, quantum: c.Quantum, dropBatch: c.DropBatch, memLimit: c.MemoryLimit,
+		target: uint32(c.Target >> 10), interval: uint32(c.Interval >> 10), mtu: mtu, ecn: !c.NoECN,
+		flows: make([]mflow, c.Flows), backlogs: make([]uint32, c.Flows),
 	}
 }
 
@@ -103,17 +129,47 @@ func (m *linuxFQCoDel) enqueue(p mpkt, hash uint32, now int64) []mpkt {
 	return dropped
 }
 
+// newton is codel_Newton_step, x' = x/2 * (3 - count*x^2), in float64
+// (exact: x has 16 significant bits) and truncated to 16 bits as Linux's
+// u16 rec_inv_sqrt. Linux's fixed point truncates (3 - count*x^2)*2^30
+// before multiplying by x, which makes its result one less only where the
+// fraction of x'*2^16 is above 0 and below 1.5*x*2^-16; such a step is
+// recorded in unsure.
+//
+// One case is no Newton step: fq_codel_drop adds the packets it dropped to
+// a flow's count, so count*x^2 may pass 3, and Linux's u64 3<<32 -
+// count*x^2 wraps. Its result is then what C's unsigned arithmetic makes
+// of the kernel's expression, and the model computes that with the
+// kernel's types (in this case only).
 func (m *linuxFQCoDel) newton(f *mflow) {
-	invsqrt := uint32(f.recInvSqrt) << 16
-	invsqrt2 := uint32((uint64(invsqrt) * uint64(invsqrt)) >> 32)
-	val := (uint64(3) << 32) - uint64(f.count)*uint64(invsqrt2)
-	val >>= 2
-	val = (val * uint64(invsqrt)) >> 31
-	f.recInvSqrt = uint16(val >> 16)
+	c := float64(f.count)
+	if c*f.x*f.x >= 3 {
+		rec := uint64(f.x * 65536)
+		inv := rec << 16
+		val := (uint64(3) << 32) - uint64(f.count)*(inv*inv>>32) // wraps
+		f.x = float64(uint16((val>>2)*inv>>31>>16)) / 65536
+		return
+	}
+	scaled := f.x * (3 - c*f.x*f.x) / 2 * 65536
+	if fr := scaled - math.Floor(scaled); fr != 0 && fr < 1.5*f.x/65536 && m.unsure == "" {
+		m.unsure = fmt.Sprintf("count %d, x %v: x'*65536 = %v", f.count, f.x, scaled)
+	}
+	f.x = math.Floor(scaled) / 65536
 }
 
+// controlLaw is codel_control_law: t + interval*rec_inv_sqrt, truncated.
 func (m *linuxFQCoDel) controlLaw(t uint32, f *mflow) uint32 {
-	return t + uint32((uint64(m.interval)*uint64(uint32(f.recInvSqrt)<<16))>>32)
+	return t + uint32(math.Floor(float64(m.interval)*f.x))
+}
+
+// markCE is INET_ECN_set_ce under cparams.ecn.
+func (m *linuxFQCoDel) markCE(p *mpkt) bool {
+	if !m.ecn || !p.ect {
+		return false
+	}
+	p.ce = true
+	m.ecnMarks++
+	return true
 }
 
 // flowDequeue is fq_codel's dequeue_func.
@@ -151,7 +207,7 @@ func (m *linuxFQCoDel) shouldDrop(p *mpkt, f *mflow, now uint32) bool {
 	return int32(now-f.firstAbove) > 0
 }
 
-// codelDequeue is codel_dequeue on flow idx, with ECN never applicable.
+// codelDequeue is codel_dequeue on flow idx.
 func (m *linuxFQCoDel) codelDequeue(idx int, now uint32, dropped *[]mpkt) *mpkt {
 	f := &m.flows[idx]
 	p := m.flowDequeue(idx)
@@ -167,6 +223,10 @@ func (m *linuxFQCoDel) codelDequeue(idx int, now uint32, dropped *[]mpkt) *mpkt 
 			for f.dropping && int32(now-f.dropNext) >= 0 {
 				f.count++
 				m.newton(f)
+				if m.markCE(p) {
+					f.dropNext = m.controlLaw(f.dropNext, f)
+					return p
+				}
 				*dropped = append(*dropped, *p)
 				m.codelDrops++
 				p = m.flowDequeue(idx)
@@ -178,10 +238,12 @@ func (m *linuxFQCoDel) codelDequeue(idx int, now uint32, dropped *[]mpkt) *mpkt 
 			}
 		}
 	} else if drop {
-		*dropped = append(*dropped, *p)
-		m.codelDrops++
-		p = m.flowDequeue(idx)
-		m.shouldDrop(p, f, now)
+		if !m.markCE(p) {
+			*dropped = append(*dropped, *p)
+			m.codelDrops++
+			p = m.flowDequeue(idx)
+			m.shouldDrop(p, f, now)
+		}
 		f.dropping = true
 		delta := f.count - f.lastcount
 		if delta > 1 && int32(now-f.dropNext-16*m.interval) < 0 {
@@ -189,7 +251,7 @@ func (m *linuxFQCoDel) codelDequeue(idx int, now uint32, dropped *[]mpkt) *mpkt 
 			m.newton(f)
 		} else {
 			f.count = 1
-			f.recInvSqrt = 0xffff
+			f.x = 65535.0 / 65536 // ~0U >> REC_INV_SQRT_SHIFT
 		}
 		f.lastcount = f.count
 		f.dropNext = m.controlLaw(now, f)
