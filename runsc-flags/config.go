@@ -1,0 +1,233 @@
+package runscflags
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/netqdisc/netqdisc/pkg/qdisc/fqcodel"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/rate"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/tbf"
+)
+
+// Config is the qdisc configuration, with runsc's field names. Each
+// field's flag, unit, default and annotation rule are in Flags.
+type Config struct {
+	// QDisc is the queueing discipline: none, fifo (the default), tbf or
+	// fq_codel.
+	QDisc QueueingDiscipline
+	// TBFRate and TBFPeakRate are in bytes per second; TBFBurst, TBFMTU and
+	// TBFLimit in bytes. 0 means unset.
+	TBFRate     uint64
+	TBFBurst    uint64
+	TBFPeakRate uint64
+	TBFMTU      uint64
+	TBFLimit    uint64
+	// TBFLatency bounds the time a packet may wait; 0 means unset.
+	TBFLatency time.Duration
+	// IngressRate (bytes per second), IngressBurst and IngressLimit
+	// (bytes) and IngressLatency shape what the sandbox receives, as a tbf
+	// on an ifb device does (package ingress). IngressRate 0 means the
+	// receive direction is not shaped.
+	IngressRate    uint64
+	IngressBurst   uint64
+	IngressLimit   uint64
+	IngressLatency time.Duration
+	// TBFChild is the tbf's queue: "" (its byte FIFO) or "fq_codel".
+	TBFChild string
+	// fq_codel's knobs, for --qdisc=fq_codel and --qdisc-tbf-child=fq_codel
+	// (package fqcodel; 0 means Linux's default): packets, flows, bytes,
+	// bytes, packets; durations; and tc's noecn.
+	FQLimit       uint64
+	FQFlows       uint64
+	FQQuantum     uint64
+	FQMemoryLimit uint64
+	FQDropBatch   uint64
+	FQTarget      time.Duration
+	FQInterval    time.Duration
+	FQNoECN       bool
+	// AllowFlagOverride lets annotations set any flag this package owns.
+	AllowFlagOverride bool
+	// Notices say what ApplyAnnotations did that the pod's author may not
+	// expect: a Kubernetes bandwidth above the operator's ceiling, held to
+	// the ceiling. Warnings returns them. They are a field, not a log line,
+	// because runsc applies annotations in "runsc create", before the
+	// sandbox's boot log exists, and hands the Config to the boot process
+	// with each link (Args does not carry them).
+	Notices []string
+
+	// operator holds the operator's values, the ceilings for annotations.
+	operator *Config
+}
+
+// snapshot returns a copy of c's values, without its operator snapshot.
+func (c *Config) snapshot() *Config {
+	s := *c
+	s.operator = nil
+	return &s
+}
+
+// String returns the Config as the flags Args gives, "--qdisc=tbf
+// --qdisc-tbf-rate=1250000 ...", or "--qdisc=fifo" for the defaults.
+func (c Config) String() string {
+	if args := c.Args(); len(args) > 0 {
+		return strings.Join(args, " ")
+	}
+	return "--" + FlagQDisc + "=" + QDiscFIFO.String()
+}
+
+// Validate checks that the Config describes a qdisc that can be built: tbf
+// needs a rate and a burst; a peak rate needs an MTU and must exceed the
+// rate; limit and latency exclude each other; every value is within its
+// flag's Linux bound (Flags) and fits what tbf.Config and fqcodel.Config
+// hold; and every bound of tbf.Config.Check and fqcodel.Config.Check
+// (Linux's, or ours) holds, but those that depend on the NIC, which
+// NewQueueingDiscipline and NewIngress check. Every error names the flag
+// to change and the bound.
+func (c *Config) Validate() error {
+	if c.QDisc < QDiscNone || c.QDisc > QDiscFQCoDel {
+		return fmt.Errorf("--%s: invalid value %v: choose none, fifo, tbf or fq_codel", FlagQDisc, c.QDisc)
+	}
+	for i := range Flags {
+		if err := Flags[i].checkBound(c); err != nil {
+			return err
+		}
+	}
+	switch {
+	case c.TBFLatency < 0:
+		return fmt.Errorf("--%s=%v: latency must be positive", FlagTBFLatency, c.TBFLatency)
+	case c.TBFLimit != 0 && c.TBFLatency != 0:
+		return fmt.Errorf("--%s and --%s both bound the queue; give one of them", FlagTBFLimit, FlagTBFLatency)
+	case c.TBFPeakRate != 0 && c.TBFMTU == 0:
+		return fmt.Errorf("--%s needs --%s, the peak bucket's depth (for example the NIC's MTU plus header, 1514)", FlagTBFPeakRate, FlagTBFMTU)
+	case c.TBFPeakRate == 0 && c.TBFMTU != 0:
+		return fmt.Errorf("--%s is the peak bucket's depth and needs --%s", FlagTBFMTU, FlagTBFPeakRate)
+	case c.TBFPeakRate != 0 && c.TBFRate != 0 && c.TBFPeakRate <= c.TBFRate:
+		return fmt.Errorf("--%s=%s must be above --%s=%s", FlagTBFPeakRate, rate.FormatRate(c.TBFPeakRate), FlagTBFRate, rate.FormatRate(c.TBFRate))
+	}
+	if err := c.validateIngress(); err != nil {
+		return err
+	}
+	if err := c.validateFQCoDel(); err != nil {
+		return err
+	}
+	if c.QDisc == QDiscTBF {
+		if c.TBFRate == 0 {
+			return fmt.Errorf("--%s=tbf requires --%s (bytes/s, or with units such as 10mbit)", FlagQDisc, FlagTBFRate)
+		}
+		if c.TBFBurst == 0 {
+			return fmt.Errorf("--%s=tbf requires --%s (bytes, at least the NIC's MTU plus header, such as 1514)", FlagQDisc, FlagTBFBurst)
+		}
+		// Every bound of tbf's that does not depend on the NIC (New
+		// checks the rest): a latency whose limit overflows 32 bits, a
+		// limit below one burst, a bucket shorter than 1 ns.
+		if err := c.TBFConfig().Check(); err != nil {
+			return flagError(err, tbfFlags)
+		}
+	}
+	if c.IngressRate != 0 {
+		if err := c.IngressConfig().Check(); err != nil {
+			return flagError(err, ingressFlags)
+		}
+	}
+	return nil
+}
+
+// checkBound refuses a number past f's Linux bound or, where the qdisc's
+// Check refuses that with its own error (Linux.Checked), past what the
+// 32-bit field of tbf.Config or fqcodel.Config holds.
+func (f *Flag) checkBound(c *Config) error {
+	p, ok := f.field(c).(*uint64)
+	if !ok || f.Linux.Max == 0 {
+		return nil
+	}
+	most := f.Linux.Max
+	if f.Linux.Checked {
+		most = math.MaxUint32
+	}
+	if *p > most {
+		return fmt.Errorf("--%s=%d: out of range; at most %s (%s)", f.Name, *p, f.show(f.Linux.Max), f.Linux.Bound)
+	}
+	return nil
+}
+
+// validateIngress is Validate for the receive direction's flags.
+func (c *Config) validateIngress() error {
+	switch {
+	case c.IngressLatency < 0:
+		return fmt.Errorf("--%s=%v: latency must be positive", FlagIngressLatency, c.IngressLatency)
+	case c.IngressLimit != 0 && c.IngressLatency != 0:
+		return fmt.Errorf("--%s and --%s both bound the queue; give one of them", FlagIngressLimit, FlagIngressLatency)
+	case c.IngressRate == 0 && (c.IngressBurst != 0 || c.IngressLimit != 0 || c.IngressLatency != 0):
+		return fmt.Errorf("--%s, --%s and --%s shape the receive direction and need --%s (bytes/s, or with units such as 10mbit)", FlagIngressBurst, FlagIngressLimit, FlagIngressLatency, FlagIngressRate)
+	case c.IngressRate != 0 && c.IngressBurst == 0:
+		return fmt.Errorf("--%s requires --%s (bytes, at least the NIC's MTU plus header, such as 1514)", FlagIngressRate, FlagIngressBurst)
+	}
+	return nil
+}
+
+// validateFQCoDel is Validate for fq_codel's flags: a tbf with fq_codel as
+// its child has no byte limit or latency of its own, whose bound
+// fq_codel's limits could exceed, and the knobs make a valid
+// fqcodel.Config.
+func (c *Config) validateFQCoDel() error {
+	if c.TBFChild == ChildFQCoDel && (c.TBFLimit != 0 || c.TBFLatency != 0) {
+		return fmt.Errorf("--%s=fq_codel: fq_codel's limits bound the queue under the tbf; leave --%s and --%s unset", FlagTBFChild, FlagTBFLimit, FlagTBFLatency)
+	}
+	if err := c.FQCoDelConfig().Check(); err != nil {
+		return flagError(err, fqCoDelFlags)
+	}
+	return nil
+}
+
+// TBFConfig returns the tbf.Config the flags describe, with one queue per
+// GOMAXPROCS, as runsc gives fifo. Validate first: it assumes sizes fit in
+// 32 bits.
+func (c *Config) TBFConfig() tbf.Config {
+	t := tbf.Config{
+		Rate:     c.TBFRate,
+		Burst:    uint32(c.TBFBurst),
+		PeakRate: c.TBFPeakRate,
+		MTU:      uint32(c.TBFMTU),
+		Limit:    uint32(c.TBFLimit),
+		Latency:  c.TBFLatency,
+		Queues:   min(runtime.GOMAXPROCS(0), tbf.MaxQueues),
+	}
+	if c.TBFChild == ChildFQCoDel {
+		fq := c.FQCoDelConfig()
+		t.FQCoDel, t.Queues = &fq, 1 // fq_codel is one qdisc
+	}
+	return t
+}
+
+// IngressConfig returns the receive-direction tbf.Config the flags
+// describe, with one queue per GOMAXPROCS. Validate first.
+func (c *Config) IngressConfig() tbf.Config {
+	return tbf.Config{
+		Rate:    c.IngressRate,
+		Burst:   uint32(c.IngressBurst),
+		Limit:   uint32(c.IngressLimit),
+		Latency: c.IngressLatency,
+		Queues:  min(runtime.GOMAXPROCS(0), tbf.MaxQueues),
+	}
+}
+
+// FQCoDelConfig returns the fqcodel.Config the flags describe. Validate
+// first: a value past 32 bits is held as the largest 32-bit one.
+func (c *Config) FQCoDelConfig() fqcodel.Config {
+	return fqcodel.Config{
+		Limit:       sat32(c.FQLimit),
+		Flows:       sat32(c.FQFlows),
+		Target:      c.FQTarget,
+		Interval:    c.FQInterval,
+		Quantum:     sat32(c.FQQuantum),
+		MemoryLimit: sat32(c.FQMemoryLimit),
+		DropBatch:   sat32(c.FQDropBatch),
+		NoECN:       c.FQNoECN,
+	}
+}
+
+// sat32 is v, or the largest uint32 if v is larger.
+func sat32(v uint64) uint32 { return uint32(min(v, math.MaxUint32)) }

@@ -1,0 +1,47 @@
+// Package runscflags is netqdisc's runtime configuration, as a sandbox
+// runtime (runsc or one like it) offers it: runsc's qdisc flags and the
+// Linux knobs runsc lacks, OCI annotations that let a container author make
+// shaping stricter (dev.gvisor.flag.* and Kubernetes' bandwidth
+// annotations), and the factories that build a NIC's qdisc
+// (NewQueueingDiscipline) and receive shaper (NewIngress).
+//
+// Flags is the table of the flags: each one's name, unit, default, Config
+// field, annotation rule and Linux bound, from which registration,
+// parsing, Args, the per-flag policy and README's flag table
+// (MarkdownTable) are made. Rates and sizes take runsc's bare numbers
+// (bytes/s, bytes) or tc's units ("10mbit", "64kb"; package rate).
+//
+// # The annotation policy
+//
+// Flags belong to the operator; annotations belong to whoever writes the
+// container spec, who may be untrusted. Without --allow-flag-override, an
+// annotation may only make shaping stricter, as its flag's Rule says.
+// What the table cannot say:
+//
+//   - The ceilings are the operator's flag values, never values set by
+//     earlier annotations, so the result does not depend on the order of
+//     the annotations (upstream runsc compares against the Config as it
+//     changes, and accepts 0, which in runsc's flags unsets a ceiling).
+//   - A set is applied atomically: if any annotation is refused, the
+//     Config is unchanged; the error names the annotation, its value, the
+//     ceiling and --allow-flag-override. The result must Validate: a pod
+//     that picks tbf where the operator gave no rate and burst gives them.
+//   - qdisc: tbf only ever delays or drops what the qdisc it replaces
+//     would send; fq_codel may replace fifo or none, which have no ceiling
+//     for it to remove, but not tbf. A tbf child of fq_codel replaces the
+//     tbf's byte FIFO, so Validate refuses it beside a tbf limit or
+//     latency, which fq_codel's own limits could exceed.
+//   - kubernetes.io/egress-bandwidth and kubernetes.io/ingress-bandwidth
+//     (bits/s, Kubernetes quantities) ask for the same: egress selects tbf,
+//     and each sets its direction's rate, a burst of 10 ms of it (at least
+//     64 KiB + 14, the largest host-GSO packet) and the CNI bandwidth
+//     plugin's 25 ms latency, each only where smaller than what is in
+//     force. Above the operator's rate one is not refused, since it is a
+//     limit, not a reservation: the pod gets the operator's rate and a
+//     notice (Notices). A dev.gvisor.flag.* above a ceiling is refused.
+//
+// With --allow-flag-override, which no annotation can set, annotations may
+// set any flag this package owns (Owns); the result is validated all the
+// same. Annotations for other flags, and keys without the prefix, are the
+// runtime's.
+package runscflags

@@ -1,0 +1,108 @@
+package runscflags
+
+import (
+	"fmt"
+	"strings"
+)
+
+// MarkdownTable returns the flags table as Markdown, one row a flag, as
+// README.md shows it.
+func MarkdownTable() string {
+	var b strings.Builder
+	b.WriteString("| flag | unit | default | what an annotation may do (without `--allow-flag-override`) | Linux |\n")
+	b.WriteString("|---|---|---|---|---|\n")
+	for i := range Flags {
+		f := &Flags[i]
+		fmt.Fprintf(&b, "| `--%s` | %s | %s | %s | %s |\n", f.Name, f.unitDoc(), f.defaultDoc(), f.Annotation.doc(f), f.Linux.doc(f))
+	}
+	return b.String()
+}
+
+// unitDoc says what the flag's value is.
+func (f *Flag) unitDoc() string {
+	switch f.Kind {
+	case KindQDisc:
+		return codeList(qdiscNames, ", ")
+	case KindChild:
+		return "`fifo`, `" + ChildFQCoDel + "`"
+	case KindRate:
+		return "bytes/s, or tc units (`10mbit`)"
+	case KindSize:
+		return "bytes, or tc units (`64kb`)"
+	case KindCount:
+		return f.Unit
+	case KindDuration:
+		return "duration (`" + f.Example + "`)"
+	}
+	return "bool"
+}
+
+// defaultDoc says what the flag's default is.
+func (f *Flag) defaultDoc() string {
+	if f.Unset != "" {
+		return f.Unset
+	}
+	return "`" + f.Default + "`"
+}
+
+// doc says what the rule lets an annotation do.
+func (r Rule) doc(f *Flag) string {
+	var s string
+	switch r.Permit {
+	case Never:
+		s = "never"
+	case OperatorOnly:
+		s = "nothing: it bounds nothing, so it is the operator's"
+	case Select:
+		var ch []string
+		for _, c := range r.Choices {
+			if len(c.Over) == 0 {
+				ch = append(ch, "`"+c.Value+"`")
+			} else {
+				ch = append(ch, "`"+c.Value+"` only in place of "+codeList(c.Over, " or "))
+			}
+		}
+		s = "select " + strings.Join(ch, "; ")
+	case Lower:
+		s = "lower it, not to 0: the ceiling is the operator's value or, if unset, "
+		if r.Unset == DefaultCeiling {
+			s += "Linux's default"
+		} else {
+			s += "none"
+		}
+	}
+	if r.Note != "" {
+		s += "; " + r.Note
+	}
+	return s
+}
+
+// doc names the Linux setting and its bound.
+func (l Linux) doc(f *Flag) string {
+	if l.Qdisc == "" {
+		return "—"
+	}
+	s := l.Qdisc
+	if l.Param != "" {
+		s = "`" + l.Qdisc + " " + l.Param + "`"
+	}
+	switch {
+	case l.Max != 0:
+		s += ", at most " + f.show(l.Max) + " (" + l.Bound + ")"
+	case l.Bound != "":
+		s += " (" + l.Bound + ")"
+	}
+	return s
+}
+
+// codeList is "`a`, `b`, `c`", joined by sep before the last.
+func codeList(s []string, last string) string {
+	c := make([]string, len(s))
+	for i, v := range s {
+		c[i] = "`" + v + "`"
+	}
+	if len(c) < 2 {
+		return strings.Join(c, "")
+	}
+	return strings.Join(c[:len(c)-1], ", ") + last + c[len(c)-1]
+}

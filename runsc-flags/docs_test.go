@@ -1,0 +1,65 @@
+package runscflags
+
+import (
+	"flag"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+var update = flag.Bool("update", false, "rewrite README.md's flag table from the table (TestREADMEFlagTable)")
+
+// The markers around README.md's flag table.
+const (
+	tableBegin = "<!-- flags:begin (go test ./runsc-flags -run TestREADMEFlagTable -update) -->\n"
+	tableEnd   = "<!-- flags:end -->\n"
+)
+
+// TestREADMEFlagTable: README.md's flag table is MarkdownTable's; with
+// -update the test writes it there.
+func TestREADMEFlagTable(t *testing.T) {
+	const readme = "../README.md"
+	b, err := os.ReadFile(readme)
+	if os.IsNotExist(err) && os.Getenv("TEST_SRCDIR") != "" {
+		t.Skipf("%s is not in Bazel's runfiles; go test checks it", readme)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	begin, end := strings.Index(text, tableBegin), strings.Index(text, tableEnd)
+	if begin < 0 || end < begin {
+		t.Fatalf("%s has no %q ... %q around its flag table", readme, tableBegin, tableEnd)
+	}
+	got, want := text[begin+len(tableBegin):end], MarkdownTable()
+	if got == want {
+		return
+	}
+	if *update {
+		text = text[:begin+len(tableBegin)] + want + text[end:]
+		if err := os.WriteFile(readme, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	t.Errorf("%s's flag table is not the table's; run go test ./runsc-flags -run TestREADMEFlagTable -update (-README +table):\n%s", readme, cmp.Diff(got, want))
+}
+
+// TestMarkdownTable: a row a flag, each with as many cells as the header.
+func TestMarkdownTable(t *testing.T) {
+	lines := strings.Split(strings.TrimSuffix(MarkdownTable(), "\n"), "\n")
+	if len(lines) != len(Flags)+2 {
+		t.Fatalf("%d lines for %d flags", len(lines), len(Flags))
+	}
+	cells := strings.Count(lines[0], "|")
+	for i, l := range lines {
+		if n := strings.Count(l, "|"); n != cells {
+			t.Errorf("line %d %q has %d |s, the header %d", i, l, n, cells)
+		}
+		if i >= 2 && !strings.HasPrefix(l, "| `--"+Flags[i-2].Name+"` |") {
+			t.Errorf("line %d %q is not --%s's", i, l, Flags[i-2].Name)
+		}
+	}
+}

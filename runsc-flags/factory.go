@@ -1,0 +1,178 @@
+package runscflags
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"time"
+
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
+
+	"github.com/netqdisc/netqdisc/pkg/qdisc"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/fifo"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/fqcodel"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/ingress"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/rate"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/tbf"
+)
+
+// FIFOQueueLen is the packets each fifo queue holds, as in runsc.
+const FIFOQueueLen = 1000
+
+// QDisc is what every qdisc NewQueueingDiscipline builds also is: one that
+// reports `tc -s` statistics and describes itself as `tc qdisc show` does
+// ("tbf rate 10Mbit burst 12500b lat 50ms").
+type QDisc interface {
+	stack.QueueingDiscipline
+	Stats() qdisc.Stats
+	String() string
+}
+
+var _, _, _ QDisc = (*fifo.Discipline)(nil), (*tbf.Discipline)(nil), (*fqcodel.Discipline)(nil)
+
+// NewQueueingDiscipline builds the qdisc the Config describes for lower:
+// nil for none (the NIC then writes straight to the link), fifo with one
+// queue per GOMAXPROCS of FIFOQueueLen packets, as runsc does, tbf (with
+// its fq_codel child, if any), or fq_codel. Every qdisc it returns is a
+// QDisc. An error from tbf.New or fqcodel.New names the flag to change.
+func (c *Config) NewQueueingDiscipline(lower stack.LinkEndpoint, clock tcpip.Clock) (stack.QueueingDiscipline, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	switch c.QDisc {
+	case QDiscNone:
+		return nil, nil
+	case QDiscFIFO:
+		return fifo.New(lower, runtime.GOMAXPROCS(0), FIFOQueueLen), nil
+	case QDiscFQCoDel:
+		q, err := fqcodel.New(lower, clock, c.FQCoDelConfig())
+		if err != nil {
+			return nil, flagError(err, fqCoDelFlags)
+		}
+		return q, nil
+	}
+	q, err := tbf.New(lower, clock, c.TBFConfig())
+	if err != nil {
+		return nil, flagError(err, tbfFlags)
+	}
+	return q, nil
+}
+
+// NewIngress wraps child in the receive-direction shaper the Config
+// describes (package ingress), for a runtime to use as the NIC's link
+// endpoint in place of child; it returns nil when the receive direction is
+// not shaped. An error names the flag to change.
+func (c *Config) NewIngress(child stack.LinkEndpoint, clock tcpip.Clock) (*ingress.Endpoint, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	if c.IngressRate == 0 {
+		return nil, nil
+	}
+	e, err := ingress.New(child, clock, c.IngressConfig())
+	if err != nil {
+		return nil, flagError(err, ingressFlags)
+	}
+	return e, nil
+}
+
+// The flags that set the fields of a tbf.ConfigError (tbfFlags,
+// ingressFlags) or an fqcodel.ConfigError (fqCoDelFlags), by the fields'
+// tc names (Flag.Linux), and the fields no flag stands for.
+var (
+	tbfFlags     = paramFlags("tbf", map[string]string{"queues": FlagQDisc, "overhead": FlagTBFBurst})
+	ingressFlags = paramFlags("ifb tbf", map[string]string{"queues": FlagIngressRate, "overhead": FlagIngressBurst})
+	fqCoDelFlags = paramFlags("fq_codel", nil)
+)
+
+// paramFlags maps the tc names of qdisc's parameters to the flags of the
+// table that set them, and to those of more.
+func paramFlags(qdisc string, more map[string]string) map[string]string {
+	m := map[string]string{}
+	for _, f := range Flags {
+		if f.Linux.Qdisc == qdisc && f.Linux.Param != "" {
+			m[f.Linux.Param] = f.Name
+		}
+	}
+	for k, v := range more {
+		m[k] = v
+	}
+	return m
+}
+
+// flagError names the flag, of those flags maps the fields of a
+// tbf.ConfigError to (fqCoDelFlags those of an fqcodel.ConfigError), that
+// the error is about. A field no flag sets keeps the qdisc's own error,
+// which names the field.
+func flagError(err error, flags map[string]string) error {
+	var ce *tbf.ConfigError
+	if errors.As(err, &ce) {
+		if name, ok := flags[ce.Field]; ok {
+			return fmt.Errorf("--%s: %s", name, ce.Msg)
+		}
+		return err
+	}
+	var fe *fqcodel.ConfigError
+	if errors.As(err, &fe) {
+		if name, ok := fqCoDelFlags[fe.Field]; ok {
+			return fmt.Errorf("--%s: %s", name, fe.Msg)
+		}
+	}
+	return err
+}
+
+// Warnings returns what the operator should know about a valid Config
+// that works but cannot be held as precisely as asked: for tbf, a burst
+// shorter than the platform's timer lateness (tbf.Config.CheckPrecision);
+// for fq_codel under a tbf, a target shorter than a host-GSO packet takes
+// at the rate. Each names the flag to change. The Notices of
+// ApplyAnnotations come first.
+func (c *Config) Warnings() []string {
+	w := append([]string(nil), c.Notices...)
+	if c.QDisc == QDiscTBF {
+		if err := c.TBFConfig().CheckPrecision(); err != nil {
+			w = append(w, fmt.Sprintf("--%s: %v", FlagTBFBurst, err))
+		}
+	}
+	if c.IngressRate != 0 {
+		if err := c.IngressConfig().CheckPrecision(); err != nil {
+			w = append(w, fmt.Sprintf("--%s: %v", FlagIngressBurst, err))
+		}
+	}
+	return append(w, c.fqCoDelWarnings()...)
+}
+
+// gsoPacket is the largest packet a NIC with host GSO hands the qdisc
+// (runsc's default): 64 KiB and the Ethernet header.
+const gsoPacket = 65536 + 14
+
+// fqCoDelWarnings warns when fq_codel under a tbf has a target shorter
+// than the largest packet it may queue takes at the tbf's rate: a sparse
+// flow's packet that waits behind one is over target, and CoDel drops the
+// next one that does within an interval (as Linux's fq_codel under tbf
+// does with TSO). With host GSO that packet is a GSO packet, cut by the
+// tbf to fit its bucket: the smaller of the burst and 64 KiB + 14.
+func (c *Config) fqCoDelWarnings() []string {
+	if c.QDisc != QDiscTBF || c.TBFChild != ChildFQCoDel || c.TBFRate == 0 {
+		return nil
+	}
+	target := c.FQTarget
+	if target == 0 {
+		target = fqcodel.DefaultTarget
+	}
+	largest := min(uint64(gsoPacket), c.TBFBurst)
+	if c.TBFMTU != 0 {
+		largest = min(largest, c.TBFMTU)
+	}
+	gso := time.Duration(float64(largest) / float64(c.TBFRate) * float64(time.Second))
+	if gso <= target {
+		return nil
+	}
+	burst := ""
+	if b := uint64(float64(c.TBFRate) * target.Seconds() / 2); b >= 1514 {
+		burst = fmt.Sprintf("a burst of at most %d bytes, ", b)
+	}
+	return []string{fmt.Sprintf("--%s: with host GSO (--gso, on by default) a packet may be %d bytes (the tbf cuts larger ones to fit --%s), %v at --%s=%s, longer than the target %v: sparse flows' packets waiting behind one are over target and CoDel may drop them; use %s--gso=false, or a target of at least %v",
+		FlagFQCoDelTarget, largest, FlagTBFBurst, gso.Round(100*time.Microsecond), FlagTBFRate, rate.FormatRate(c.TBFRate), target, burst, (gso * 3 / 2).Round(time.Millisecond))}
+}

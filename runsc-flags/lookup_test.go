@@ -1,0 +1,279 @@
+package runscflags
+
+import (
+	"fmt"
+	"math/rand"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+func TestSetGet(t *testing.T) {
+	for _, tc := range []struct {
+		name, value string
+		get         string // what Get gives after Set
+		says        string // non-empty: Set fails with an error saying this
+	}{
+		{FlagQDisc, "tbf", "tbf", ""},
+		{FlagQDisc, "red", "", `invalid value "red" for --qdisc`},
+		{FlagTBFRate, "10mbit", "1250000", ""},
+		{FlagTBFRate, "10mbits", "", "unknown unit"},
+		{FlagTBFBurst, "12.5kb", "12800", ""},
+		{FlagTBFLatency, "1.5ms", "1.5ms", ""},
+		{FlagTBFLatency, "soon", "", "--qdisc-tbf-latency"},
+		{FlagIngressLimit, "1mb", "1048576", ""},
+		{FlagTBFChild, "fq_codel", "fq_codel", ""},
+		{FlagTBFChild, "fifo", "fifo", ""},
+		{FlagTBFChild, "sfq", "", "fifo or fq_codel"},
+		{FlagFQCoDelFlows, "256", "256", ""},
+		{FlagFQCoDelFlows, "10k", "", "--qdisc-fq-codel-flows"},
+		{FlagFQCoDelMemLimit, "4mb", "4194304", ""},
+		{FlagFQCoDelECN, "false", "false", ""},
+		{FlagAllowFlagOverride, "true", "true", ""},
+		{"debug", "true", "", "unknown flag --debug"},
+	} {
+		t.Run(tc.name+"="+tc.value, func(t *testing.T) {
+			c := defaults()
+			before := *c
+			err := c.Set(tc.name, tc.value)
+			if tc.says != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.says) {
+					t.Errorf("Set: %v; want an error saying %q", err, tc.says)
+				}
+				if diff := cmp.Diff(before, *c, cmp.AllowUnexported(Config{})); diff != "" {
+					t.Errorf("a refused Set changed the Config (-before +after):\n%s", diff)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := c.Get(tc.name); got != tc.get {
+				t.Errorf("Get = %q, want %q", got, tc.get)
+			}
+		})
+	}
+	if got := defaults().Get("debug"); got != "" {
+		t.Errorf(`Get("debug") = %q, want ""`, got)
+	}
+	if c := defaults(); c.Get(FlagFQCoDelECN) != "true" || c.FQNoECN {
+		t.Errorf("ecn: Get %q, FQNoECN %v; want true, false", c.Get(FlagFQCoDelECN), c.FQNoECN)
+	}
+}
+
+// roundTripBase is a valid Config on which each flag's sample is valid.
+var roundTripBase = []string{"--qdisc=tbf", "--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500", "--qdisc-tbf-peakrate=100mbit", "--qdisc-tbf-mtu=1514",
+	"--qdisc-ingress-rate=10mbit", "--qdisc-ingress-burst=12500"}
+
+// roundTripSamples is a value for every flag that differs from
+// roundTripBase's and keeps it valid.
+var roundTripSamples = map[string]string{
+	FlagQDisc: "fq_codel", FlagTBFRate: "5mbit", FlagTBFBurst: "64kb", FlagTBFPeakRate: "1gbit", FlagTBFMTU: "9000",
+	FlagTBFLimit: "1mb", FlagTBFLatency: "20ms", FlagIngressRate: "20mbit", FlagIngressBurst: "3028",
+	FlagIngressLimit: "1mb", FlagIngressLatency: "25ms", FlagTBFChild: "fq_codel", FlagFQCoDelLimit: "1000",
+	FlagFQCoDelFlows: "256", FlagFQCoDelQuantum: "300", FlagFQCoDelMemLimit: "4mb", FlagFQCoDelDropBatch: "16",
+	FlagFQCoDelTarget: "2ms", FlagFQCoDelInterval: "50ms", FlagFQCoDelECN: "false", FlagAllowFlagOverride: "true",
+}
+
+// TestRoundTrip: for every flag of the table, Set(Get()) changes nothing,
+// and Args parse back, by NewFromFlags, as the same Config.
+func TestRoundTrip(t *testing.T) {
+	for _, f := range Flags {
+		t.Run(f.Name, func(t *testing.T) {
+			sample, ok := roundTripSamples[f.Name]
+			if !ok {
+				t.Fatalf("no sample value for --%s", f.Name)
+			}
+			c, err := parse(t, roundTripBase...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Set(f.Name, sample); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Validate(); err != nil {
+				t.Fatalf("sample %q: %v", sample, err)
+			}
+			if got := c.Get(f.Name); got == f.Default {
+				t.Errorf("sample %q is the default %q", sample, got)
+			}
+			before := *c
+			for _, g := range Flags {
+				if err := c.Set(g.Name, c.Get(g.Name)); err != nil {
+					t.Errorf("Set(%q, Get()=%q): %v", g.Name, c.Get(g.Name), err)
+				}
+			}
+			if diff := cmp.Diff(before, *c, cmp.AllowUnexported(Config{})); diff != "" {
+				t.Errorf("Set(Get()) changed the Config (-before +after):\n%s", diff)
+			}
+			back, err := parse(t, c.Args()...)
+			if err != nil {
+				t.Fatalf("Args %q: %v", c.Args(), err)
+			}
+			if diff := cmp.Diff(c, back, ignoreOperator, cmpopts.IgnoreFields(Config{}, "AllowFlagOverride")); diff != "" {
+				t.Errorf("Args %q parse back as another Config (-want +got):\n%s", c.Args(), diff)
+			}
+			if want := f.runtime || f.Default == c.Get(f.Name); want == strings.Contains(strings.Join(c.Args(), " "), "--"+f.Name+"=") {
+				t.Errorf("Args %q: --%s there: %v", c.Args(), f.Name, !want)
+			}
+		})
+	}
+}
+
+func TestCheckAnnotation(t *testing.T) {
+	operatorTBF := []string{"--qdisc=tbf", "--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500", "--qdisc-tbf-latency=50ms"}
+	override := append([]string{"--allow-flag-override"}, operatorTBF...)
+	for _, tc := range []struct {
+		operator    []string
+		name, value string
+		says        []string // nil: accepted
+	}{
+		{operatorTBF, FlagTBFRate, "5mbit", nil},
+		{operatorTBF, FlagTBFRate, "20mbit", []string{"annotation dev.gvisor.flag.qdisc-tbf-rate=\"20mbit\": ", "exceeds the operator's ceiling --qdisc-tbf-rate=1250000 bytes/s (10Mbit)", "--allow-flag-override"}},
+		{operatorTBF, FlagTBFRate, "0", []string{"0 would unset"}},
+		{operatorTBF, FlagTBFRate, "fast", []string{`"fast"`}},
+		{operatorTBF, FlagTBFLatency, "0s", []string{"positive duration such as 50ms"}},
+		{operatorTBF, FlagTBFLatency, "1s", []string{"--qdisc-tbf-latency=50ms"}},
+		{operatorTBF, FlagTBFPeakRate, "100mbit", nil}, // no ceiling; the MTU it needs is Validate's
+		{operatorTBF, FlagQDisc, "fifo", []string{"only tbf", "qdisc=fifo over the operator's tbf"}},
+		{operatorTBF, FlagQDisc, "fq_codel", []string{"--allow-flag-override"}},
+		{nil, FlagQDisc, "fq_codel", nil},
+		{nil, FlagQDisc, "tbf", nil},                 // the rate and burst it needs are Validate's
+		{operatorTBF, FlagTBFChild, "fq_codel", nil}, // the latency it excludes is Validate's
+		{[]string{"--qdisc-tbf-child=fq_codel"}, FlagTBFChild, "fifo", []string{"--allow-flag-override"}},
+		{nil, FlagFQCoDelTarget, "50ms", []string{"--qdisc-fq-codel-target=5ms", "Linux's default"}},
+		{nil, FlagFQCoDelTarget, "1ms", nil},
+		{nil, FlagFQCoDelLimit, "0", []string{"non-zero"}},
+		{nil, FlagFQCoDelFlows, "16", []string{"bounds nothing"}},
+		{override, FlagFQCoDelFlows, "16", nil},
+		{override, FlagTBFRate, "1gbit", nil},
+		{override, FlagFQCoDelFlows, "x", []string{`"x"`}},
+		{override, FlagAllowFlagOverride, "false", []string{"cannot be set"}},
+		{nil, "debug", "true", []string{"not a qdisc flag"}},
+	} {
+		t.Run(fmt.Sprintf("%q/%s=%s", tc.operator, tc.name, tc.value), func(t *testing.T) {
+			op, err := parse(t, tc.operator...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := *op
+			err = CheckAnnotation(op, tc.name, tc.value)
+			if diff := cmp.Diff(before, *op, cmp.AllowUnexported(Config{})); diff != "" {
+				t.Errorf("CheckAnnotation changed the Config (-before +after):\n%s", diff)
+			}
+			if tc.says == nil {
+				if err != nil {
+					t.Errorf("CheckAnnotation: %v; want nil", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("CheckAnnotation accepted; want an error saying %q", tc.says)
+			}
+			for _, s := range tc.says {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("error %q does not say %q", err, s)
+				}
+			}
+		})
+	}
+}
+
+// TestCheckAnnotationCeilingsAreTheOperators: after a set lowered a value,
+// the ceiling is still the operator's.
+func TestCheckAnnotationCeilingsAreTheOperators(t *testing.T) {
+	c, err := parse(t, "--qdisc=tbf", "--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ApplyAnnotations(a(FlagTBFRate, "2mbit")); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckAnnotation(c, FlagTBFRate, "10mbit"); err != nil {
+		t.Errorf("back up to the operator's rate: %v", err)
+	}
+	if err := CheckAnnotation(c, FlagTBFRate, "11mbit"); err == nil {
+		t.Errorf("past the operator's rate: accepted")
+	}
+}
+
+// annotationValues are values to try for f over op: around op's value (or
+// its ceiling), zero, the sample, and text that is not a value.
+func annotationValues(f *Flag, op *Config) []string {
+	vs := []string{"", "garbage", roundTripSamples[f.Name]}
+	switch f.Kind {
+	case KindQDisc:
+		vs = append(vs, qdiscNames...)
+	case KindChild:
+		vs = append(vs, "fifo", ChildFQCoDel)
+	case KindBool:
+		vs = append(vs, "true", "false")
+	default:
+		n := f.number(op)
+		if n == 0 {
+			n = max(f.Annotation.Default, 1<<20)
+		}
+		for _, m := range []uint64{0, n / 2, n, n + 1, 2 * n} {
+			if f.Kind == KindDuration {
+				vs = append(vs, time.Duration(m).String(), "-"+time.Duration(m).String())
+			} else {
+				vs = append(vs, strconv.FormatUint(m, 10))
+			}
+		}
+	}
+	return vs
+}
+
+// TestCheckAnnotationAgrees: for random operators, every flag of the table
+// and values around the ceilings, CheckAnnotation refuses an annotation
+// alone with ApplyAnnotations's error, and where it accepts one,
+// ApplyAnnotations accepts it or finds only the whole invalid (Validate).
+func TestCheckAnnotationAgrees(t *testing.T) {
+	rng := rand.New(rand.NewSource(7))
+	checked, refused := 0, 0
+	for i := 0; i < 300; i++ {
+		args := randomOperator(rng)
+		if i%4 == 0 {
+			args = append(args, "--allow-flag-override")
+		}
+		for _, f := range append(append([]Flag(nil), Flags...), Flag{Name: "debug"}) {
+			op, err := parse(t, args...)
+			if err != nil {
+				t.Fatalf("operator %q: %v", args, err)
+			}
+			fp := lookup(f.Name)
+			vals := []string{"true"}
+			if fp != nil {
+				vals = annotationValues(fp, op)
+			}
+			for _, v := range vals {
+				checkErr := CheckAnnotation(op, f.Name, v)
+				c, _ := parse(t, args...)
+				key := AnnotationPrefix + f.Name
+				applyErr := c.ApplyAnnotations(map[string]string{key: v})
+				checked++
+				switch {
+				case fp == nil:
+					if checkErr == nil || applyErr != nil {
+						t.Fatalf("--%s is not ours: CheckAnnotation %v, ApplyAnnotations %v; want an error, nil", f.Name, checkErr, applyErr)
+					}
+				case checkErr != nil:
+					refused++
+					if applyErr == nil || applyErr.Error() != checkErr.Error() {
+						t.Fatalf("operator %q, %s=%q: CheckAnnotation %q, ApplyAnnotations %v", args, key, v, checkErr, applyErr)
+					}
+				case applyErr != nil && !strings.HasPrefix(applyErr.Error(), "annotations "+key+" give an invalid configuration: "):
+					t.Fatalf("operator %q, %s=%q: CheckAnnotation accepts, ApplyAnnotations %q", args, key, v, applyErr)
+				}
+			}
+		}
+	}
+	t.Logf("%d annotations checked, %d refused", checked, refused)
+	if refused == 0 || refused == checked {
+		t.Errorf("%d of %d refused: the values do not exercise both outcomes", refused, checked)
+	}
+}

@@ -1,0 +1,316 @@
+package runscflags
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/netqdisc/netqdisc/pkg/qdisc/fqcodel"
+)
+
+// Flag names.
+const (
+	FlagQDisc             = "qdisc"
+	FlagTBFRate           = "qdisc-tbf-rate"
+	FlagTBFBurst          = "qdisc-tbf-burst"
+	FlagTBFPeakRate       = "qdisc-tbf-peakrate"
+	FlagTBFMTU            = "qdisc-tbf-mtu"
+	FlagTBFLimit          = "qdisc-tbf-limit"
+	FlagTBFLatency        = "qdisc-tbf-latency"
+	FlagIngressRate       = "qdisc-ingress-rate"
+	FlagIngressBurst      = "qdisc-ingress-burst"
+	FlagIngressLimit      = "qdisc-ingress-limit"
+	FlagIngressLatency    = "qdisc-ingress-latency"
+	FlagTBFChild          = "qdisc-tbf-child"
+	FlagFQCoDelLimit      = "qdisc-fq-codel-limit"
+	FlagFQCoDelFlows      = "qdisc-fq-codel-flows"
+	FlagFQCoDelTarget     = "qdisc-fq-codel-target"
+	FlagFQCoDelInterval   = "qdisc-fq-codel-interval"
+	FlagFQCoDelQuantum    = "qdisc-fq-codel-quantum"
+	FlagFQCoDelMemLimit   = "qdisc-fq-codel-memory-limit"
+	FlagFQCoDelDropBatch  = "qdisc-fq-codel-drop-batch"
+	FlagFQCoDelECN        = "qdisc-fq-codel-ecn"
+	FlagAllowFlagOverride = "allow-flag-override"
+)
+
+// Flag is one flag of the table: everything registration, parsing, Args,
+// the annotation policy, Validate's range checks and the docs know of it.
+type Flag struct {
+	// Name is the flag's name, without dashes; dev.gvisor.flag.<Name> is
+	// its annotation.
+	Name string
+	// Kind is the value's unit and syntax.
+	Kind Kind
+	// Unit is what a count counts ("packets"); other kinds say their own.
+	Unit string
+	// Default is the flag's default as flag text ("fifo", "0", "0s").
+	Default string
+	// Unset says what the default means where that is not the value
+	// itself ("not shaped", "Linux's 10240"), for the docs.
+	Unset string
+	// Example is a value to show ("50ms"), for errors and the docs.
+	Example string
+	// Usage is the flag's help text.
+	Usage string
+	// Field is the name of the Config field the flag sets.
+	Field string
+	// Annotation is what dev.gvisor.flag.<Name> may do without
+	// --allow-flag-override.
+	Annotation Rule
+	// Linux is the setting of Linux's qdisc the flag stands for, and its
+	// bound.
+	Linux Linux
+
+	// field returns a pointer to the Config field: *QueueingDiscipline,
+	// *string, *uint64, *time.Duration or *bool.
+	field func(*Config) any
+	// negated: the bool field holds the flag's negation (FQNoECN, tc's
+	// noecn, for --qdisc-fq-codel-ecn).
+	negated bool
+	// runtime: the runtime's own switch (--allow-flag-override), which
+	// RegisterQDiscFlags, Owns and Args leave out.
+	runtime bool
+}
+
+// Permit is what an annotation may do with a flag.
+type Permit int
+
+const (
+	// Never: no annotation may set the flag, even with
+	// --allow-flag-override.
+	Never Permit = iota
+	// OperatorOnly: the flag bounds nothing, so it is the operator's;
+	// annotations may set it only with --allow-flag-override.
+	OperatorOnly
+	// Select: an annotation may select the values Rule.Choices lists.
+	Select
+	// Lower: an annotation may set a valid, non-zero value no greater than
+	// the ceiling (Rule.Unset says what it is where the operator left the
+	// flag unset).
+	Lower
+)
+
+// Unset is the ceiling of a Lower flag the operator left unset.
+type Unset int
+
+const (
+	// NoCeiling: any valid value (a tbf knob: unset means no such bound).
+	NoCeiling Unset = iota
+	// DefaultCeiling: Linux's default, Rule.Default (an fq_codel knob:
+	// unset means the default, not unbounded).
+	DefaultCeiling
+)
+
+// Rule is a flag's annotation policy without --allow-flag-override.
+type Rule struct {
+	Permit Permit
+	// Choices are the values a Select flag may be set to.
+	Choices []Choice
+	// Unset and Default are a Lower flag's ceiling where the operator set
+	// none; Default is in the field's units (bytes, packets, ns).
+	Unset   Unset
+	Default uint64
+	// Note is what else the docs say of it.
+	Note string
+}
+
+// Choice is a value a Select flag may be set to, in place of any value of
+// the operator's or, when Over is not empty, only in place of those.
+type Choice struct {
+	Value string
+	Over  []string
+}
+
+// Linux is the setting of Linux's qdisc a flag stands for.
+type Linux struct {
+	// Qdisc and Param are the qdisc and tc's name of its parameter
+	// ("tbf", "burst"), which tbf's and fqcodel's ConfigErrors use as
+	// their Field.
+	Qdisc, Param string
+	// Max is the largest value Linux takes, in the field's units (0: the
+	// field's type is the bound), and Bound says why.
+	Max   uint64
+	Bound string
+	// Checked: the qdisc's own Check refuses values past Max, naming
+	// Param; Validate refuses only what a 32-bit field cannot hold.
+	Checked bool
+}
+
+const (
+	rateHelp = "bytes/s as a bare number (as runsc), or with tc's units: 10mbit, 1gbit, 125kbps"
+	sizeHelp = "bytes as a bare number (as runsc), or with tc's units: 64kb, 1mb, 1mbit"
+)
+
+var (
+	lower        = Rule{Permit: Lower}
+	operatorOnly = Rule{Permit: OperatorOnly}
+)
+
+// lowerDefault is the rule of an fq_codel knob whose default is a ceiling.
+func lowerDefault[T uint64 | time.Duration](def T) Rule {
+	return Rule{Permit: Lower, Unset: DefaultCeiling, Default: uint64(def)}
+}
+
+// Flags is the table, in the order Args gives them. It is read-only by
+// convention.
+var Flags = []Flag{
+	{
+		Name: FlagQDisc, Kind: KindQDisc, Field: "QDisc", field: func(c *Config) any { return &c.QDisc },
+		Default:    "fifo",
+		Usage:      "queueing discipline on the sandbox's non-loopback NICs: none, fifo, tbf or fq_codel.",
+		Annotation: Rule{Permit: Select, Choices: []Choice{{Value: "tbf"}, {Value: "fq_codel", Over: []string{"none", "fifo", "fq_codel"}}}},
+		Linux:      Linux{Qdisc: "the root qdisc"},
+	},
+	{
+		Name: FlagTBFRate, Kind: KindRate, Field: "TBFRate", field: func(c *Config) any { return &c.TBFRate },
+		Default: "0", Unset: "unset; required with `--qdisc=tbf`",
+		Usage:      "tbf: egress rate limit; " + rateHelp + ". Required with --qdisc=tbf.",
+		Annotation: lower,
+		Linux:      Linux{Qdisc: "tbf", Param: "rate", Bound: "TCA_TBF_RATE64 is a u64"},
+	},
+	{
+		Name: FlagTBFBurst, Kind: KindSize, Field: "TBFBurst", field: func(c *Config) any { return &c.TBFBurst },
+		Default: "0", Unset: "unset; required with `--qdisc=tbf`",
+		Usage:      "tbf: bucket depth, the most sent at once; " + sizeHelp + ". Required with --qdisc=tbf; at least the NIC's MTU plus header.",
+		Annotation: lower,
+		Linux:      Linux{Qdisc: "tbf", Param: "burst", Max: math.MaxUint32, Bound: "4 GiB: TCA_TBF_BURST is a u32"},
+	},
+	{
+		Name: FlagTBFPeakRate, Kind: KindRate, Field: "TBFPeakRate", field: func(c *Config) any { return &c.TBFPeakRate },
+		Default: "0", Unset: "unset",
+		Usage:      "tbf: optional peak rate of a second bucket that paces bursts, above --qdisc-tbf-rate; " + rateHelp + ".",
+		Annotation: Rule{Permit: Lower, Note: "may add a peak rate (with `--qdisc-tbf-mtu`)"},
+		Linux:      Linux{Qdisc: "tbf", Param: "peakrate", Bound: "TCA_TBF_PRATE64 is a u64"},
+	},
+	{
+		Name: FlagTBFMTU, Kind: KindSize, Field: "TBFMTU", field: func(c *Config) any { return &c.TBFMTU },
+		Default: "0", Unset: "unset",
+		Usage:      "tbf: the peak bucket's depth (tc's mtu/minburst), required with --qdisc-tbf-peakrate; " + sizeHelp + ".",
+		Annotation: lower,
+		Linux:      Linux{Qdisc: "tbf", Param: "mtu", Max: math.MaxUint32, Bound: "4 GiB: TCA_TBF_PBURST is a u32"},
+	},
+	{
+		Name: FlagTBFLimit, Kind: KindSize, Field: "TBFLimit", field: func(c *Config) any { return &c.TBFLimit },
+		Default: "0", Unset: "1000 full-size packets",
+		Usage:      "tbf: most bytes queued; " + sizeHelp + ". Default: 1000 full-size packets. Excludes --qdisc-tbf-latency.",
+		Annotation: lower,
+		Linux:      Linux{Qdisc: "tbf", Param: "limit", Max: math.MaxUint32, Bound: "4 GiB: tc_tbf_qopt.limit is a u32"},
+	},
+	{
+		Name: FlagTBFLatency, Kind: KindDuration, Field: "TBFLatency", field: func(c *Config) any { return &c.TBFLatency },
+		Default: "0s", Unset: "unset", Example: "50ms",
+		Usage:      "tbf: most time a packet may wait (limit = rate*latency + burst), e.g. 50ms. Excludes --qdisc-tbf-limit.",
+		Annotation: lower,
+		Linux:      Linux{Qdisc: "tbf", Param: "latency", Bound: "the limit it gives, rate*latency + burst, is a u32", Checked: true},
+	},
+	{
+		Name: FlagIngressRate, Kind: KindRate, Field: "IngressRate", field: func(c *Config) any { return &c.IngressRate },
+		Default: "0", Unset: "unset: not shaped",
+		Usage:      "ingress: rate limit on what the sandbox receives (a tbf on the receive path, as Linux's ifb); " + rateHelp + ". Default: not shaped.",
+		Annotation: Rule{Permit: Lower, Note: "may add an ingress shaper where the operator has none"},
+		Linux:      Linux{Qdisc: "ifb tbf", Param: "rate", Bound: "TCA_TBF_RATE64 is a u64"},
+	},
+	{
+		Name: FlagIngressBurst, Kind: KindSize, Field: "IngressBurst", field: func(c *Config) any { return &c.IngressBurst },
+		Default: "0", Unset: "unset; required with `--qdisc-ingress-rate`",
+		Usage:      "ingress: bucket depth; " + sizeHelp + ". Required with --qdisc-ingress-rate; at least the NIC's MTU plus header.",
+		Annotation: lower,
+		Linux:      Linux{Qdisc: "ifb tbf", Param: "burst", Max: math.MaxUint32, Bound: "4 GiB: TCA_TBF_BURST is a u32"},
+	},
+	{
+		Name: FlagIngressLimit, Kind: KindSize, Field: "IngressLimit", field: func(c *Config) any { return &c.IngressLimit },
+		Default: "0", Unset: "1000 full-size packets",
+		Usage:      "ingress: most bytes queued; " + sizeHelp + ". Default: 1000 full-size packets. Excludes --qdisc-ingress-latency.",
+		Annotation: lower,
+		Linux:      Linux{Qdisc: "ifb tbf", Param: "limit", Max: math.MaxUint32, Bound: "4 GiB: tc_tbf_qopt.limit is a u32"},
+	},
+	{
+		Name: FlagIngressLatency, Kind: KindDuration, Field: "IngressLatency", field: func(c *Config) any { return &c.IngressLatency },
+		Default: "0s", Unset: "unset", Example: "25ms",
+		Usage:      "ingress: most time a received packet may wait, e.g. 25ms. Excludes --qdisc-ingress-limit.",
+		Annotation: lower,
+		Linux:      Linux{Qdisc: "ifb tbf", Param: "latency", Bound: "the limit it gives, rate*latency + burst, is a u32", Checked: true},
+	},
+	{
+		Name: FlagTBFChild, Kind: KindChild, Field: "TBFChild", field: func(c *Config) any { return &c.TBFChild },
+		Default: "fifo", Unset: "the tbf's byte FIFO",
+		Usage: "tbf: the queue under the bucket: fifo (a byte FIFO, bounded by --qdisc-tbf-limit or -latency) or fq_codel (flow queues with CoDel: low latency for sparse flows under load; set no tbf limit or latency).",
+		Annotation: Rule{Permit: Select, Choices: []Choice{{Value: ChildFQCoDel}, {Value: "fifo", Over: []string{"fifo"}}},
+			Note: "refused where the tbf has a limit or latency, which fq_codel's limits would replace"},
+		Linux: Linux{Qdisc: "the tbf's child qdisc"},
+	},
+	{
+		Name: FlagFQCoDelLimit, Kind: KindCount, Unit: "packets", Field: "FQLimit", field: func(c *Config) any { return &c.FQLimit },
+		Default: "0", Unset: fmt.Sprintf("Linux's %d", fqcodel.DefaultLimit),
+		Usage:      fmt.Sprintf("fq_codel: most packets queued (default %d).", fqcodel.DefaultLimit),
+		Annotation: lowerDefault(uint64(fqcodel.DefaultLimit)),
+		Linux:      Linux{Qdisc: "fq_codel", Param: "limit", Max: math.MaxUint32, Bound: "TCA_FQ_CODEL_LIMIT is a u32"},
+	},
+	{
+		Name: FlagFQCoDelFlows, Kind: KindCount, Unit: "flows", Field: "FQFlows", field: func(c *Config) any { return &c.FQFlows },
+		Default: "0", Unset: fmt.Sprintf("Linux's %d", fqcodel.DefaultFlows),
+		Usage:      fmt.Sprintf("fq_codel: flow queues (default %d, at most %d).", fqcodel.DefaultFlows, fqcodel.MaxFlows),
+		Annotation: operatorOnly,
+		Linux:      Linux{Qdisc: "fq_codel", Param: "flows", Max: fqcodel.MaxFlows, Bound: "fq_codel_change's bound", Checked: true},
+	},
+	{
+		Name: FlagFQCoDelQuantum, Kind: KindSize, Field: "FQQuantum", field: func(c *Config) any { return &c.FQQuantum },
+		Default: "0", Unset: "the NIC's MTU plus header",
+		Usage:      "fq_codel: bytes a flow sends per round; " + sizeHelp + " (default the NIC's MTU plus header).",
+		Annotation: operatorOnly,
+		Linux:      Linux{Qdisc: "fq_codel", Param: "quantum", Max: fqcodel.MaxQuantum, Bound: "1 MiB, Linux's FQ_CODEL_QUANTUM_MAX", Checked: true},
+	},
+	{
+		Name: FlagFQCoDelMemLimit, Kind: KindSize, Field: "FQMemoryLimit", field: func(c *Config) any { return &c.FQMemoryLimit },
+		Default: "0", Unset: "Linux's 32mb",
+		Usage:      "fq_codel: most memory the queued packets take; " + sizeHelp + " (default 32mb).",
+		Annotation: lowerDefault(uint64(fqcodel.DefaultMemoryLimit)),
+		Linux:      Linux{Qdisc: "fq_codel", Param: "memory_limit", Max: fqcodel.MaxMemoryLimit, Bound: "2 GiB, where Linux's fq_codel_change clamps it"},
+	},
+	{
+		Name: FlagFQCoDelDropBatch, Kind: KindCount, Unit: "packets", Field: "FQDropBatch", field: func(c *Config) any { return &c.FQDropBatch },
+		Default: "0", Unset: fmt.Sprintf("Linux's %d", fqcodel.DefaultDropBatch),
+		Usage:      fmt.Sprintf("fq_codel: most packets dropped at once from the fattest flow at the limit (default %d).", fqcodel.DefaultDropBatch),
+		Annotation: operatorOnly,
+		Linux:      Linux{Qdisc: "fq_codel", Param: "drop_batch", Max: math.MaxUint32, Bound: "TCA_FQ_CODEL_DROP_BATCH_SIZE is a u32"},
+	},
+	{
+		Name: FlagFQCoDelTarget, Kind: KindDuration, Field: "FQTarget", field: func(c *Config) any { return &c.FQTarget },
+		Default: "0s", Unset: "Linux's " + fqcodel.DefaultTarget.String(), Example: "5ms",
+		Usage:      fmt.Sprintf("fq_codel: acceptable standing queue delay, e.g. 5ms (default %v).", fqcodel.DefaultTarget),
+		Annotation: lowerDefault(fqcodel.DefaultTarget),
+		Linux:      Linux{Qdisc: "fq_codel", Param: "target", Max: uint64(fqcodel.MaxInterval), Bound: "CoDel's 32-bit clock of 1024 ns units, compared signed", Checked: true},
+	},
+	{
+		Name: FlagFQCoDelInterval, Kind: KindDuration, Field: "FQInterval", field: func(c *Config) any { return &c.FQInterval },
+		Default: "0s", Unset: "Linux's " + fqcodel.DefaultInterval.String(), Example: "100ms",
+		Usage:      fmt.Sprintf("fq_codel: how long the delay may stay above target before CoDel drops, about a worst-case RTT, e.g. 100ms (default %v).", fqcodel.DefaultInterval),
+		Annotation: lowerDefault(fqcodel.DefaultInterval),
+		Linux:      Linux{Qdisc: "fq_codel", Param: "interval", Max: uint64(fqcodel.MaxInterval), Bound: "CoDel's 32-bit clock of 1024 ns units, compared signed", Checked: true},
+	},
+	{
+		Name: FlagFQCoDelECN, Kind: KindBool, Field: "FQNoECN (negated)", field: func(c *Config) any { return &c.FQNoECN }, negated: true,
+		Default:    "true",
+		Usage:      "fq_codel: mark ECN-capable packets CE instead of dropping them (tc's ecn; false is noecn).",
+		Annotation: operatorOnly,
+		Linux:      Linux{Qdisc: "fq_codel", Param: "ecn"},
+	},
+	{
+		Name: FlagAllowFlagOverride, Kind: KindBool, Field: "AllowFlagOverride", field: func(c *Config) any { return &c.AllowFlagOverride }, runtime: true,
+		Default:    "false",
+		Usage:      "allow OCI annotations (dev.gvisor.flag.*) to set any qdisc flag, not only to tighten shaping.",
+		Annotation: Rule{Permit: Never, Note: "it is the operator's switch that turns this policy off"},
+	},
+}
+
+// byName indexes Flags.
+var byName = func() map[string]*Flag {
+	m := make(map[string]*Flag, len(Flags))
+	for i := range Flags {
+		m[Flags[i].Name] = &Flags[i]
+	}
+	return m
+}()
+
+// lookup returns the flag called name, or nil.
+func lookup(name string) *Flag { return byName[name] }

@@ -1,0 +1,219 @@
+package runscflags
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/netqdisc/netqdisc/pkg/qdisc/rate"
+)
+
+// QueueingDiscipline is the --qdisc choice.
+type QueueingDiscipline int
+
+const (
+	// QDiscNone sends packets straight to the link.
+	QDiscNone QueueingDiscipline = iota
+	// QDiscFIFO queues packets first in, first out: runsc's default.
+	QDiscFIFO
+	// QDiscTBF shapes packets with a token bucket filter.
+	QDiscTBF
+	// QDiscFQCoDel queues packets per flow with CoDel (package fqcodel).
+	QDiscFQCoDel
+)
+
+var qdiscNames = []string{QDiscNone: "none", QDiscFIFO: "fifo", QDiscTBF: "tbf", QDiscFQCoDel: "fq_codel"}
+
+// Set implements flag.Value.Set.
+func (q *QueueingDiscipline) Set(v string) error {
+	for i, name := range qdiscNames {
+		if v == name {
+			*q = QueueingDiscipline(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("invalid qdisc %q: choose none, fifo, tbf or fq_codel", v)
+}
+
+// String implements flag.Value.String.
+func (q QueueingDiscipline) String() string {
+	if q >= 0 && int(q) < len(qdiscNames) {
+		return qdiscNames[q]
+	}
+	return fmt.Sprintf("QueueingDiscipline(%d)", int(q))
+}
+
+// Get implements flag.Getter.Get.
+func (q *QueueingDiscipline) Get() any { return *q }
+
+// ChildFQCoDel is --qdisc-tbf-child's one value besides the default
+// ("fifo", the tbf's own byte FIFO).
+const ChildFQCoDel = "fq_codel"
+
+// Kind is the unit and syntax of a flag's value.
+type Kind int
+
+const (
+	// KindQDisc is --qdisc's choice: none, fifo, tbf or fq_codel.
+	KindQDisc Kind = iota
+	// KindChild is the tbf child's choice: fifo (held as "") or fq_codel.
+	KindChild
+	// KindRate is bytes per second, or tc's units ("10mbit").
+	KindRate
+	// KindSize is bytes, or tc's units ("64kb").
+	KindSize
+	// KindCount is a count that fits 32 bits (packets, flows).
+	KindCount
+	// KindDuration is a Go duration ("50ms").
+	KindDuration
+	// KindBool is true or false.
+	KindBool
+)
+
+// parse reads flag text s as a value of the kind, of the field's type.
+func (k Kind) parse(s string) (any, error) {
+	switch k {
+	case KindQDisc:
+		var q QueueingDiscipline
+		err := q.Set(s)
+		return q, err
+	case KindChild:
+		switch s {
+		case "fifo", "":
+			return "", nil
+		case ChildFQCoDel:
+			return ChildFQCoDel, nil
+		}
+		return "", fmt.Errorf("invalid tbf child %q: choose fifo or fq_codel", s)
+	case KindRate:
+		return rate.ParseRate(s)
+	case KindSize:
+		return rate.ParseSize(s)
+	case KindCount:
+		return strconv.ParseUint(s, 10, 32)
+	case KindDuration:
+		return time.ParseDuration(s)
+	case KindBool:
+		return strconv.ParseBool(s)
+	}
+	return nil, fmt.Errorf("unknown kind %d", k)
+}
+
+// get returns the flag's value in c as flag text: bare numbers (bytes/s,
+// bytes) and Go durations, which parse back exactly.
+func (f *Flag) get(c *Config) string {
+	switch p := f.field(c).(type) {
+	case *QueueingDiscipline:
+		return p.String()
+	case *string:
+		if *p == "" {
+			return "fifo"
+		}
+		return *p
+	case *uint64:
+		return strconv.FormatUint(*p, 10)
+	case *time.Duration:
+		return p.String()
+	case *bool:
+		return strconv.FormatBool(*p != f.negated)
+	}
+	return ""
+}
+
+// set parses s and stores it in c; the error does not name the flag.
+func (f *Flag) set(c *Config, s string) error {
+	v, err := f.Kind.parse(s)
+	if err != nil {
+		return err
+	}
+	f.assign(c, v)
+	return nil
+}
+
+// assign stores v, of the field's type, in c.
+func (f *Flag) assign(c *Config, v any) {
+	switch p := f.field(c).(type) {
+	case *QueueingDiscipline:
+		*p = v.(QueueingDiscipline)
+	case *string:
+		*p = v.(string)
+	case *uint64:
+		*p = v.(uint64)
+	case *time.Duration:
+		*p = v.(time.Duration)
+	case *bool:
+		*p = v.(bool) != f.negated
+	}
+}
+
+// number returns the field's value as a number for ceilings: bytes/s,
+// bytes, counts, or nanoseconds; 0 for choices and bools.
+func (f *Flag) number(c *Config) uint64 {
+	switch p := f.field(c).(type) {
+	case *uint64:
+		return *p
+	case *time.Duration:
+		return uint64(max(*p, 0))
+	}
+	return 0
+}
+
+// show says n, a number of the flag's units, for an error.
+func (f *Flag) show(n uint64) string {
+	switch f.Kind {
+	case KindRate:
+		return showRate(n)
+	case KindSize:
+		return showSize(n)
+	case KindDuration:
+		return time.Duration(n).String()
+	case KindCount:
+		return fmt.Sprintf("%d %s", n, f.Unit)
+	}
+	return fmt.Sprint(n)
+}
+
+func showRate(v uint64) string { return fmt.Sprintf("%d bytes/s (%s)", v, rate.FormatRate(v)) }
+func showSize(v uint64) string { return fmt.Sprintf("%d bytes", v) }
+
+// value is a flag.Value (and flag.Getter) for a flag of the table, held
+// in a Config.
+type value struct {
+	f *Flag
+	c *Config
+}
+
+func (v value) Set(s string) error { return v.f.set(v.c, s) }
+
+func (v value) String() string {
+	if v.f == nil { // the zero value flag.PrintDefaults makes
+		return ""
+	}
+	return v.f.get(v.c)
+}
+
+// Get returns the value as its field holds it (a bool as the flag says).
+func (v value) Get() any {
+	if b, ok := v.f.field(v.c).(*bool); ok {
+		return *b != v.f.negated
+	}
+	return deref(v.f.field(v.c))
+}
+
+// IsBoolFlag lets a bool flag be given without a value.
+func (v value) IsBoolFlag() bool { return v.f != nil && v.f.Kind == KindBool }
+
+// deref returns what p, one of the field pointer types, points to.
+func deref(p any) any {
+	switch p := p.(type) {
+	case *QueueingDiscipline:
+		return *p
+	case *string:
+		return *p
+	case *uint64:
+		return *p
+	case *time.Duration:
+		return *p
+	}
+	return nil
+}
