@@ -1,7 +1,9 @@
 // Package tbf is a token bucket filter for gVisor's netstack, faithful to
 // Linux's net/sched/sch_tbf.c: a rate bucket of Burst bytes, an optional
 // peak-rate bucket of MTU bytes, and a backlog bounded in bytes by Limit or
-// by Latency, as `tc qdisc add ... tbf` configures them.
+// by Latency, as `tc qdisc add ... tbf` configures them. It is a gate (the
+// bucket) over a child queue (a byte FIFO, or fq_codel), drained by package
+// dispatch, as Linux's tbf gates its child qdisc.
 //
 // Token accounting is tbf_dequeue's, in nanoseconds of credit. For the head
 // packet of length L at time now:
@@ -10,80 +12,34 @@
 //	ptoks = min(toks + ptokens, mtu) - TimeNS_peak(L)   (with a peak rate)
 //	toks  = min(toks + tokens, buffer) - TimeNS(L)
 //
-// and the packet leaves when both are >= 0 (then t_c = now, tokens = toks,
-// ptokens = ptoks); otherwise the dispatcher sleeps on one timer for the
-// larger deficit, max(-toks, -ptoks), and counts an overlimit. The largest
-// packet the bucket can pass is min(Burst, MTU): a larger host-GSO packet
-// is cut into pieces that fit (package gso), as Linux's tbf_segment does,
-// any other larger packet is refused at WritePacket with
-// ErrMessageTooLong and counted as a drop, and New refuses a configuration
-// that the lower link could send such packets through (its MTU plus
-// header; on the receive path, NewTo, also its host-GSO maximum, since a
-// received packet cannot be cut). A packet is charged what it puts on the
-// wire (gso.WireSize): a host-GSO packet as the segments it becomes, each
-// with its headers, as Linux's qdisc_pkt_len_init charges it. On the
-// receive path (NewTo) a TCP packet larger than the MTU, which GRO merged,
-// is charged as the segments it was on the wire (gso.ReceivedWireSize), but
-// never more than the buckets pass (see receivedSize).
+// and the packet leaves when both are >= 0; otherwise the queue waits on
+// the qdisc's one timer for the larger deficit and counts an overlimit.
+// The largest packet the bucket can pass is min(Burst, MTU): a larger
+// host-GSO packet is cut into pieces that fit (package gso), as Linux's
+// tbf_segment does; any other is refused as too long and counted, and New
+// refuses a configuration whose lower link could hand in such packets. A
+// packet is charged what it puts on the wire (gso.WireSize, Linux's
+// qdisc_pkt_len_init); on the receive path (NewTo) a GRO aggregate is
+// charged as the segments it was (see receivedSize).
 //
-// The backlog is bounded in bytes, as tbf's inner bfifo is: Limit bytes,
-// or Latency, from which Limit = Rate*Latency + Burst (and, with a peak
-// rate, the smaller of that and PeakRate*Latency + MTU), as tc computes it.
-// With neither, the limit is 1000 full-size packets of the lower link,
-// runsc's queue length.
+// Late wake-ups: a Go timer can fire a millisecond late, longer than a
+// small bucket lasts, and in Linux's accounting the credit that accrues
+// meanwhile is lost. Here each packet is booked at its ideal departure
+// (when its tokens sufficed, not before it arrived), so a late pass sends
+// what Linux's tbf, woken on time, would already have sent, and nothing
+// earlier. That also makes wake-ups cheap to ration: the timer fires at
+// most once per Slack (README: Small bursts has the figures).
 //
-// Where this differs from gVisor's upstream tbf (pkg/tcpip/link/qdisc/tbf):
-//   - the peak-rate bucket (PeakRate, MTU) that upstream lacks;
-//   - the backlog bound in bytes (Limit) or time (Latency), where upstream
-//     counts packets and has no latency bound;
-//   - no division on the packet path: transmission times come from
-//     rate.Rate's precomputed multiplier and shift, as in Linux;
-//   - the clock is read once per batch (and once more when the queue must
-//     wait), not per packet under the queue lock, and a batch's departures
-//     are booked in one update of the bucket;
-//   - one timer for the qdisc's life, re-armed with Reset, where upstream
-//     allocates a timer per wake; packets that arrive while the bucket is
-//     empty do not wake the dispatcher at all;
-//   - `tc -s`-style statistics (Stats), including overlimits;
-//   - every invalid Config is an error from New that names the setting to
-//     change (ConfigError), never a panic;
-//   - per-packet Overhead and MPU, as tc's tbf "overhead" and "mpu" (0 to
-//     65535 bytes, as Linux's u16 fields; never negative, which made
-//     packets free).
+// Many queues: with Queues > 1, packets are spread over that many FIFOs by
+// pkt.Hash, each with its own dispatcher, all drawing on one bucket (a
+// single word moved by compare-and-swap without a peak rate, a short lock
+// with one) and one byte limit (dispatch.Budget).
 //
-// # Many queues, one bucket
-//
-// With Queues > 1, packets are spread over that many rings by pkt.Hash (a
-// flow's packets stay in order on one ring), each drained by its own
-// dispatcher, as fifo does; all draw from one bucket. Without a peak rate
-// the bucket is a single word moved by compare-and-swap (see rateBucket),
-// so no lock is shared on the packet path; with one, Linux's two-bucket
-// accounting takes a short lock. The backlog bound is shared too: Limit
-// holds across all rings together (dispatch.Budget: the rings draw on it
-// a chunk at a time, and reclaim each other's unused share before a drop).
-//
-// # Late wake-ups
-//
-// A Go timer can fire hundreds of microseconds late (an idle Go process
-// waits in epoll_wait with millisecond resolution). In Linux's accounting
-// the credit that accrues while a dispatcher oversleeps is capped at the
-// bucket's depth and lost, so with a small burst a userspace tbf falls far
-// short of its rate. Here each packet is dated, in the bucket's books, at
-// its ideal departure — when its tokens sufficed, but not before the
-// dispatcher first saw it queued — and a late dispatcher sends what Linux's
-// tbf, woken on time, would already have sent. No packet leaves that
-// Linux's tbf would still hold, and over any window from the start the
-// bytes sent stay within Burst + Rate*t; what lateness costs is that a late
-// wake-up sends its catch-up at once. Lateness() records how late the
-// wake-ups run.
-//
-// That is also what makes wake-ups cheap to ration. A wake-up costs as much
-// CPU as fifo spends on a packet (README: Small bursts), and a bucket of
-// one or two packets would otherwise need one per packet; so the qdisc's
-// one timer, shared by its queues, fires at most once per Slack
-// (DefaultSlack, 8 ms: 125 a second), each time sending all that came due.
-// A queue that waits only now and then is still woken at the departure
-// time.
+// Where this differs from gVisor's upstream tbf: the peak-rate bucket; a
+// backlog bound in bytes or time, not packets; no division on the packet
+// path (rate.Rate); one timer for the qdisc's life, rationed; `tc
+// -s`-style statistics; Overhead and MPU; and every invalid Config an
+// error that names the setting, never a panic.
 package tbf
 
 import (
