@@ -15,6 +15,7 @@ func (l *Lane) run() {
 		if l.budget != nil {
 			l.refundLocked(left)
 		}
+		left = 0
 		if l.closed {
 			l.mu.Unlock()
 			return
@@ -40,12 +41,12 @@ func (l *Lane) run() {
 			if l.budget != nil {
 				l.refundLocked(left)
 			}
+			left = 0
 			if !l.closed && l.waitLocked(l.now()+int64(RequeueDelay)) {
 				l.mu.Unlock()
 				return
 			}
 			l.mu.Unlock()
-			left = 0
 		}
 	}
 }
