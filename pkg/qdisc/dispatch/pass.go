@@ -51,9 +51,9 @@ func (l *Lane) run() {
 	}
 }
 
-// takeLocked moves into l.taken, up to takeBatches batches, first the
-// requeued packets, then what the queue hands over whose departure has
-// come (with no gate, everything). It returns how many packets it took;
+// takeLocked moves into l.taken, up to takeBatches batches, the requeued
+// packets if there are any, else what the queue hands over whose
+// departure has come (with no gate, everything). It returns how many packets it took;
 // when it took none and the head must wait, how long (wait is 0 when the
 // queue is empty), and the time of the pass (read only when the lane is
 // timed).
@@ -70,6 +70,12 @@ func (l *Lane) takeLocked() (n int, wait, now int64) {
 	now = qdisc.Unstamped
 	if l.timed {
 		now = l.passTimeLocked()
+	}
+	if n > 0 {
+		// The link is offered what it refused first, alone, as Linux's
+		// dequeue_skb does: what waits in the queue stays there, where a
+		// queue that measures delay (CoDel) sees it.
+		return n, 0, now
 	}
 	for k < len(l.taken) {
 		if l.gate != nil {
