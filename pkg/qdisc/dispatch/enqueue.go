@@ -103,8 +103,8 @@ func (l *Lane) admitBudgetLocked(size uint64) tcpip.Error {
 // now, Unstamped if the clock was not read), then releases the lock: an
 // idle lane is made running and its dispatcher woken, or, when it is
 // shaping, the enqueuer runs the pass itself; a running or throttled lane
-// is left to its pass or its alarm. Then it serves the lanes whose
-// deadline has come.
+// is left to its pass or its alarm. Then, with a gate, it serves the
+// lanes whose deadline has come.
 // +checklocksrelease:l.mu
 func (l *Lane) kickLocked(now int64) {
 	inline := false
@@ -129,7 +129,9 @@ func (l *Lane) kickLocked(now int64) {
 	if inline {
 		l.runInline()
 	}
-	l.serveDue(now)
+	if l.gate != nil { // a fifo's only waits are a full link's, left to the timer
+		l.serveDue(now)
+	}
 }
 
 // shapingRecently says whether the lane waited for its gate less than
