@@ -26,7 +26,13 @@ func RegisterQDiscFlags(fs *flag.FlagSet) {
 
 // register registers f on fs, its value held in held.
 func register(fs *flag.FlagSet, f *Flag, held *Config) {
-	fs.Var(value{f, held}, f.Name, f.Usage)
+	usage := f.Usage
+	if f.Kind == KindDuration {
+		// flag.PrintDefaults names a value's type from a back-quoted word
+		// of its usage: "-qdisc-tbf-latency duration", as fs.Duration shows.
+		usage += " A Go `duration`."
+	}
+	fs.Var(value{f, held}, f.Name, usage)
 }
 
 // defaults returns the Config of every flag's default.

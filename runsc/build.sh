@@ -5,13 +5,19 @@
 #
 #   runsc/build.sh              -> runsc/bin/runsc
 #   runsc/build.sh --upstream   -> runsc/bin/runsc-upstream (no patches: the control)
-#   runsc/build.sh      -> the patches apply and the patched runsc
-#                                  config tests pass (CI), then the build
+#
+# build.sh checks the patches as a series a reviewer takes one by one: they
+# apply in order (git am), and at each patch's commit runsc builds, its
+# config package passes go vet, and runsc's config tests pass. Then it
+# builds the binary from the last commit (CI runs it).
 #
 # The patched gVisor tree is runsc/.build/gvisor, a git repository whose
 # first commit is the pristine module and whose later commits are the
-# patches: edit there, commit, and refresh the patches with
+# patches, one each: edit there, commit (git commit --fixup and
+# git rebase -i --autosquash to change an earlier patch), delete the patch
+# files you replace, and refresh them with
 #   git -C runsc/.build/gvisor format-patch -o ../../patches --zero-commit --no-signature HEAD~N
+# build.sh recreates runsc/.build/gvisor: write the patches out first.
 # The binary must be static (CGO_ENABLED=0): the sandbox re-executes it
 # inside an empty root where no dynamic loader exists.
 set -euo pipefail
@@ -67,6 +73,34 @@ if [ ${#patches[@]} -gt 0 ]; then
   fi
 fi
 echo "gvisor.dev/gvisor $version + ${#patches[@]} patch(es): $(git log --format=%s -n ${#patches[@]} | tr '\n' ';')"
+
+# Each patch must build on its own, in order: runsc's packages build, its
+# config package passes go vet and its tests. The builds share the Go build
+# cache with each other and with the binary's (same flags), so each after
+# the first compiles only what its patch changed; the last patch's is the
+# binary's, below. (Vetting boot, sandbox and specutils as well would cost
+# minutes on a cold cache: vet analyzes the whole sentry they import.)
+if [ ${#patches[@]} -gt 0 ]; then
+  branch=$(git symbolic-ref --short HEAD)
+  i=0
+  for commit in $(git rev-list --reverse "HEAD~${#patches[@]}..HEAD"); do
+    i=$((i + 1))
+    git checkout -q "$commit"
+    echo "patch $i/${#patches[@]}: $(git log --format=%s -n 1)"
+    if ! { { [ "$i" -eq ${#patches[@]} ] || CGO_ENABLED=0 go build -trimpath gvisor.dev/gvisor/runsc/...; } &&
+        CGO_ENABLED=0 go vet gvisor.dev/gvisor/runsc/config; }; then
+      echo "patch $i (${patches[$((i - 1))]}) does not build or vet on its own" >&2
+      exit 1
+    fi
+    if compgen -G "$tree/runsc/config/*_test.go" >/dev/null &&
+      ! out=$(CGO_ENABLED=0 go test -trimpath -count=1 gvisor.dev/gvisor/runsc/config 2>&1); then
+      grep -v '^I[0-9]' <<<"$out" >&2
+      echo "patch $i (${patches[$((i - 1))]}): runsc's config tests fail" >&2
+      exit 1
+    fi
+  done
+  git checkout -q "$branch"
+fi
 
 echo "building runsc"
 CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags-netqdisc" -o bin/runsc gvisor.dev/gvisor/runsc

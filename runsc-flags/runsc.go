@@ -1,0 +1,52 @@
+package runscflags
+
+// What a runtime that applies the dev.gvisor.flag.* annotations itself,
+// flag by flag, needs besides CheckAnnotation: runsc's Override checks each
+// annotation with its overrideAllowlist, whose qdisc entries call
+// CheckAnnotation, and then applies Kubernetes' bandwidth annotations,
+// which depend on what those left in force, with
+// ApplyKubernetesAnnotations.
+
+// ApplyKubernetesAnnotations applies Kubernetes' bandwidth annotations in
+// annotations (AnnotationKubeEgress and AnnotationKubeIngress; it ignores
+// every other key) to c under the package's policy, as ApplyAnnotations
+// does, but with operator's values as the ceilings: c is the configuration
+// in force once the runtime has applied the dev.gvisor.flag.* annotations,
+// and operator the one before them, the operator's flags. A bandwidth only
+// tightens what is in force in c; one above operator's rate is held to it
+// and noted in Notices, which name operator's value. Like ApplyAnnotations,
+// it validates the result and is atomic: on error c is unchanged.
+func (c *Config) ApplyKubernetesAnnotations(operator *Config, annotations map[string]string) error {
+	kube := make(map[string]string)
+	for _, key := range []string{AnnotationKubeEgress, AnnotationKubeIngress} {
+		if v, ok := annotations[key]; ok {
+			kube[key] = v
+		}
+	}
+	if len(kube) == 0 {
+		return nil
+	}
+	// A Config's ceilings are its values at its first ApplyAnnotations,
+	// and Set changes its values, not its ceilings: next takes operator's
+	// values and fixes them as its ceilings, then takes c's.
+	var next Config
+	for _, f := range Flags {
+		if err := next.Set(f.Name, operator.Get(f.Name)); err != nil {
+			return err
+		}
+	}
+	if err := next.ApplyAnnotations(nil); err != nil {
+		return err
+	}
+	for _, f := range Flags {
+		if err := next.Set(f.Name, c.Get(f.Name)); err != nil {
+			return err
+		}
+	}
+	next.Notices = append([]string(nil), c.Notices...)
+	if err := next.ApplyAnnotations(kube); err != nil {
+		return err
+	}
+	*c = next
+	return nil
+}

@@ -1,0 +1,108 @@
+package runscflags_test
+
+import (
+	"strings"
+	"testing"
+
+	runscflags "github.com/netqdisc/netqdisc/runsc-flags"
+)
+
+// configOf returns the Config the flags give, as a runtime that holds each
+// flag in a field of its own would build it: with Set, one flag at a time.
+func configOf(t *testing.T, flags map[string]string) *runscflags.Config {
+	t.Helper()
+	c := &runscflags.Config{}
+	for _, f := range runscflags.Flags {
+		v, ok := flags[f.Name]
+		if !ok {
+			v = f.Default
+		}
+		if err := c.Set(f.Name, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return c
+}
+
+func TestApplyKubernetesAnnotations(t *testing.T) {
+	operatorFlags := map[string]string{"qdisc": "tbf", "qdisc-tbf-rate": "100mbit", "qdisc-tbf-burst": "128kb"}
+	// What the pod's dev.gvisor.flag.* annotations left in force.
+	lowered := map[string]string{"qdisc": "tbf", "qdisc-tbf-rate": "50mbit", "qdisc-tbf-burst": "128kb"}
+	for _, tc := range []struct {
+		name        string
+		operator    map[string]string
+		inForce     map[string]string
+		annotations map[string]string
+		rate        uint64 // the tbf's, bytes/s
+		notice      string // what Notices says, "" for nothing
+		err         string
+	}{
+		{
+			name:     "tighter than what is in force",
+			operator: operatorFlags,
+			inForce:  lowered,
+			// The dev.gvisor.flag.* annotation is the runtime's to apply.
+			annotations: map[string]string{runscflags.AnnotationKubeEgress: "20M", "dev.gvisor.flag.qdisc-tbf-rate": "1mbit"},
+			rate:        2_500_000,
+		},
+		{
+			name:        "below the operator's ceiling, above what is in force",
+			operator:    operatorFlags,
+			inForce:     lowered,
+			annotations: map[string]string{runscflags.AnnotationKubeEgress: "80M"},
+			rate:        6_250_000,
+		},
+		{
+			name:        "above the operator's ceiling",
+			operator:    operatorFlags,
+			inForce:     lowered,
+			annotations: map[string]string{runscflags.AnnotationKubeEgress: "200M"},
+			rate:        6_250_000,
+			notice:      "above the operator's ceiling --qdisc-tbf-rate=12500000 bytes/s (100Mbit); the pod gets the ceiling",
+		},
+		{
+			name:        "with --allow-flag-override, as the annotation says",
+			operator:    map[string]string{"qdisc": "tbf", "qdisc-tbf-rate": "100mbit", "qdisc-tbf-burst": "128kb", "allow-flag-override": "true"},
+			inForce:     map[string]string{"qdisc": "tbf", "qdisc-tbf-rate": "50mbit", "qdisc-tbf-burst": "128kb", "allow-flag-override": "true"},
+			annotations: map[string]string{runscflags.AnnotationKubeEgress: "200M"},
+			rate:        25_000_000,
+		},
+		{
+			name:        "selects tbf where there was none",
+			annotations: map[string]string{runscflags.AnnotationKubeEgress: "10M"},
+			rate:        1_250_000,
+		},
+		{
+			name:        "not a bandwidth",
+			operator:    operatorFlags,
+			inForce:     lowered,
+			annotations: map[string]string{runscflags.AnnotationKubeEgress: "fast"},
+			err:         "kubernetes.io/egress-bandwidth",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			operator, c := configOf(t, tc.operator), configOf(t, tc.inForce)
+			before := c.String()
+			err := c.ApplyKubernetesAnnotations(operator, tc.annotations)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("got error %v, want one saying %q", err, tc.err)
+				}
+				if c.String() != before {
+					t.Errorf("the refused annotation changed the Config from %q to %q", before, c)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.QDisc != runscflags.QDiscTBF || c.TBFRate != tc.rate {
+				t.Errorf("got %v, want tbf at %d bytes/s", c, tc.rate)
+			}
+			notices := strings.Join(c.Notices, "\n")
+			if tc.notice == "" && notices != "" || !strings.Contains(notices, tc.notice) {
+				t.Errorf("Notices say %q, want %q", notices, tc.notice)
+			}
+		})
+	}
+}
