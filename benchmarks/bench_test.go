@@ -11,6 +11,7 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 
+	"github.com/netqdisc/netqdisc/lab/measure"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/qdisctest"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/rate"
 )
@@ -20,12 +21,12 @@ var (
 	benchWarmup   = flag.Duration("harness.warmup", 300*time.Millisecond, "full-stack benchmarks: warm-up before measuring")
 )
 
-func benchOptions(streams int) Options {
-	return Options{Streams: streams, Warmup: *benchWarmup, Duration: *benchDuration}
+func benchOptions(streams int) measure.Options {
+	return measure.Options{Streams: streams, Warmup: *benchWarmup, Window: *benchDuration}
 }
 
 // report runs c once per iteration and reports its figures.
-func report(b *testing.B, c Candidate, o Options) {
+func report(b *testing.B, c Candidate, o measure.Options) {
 	for b.Loop() {
 		r, err := Run(c, o)
 		if err != nil {
@@ -36,9 +37,9 @@ func report(b *testing.B, c Candidate, o Options) {
 		if c.Rate != 0 {
 			b.ReportMetric(r.Ratio(), "wire/rate")
 		}
-		b.ReportMetric(float64(r.RTTP50)/1e6, "rtt-p50-ms")
+		b.ReportMetric(float64(r.RTT(0.5))/1e6, "rtt-p50-ms")
 		b.ReportMetric(r.CPUPercent(), "cpu-%")
-		b.ReportMetric(r.CPUSecPerGB(), "cpu-s/GB")
+		b.ReportMetric(r.CPUPerGB(), "cpu-s/GB")
 		b.ReportMetric(float64(r.Drops), "drops")
 		b.ReportMetric(float64(r.CPUPerPacket())/1e3, "cpu-µs/pkt")
 		if r.HasLateness && r.Lateness.Count() > 0 {
@@ -76,10 +77,10 @@ func BenchmarkThroughput(b *testing.B) {
 // of rate, at least two packets), 4 streams.
 func BenchmarkAccuracy(b *testing.B) {
 	for _, r := range []uint64{1 * Mbit, 10 * Mbit, 100 * Mbit, 1000 * Mbit} {
-		for _, c := range AccuracySuite([]uint64{r}, Options{}).Settings[0].Candidates {
+		for _, c := range AccuracySuite([]uint64{r}, measure.Options{}).Settings[0].Candidates {
 			b.Run(fmt.Sprintf("%s/rate=%s", slug(c.Name()), rate.FormatRate(r)), func(b *testing.B) {
 				o := benchOptions(4)
-				o.Duration *= 2
+				o.Window *= 2
 				report(b, c, o)
 			})
 		}
@@ -148,7 +149,7 @@ func BenchmarkSmallBurst(b *testing.B) {
 		for _, c := range set.Candidates {
 			b.Run(slug(c.Name()+" "+set.Label), func(b *testing.B) {
 				o := set.Options
-				o.Duration *= 2
+				o.Window *= 2
 				report(b, c, o)
 			})
 		}

@@ -12,6 +12,7 @@ import (
 
 	"gvisor.dev/gvisor/pkg/refs"
 
+	"github.com/netqdisc/netqdisc/lab/measure"
 	"github.com/netqdisc/netqdisc/runsc-flags"
 )
 
@@ -85,11 +86,11 @@ func TestRun(t *testing.T) {
 	} {
 		t.Run(slug(c.Name()), func(t *testing.T) {
 			var ticks int
-			r, err := Run(c, Options{Streams: 2, Warmup: 100 * time.Millisecond, Duration: 1100 * time.Millisecond, Pace: 8 * Mbit, Progress: func(Progress) { ticks++ }})
+			r, err := Run(c, measure.Options{Streams: 2, Warmup: 100 * time.Millisecond, Window: 1100 * time.Millisecond, Pace: 8 * Mbit, Progress: func(measure.Progress) { ticks++ }})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if r.Received == 0 || r.WireBps == 0 || r.GoodputBps == 0 || r.RTTIdle == 0 || r.RTTSamples == 0 || len(r.Timeline) == 0 || ticks == 0 {
+			if r.Received == 0 || r.WireBps == 0 || r.GoodputBps == 0 || r.IdleRTT == 0 || len(r.RTTs) == 0 || len(r.Timeline) == 0 || ticks == 0 {
 				t.Errorf("missing figures: %+v (%d progress calls)", r, ticks)
 			}
 			if (c.Impl == "netqdisc" && c.QDisc != "none") != r.HasStats {
@@ -104,7 +105,7 @@ func TestRun(t *testing.T) {
 
 func TestRunRefusesBadConfig(t *testing.T) {
 	c := FromConfig(&runscflags.Config{QDisc: runscflags.QDiscTBF, TBFRate: 10 * Mbit, TBFBurst: 1000})
-	if _, err := Run(c, Options{Duration: time.Second}); err == nil || !strings.Contains(err.Error(), "--qdisc-tbf-burst") {
+	if _, err := Run(c, measure.Options{Window: time.Second}); err == nil || !strings.Contains(err.Error(), "--qdisc-tbf-burst") {
 		t.Errorf("Run with a burst below the MTU: %v; want an error naming --qdisc-tbf-burst", err)
 	}
 }
@@ -124,7 +125,7 @@ func TestFailedSetUpLeavesNothing(t *testing.T) {
 			}
 			defer func() { setUpFault = nil }()
 			c := FromConfig(&runscflags.Config{QDisc: runscflags.QDiscTBF, TBFRate: 10 * Mbit, TBFBurst: 12500})
-			if _, err := Run(c, Options{Streams: 2, Duration: time.Second}); err == nil || !strings.Contains(err.Error(), "injected failure after "+step) {
+			if _, err := Run(c, measure.Options{Streams: 2, Window: time.Second}); err == nil || !strings.Contains(err.Error(), "injected failure after "+step) {
 				t.Fatalf("Run: %v; want the injected failure", err)
 			}
 			// Goroutines that were told to stop may still be returning.
@@ -141,13 +142,13 @@ func TestFailedSetUpLeavesNothing(t *testing.T) {
 }
 
 func TestTablesAndJSON(t *testing.T) {
-	r := func(wire, good float64) Result {
-		return Result{WireBps: wire, GoodputBps: good, Elapsed: time.Second, Streams: 4, RTTP50: 5 * time.Millisecond, CPU: time.Second / 10}
+	r := func(wire, good float64) measure.Result {
+		return measure.Result{WireBps: wire, WireBytes: uint64(wire), GoodputBps: good, Elapsed: time.Second, Streams: 4, RTTs: []time.Duration{5 * time.Millisecond}, CPU: time.Second / 10}
 	}
 	cands := SideBySide(FarRate, FarBurst)
 	var sums []Summary
 	for i, c := range cands {
-		sums = append(sums, Summary{Suite: "throughput", Setting: "4", Candidate: c, Rounds: []Result{r(float64(100+i), float64(90+i)), r(float64(110+i), float64(92+i))}})
+		sums = append(sums, Summary{Suite: "throughput", Setting: "4", Candidate: c, Rounds: []measure.Result{r(float64(100+i), float64(90+i)), r(float64(110+i), float64(92+i))}})
 	}
 	var sb strings.Builder
 	WriteTables(&sb, sums)
@@ -185,13 +186,13 @@ func TestJain(t *testing.T) {
 // TestSparseRun: a run with sparse flows measures the UDP echo and each
 // stream's goodput (fq_codel under a 10 Mbit/s tbf, 1 s).
 func TestSparseRun(t *testing.T) {
-	s := BufferbloatSuite([]uint64{10 * Mbit}, Options{Warmup: 200 * time.Millisecond, Duration: time.Second})
+	s := BufferbloatSuite([]uint64{10 * Mbit}, measure.Options{Warmup: 200 * time.Millisecond, Window: time.Second})
 	r, err := Run(s.Settings[0].Candidates[2], s.Settings[0].Options)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(r.StreamBps) != 4 || r.UDPSent == 0 || r.UDPRTTP50 == 0 {
-		t.Errorf("streams %v, UDP echoes %d sent, p50 %v: want 4 streams and echoes", r.StreamBps, r.UDPSent, r.UDPRTTP50)
+	if len(r.StreamBps) != 4 || r.UDPSent == 0 || r.UDPRTT(0.5) == 0 {
+		t.Errorf("streams %v, UDP echoes %d sent, p50 %v: want 4 streams and echoes", r.StreamBps, r.UDPSent, r.UDPRTT(0.5))
 	}
 	for i, bps := range r.StreamBps {
 		if bps == 0 {

@@ -16,6 +16,8 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
 	"gonum.org/v1/plot/vg/vgsvg"
+
+	"github.com/netqdisc/netqdisc/lab/measure"
 )
 
 // JSONRun is one candidate at one setting in --json output: medians over
@@ -66,17 +68,17 @@ func JSON(sums []Summary) ([]byte, error) {
 		if len(s.Rounds) == 0 {
 			continue
 		}
-		med := func(f func(Result) float64) float64 { m, _, _ := s.Median(f); return m }
+		med := func(f func(measure.Result) float64) float64 { m, _, _ := s.Median(f); return m }
 		r0 := s.Rounds[0]
 		j := JSONRun{
 			Suite: s.Suite, Setting: s.Setting,
 			QDisc: s.Candidate.QDisc, Impl: s.Candidate.Impl, Streams: r0.Streams,
 			RateBps: s.Candidate.Rate, PaceBps: r0.Pace,
 			WireBps: med(Wire), GoodputBps: med(Goodput),
-			RTTIdleMs:   med(func(r Result) float64 { return ms(r.RTTIdle) }),
-			RTTP50Ms:    med(func(r Result) float64 { return ms(r.RTTP50) }),
-			RTTP99Ms:    med(func(r Result) float64 { return ms(r.RTTP99) }),
-			Drops:       uint64(med(func(r Result) float64 { return float64(r.Drops) })),
+			RTTIdleMs:   med(func(r measure.Result) float64 { return ms(r.IdleRTT) }),
+			RTTP50Ms:    med(func(r measure.Result) float64 { return ms(r.RTT(0.5)) }),
+			RTTP99Ms:    med(func(r measure.Result) float64 { return ms(r.RTT(0.99)) }),
+			Drops:       uint64(med(func(r measure.Result) float64 { return float64(r.Drops) })),
 			CPUsPerGB:   med(CPUPerGB),
 			CPUPercent:  med(CPUPct),
 			WakeupsPerS: med(WakeupsPerSec),
@@ -84,8 +86,8 @@ func JSON(sums []Summary) ([]byte, error) {
 			Variant:     s.Candidate.Variant,
 		}
 		if len(r0.StreamBps) > 0 {
-			j.UDPRTTP50Ms = med(func(r Result) float64 { return ms(r.UDPRTTP50) })
-			j.UDPRTTP99Ms = med(func(r Result) float64 { return ms(r.UDPRTTP99) })
+			j.UDPRTTP50Ms = med(func(r measure.Result) float64 { return ms(r.UDPRTT(0.5)) })
+			j.UDPRTTP99Ms = med(func(r measure.Result) float64 { return ms(r.UDPRTT(0.99)) })
 			j.UDPLost = med(UDPLost)
 			j.JainFairness = med(Fairness)
 			j.ECNMarks = med(Marks)

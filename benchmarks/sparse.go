@@ -11,7 +11,7 @@ import (
 )
 
 // The bufferbloat suite's sparse flows and fairness figures: besides the
-// TCP request/response probe, a ping-like UDP echo every Probe (a flow
+// TCP request/response probe, a ping-like UDP echo every PingInterval (a flow
 // that pkt.Hash does not mark: only the packet's headers tell it apart),
 // and each bulk stream's goodput, for Jain's fairness index.
 
@@ -21,7 +21,7 @@ const udpProbePort = 5003
 const udpProbeTimeout = time.Second
 
 // startUDPProbe starts the UDP echo server on B and the prober on A, which
-// sends a 64-byte datagram every o.Probe and waits for its echo.
+// sends a 64-byte datagram every o.PingInterval and waits for its echo.
 func (h *harness) startUDPProbe() error {
 	srv, err := gonet.DialUDP(h.sb, &tcpip.FullAddress{NIC: nicID, Addr: addrB, Port: udpProbePort}, nil, ipv4.ProtocolNumber)
 	if err != nil {
@@ -69,7 +69,7 @@ func (h *harness) startUDPProbe() error {
 				}
 			}
 			h.udpSent.add(t0, rtt)
-			time.Sleep(h.o.Probe)
+			time.Sleep(h.o.PingInterval)
 		}
 	}()
 	return nil

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/netqdisc/netqdisc/lab"
 	runscflags "github.com/netqdisc/netqdisc/runsc-flags"
 )
 
@@ -23,7 +24,7 @@ const kubeBurst = 65536 + 14
 
 // logFigures logs r's four figures against rate (bits/s), and its rate
 // on the wire (WireBps).
-func logFigures(t *testing.T, r CRIStreamResult, rate float64) {
+func logFigures(t *testing.T, r lab.CRIStreamResult, rate float64) {
 	t.Helper()
 	t.Logf("first second %.2f MB (%.1f Mbit); average from the first byte %.3f Mbit/s (%.4f of %.0f Mbit/s; on the wire %.4f, %d segments); steady (second 2 to the end) %.3f Mbit/s (%.4f); ping under load p50 %v p99 %v (%d of %d answered); %d bytes in %.3f s, longest stall %.3f s",
 		float64(r.FirstSecondBytes())/1e6, float64(r.FirstSecondBytes())*8/1e6, r.GoodputBps/1e6, r.GoodputBps/rate, rate/1e6, r.WireBps()/rate, r.Segments,
@@ -41,7 +42,7 @@ func logFigures(t *testing.T, r CRIStreamResult, rate float64) {
 // charges each packet the host hands the sandbox, a GRO/GSO aggregate of
 // segments with one set of headers. Rates are asserted outside -race only
 // (checkRate); the first second always.
-func checkShaped(t *testing.T, r CRIStreamResult, rate float64, burst int64, onWire bool) {
+func checkShaped(t *testing.T, r lab.CRIStreamResult, rate float64, burst int64, onWire bool) {
 	t.Helper()
 	logFigures(t, r, rate)
 	if onWire {
@@ -61,7 +62,7 @@ func checkShaped(t *testing.T, r CRIStreamResult, rate float64, burst int64, onW
 // with prefix ("Enabling qdisc on", "Enabling ingress shaping on") holding
 // each of wants, logs it with the tc -s statistics logged at exit, and
 // returns the log.
-func checkBootLine(t *testing.T, c *CRI, handler, podID, prefix string, wants ...string) string {
+func checkBootLine(t *testing.T, c *lab.CRI, handler, podID, prefix string, wants ...string) string {
 	t.Helper()
 	log, err := c.RunscLog(handler, podID, "boot")
 	if err != nil {
@@ -111,8 +112,8 @@ func shaperSent(log, kind string) uint64 {
 // 0.975-0.999 of the rate over 4 runs, once with a 258 ms stall.
 func TestCRIIngressBandwidth(t *testing.T) {
 	c := newCRI(t)
-	p := &Pod{Name: "ingress", RuntimeHandler: "runsc", Annotations: map[string]string{runscflags.AnnotationKubeIngress: "20M"}}
-	r := criStream(t, c, p, CRIStream{Ingress: true, For: 8 * time.Second, SenderArgs: []string{"-sndbuf", "16384"}}, nil)
+	p := &lab.Pod{Name: "ingress", RuntimeHandler: "runsc", Annotations: map[string]string{runscflags.AnnotationKubeIngress: "20M"}}
+	r := criStream(t, c, p, lab.CRIStream{Ingress: true, For: 8 * time.Second, SenderArgs: []string{"-sndbuf", "16384"}}, nil)
 	checkShaped(t, r, 20e6, kubeBurst, false)
 	checkBootLine(t, c, "runsc", r.PodID, "Enabling ingress shaping on", "tbf rate 20Mbit", "lat 25ms")
 }
@@ -129,8 +130,8 @@ func TestCRIIngressBandwidth(t *testing.T) {
 // TestCRIEgressBandwidth): on the wire, from the first byte, within
 // [0.97, 1.01] of 20 Mbit/s. One containerd serves both.
 func TestCRIQDiscAnnotations(t *testing.T) {
-	c := newCRI(t, func(o *CRIOptions) {
-		o.Runsc["runsc-open"] = CRIRuntime{Runsc: o.Runsc["runsc"].Runsc}
+	c := newCRI(t, func(o *lab.CRIOptions) {
+		o.Runsc["runsc-open"] = lab.CRIRuntime{Runsc: o.Runsc["runsc"].Runsc}
 	})
 	const burst = 128 << 10 // tc's 128kb
 	for _, tc := range []struct {
@@ -149,8 +150,8 @@ func TestCRIQDiscAnnotations(t *testing.T) {
 		}, []string{"tbf rate 20Mbit burst 128Kb lat 50ms"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := &Pod{Name: "qdisc-" + tc.handler, RuntimeHandler: tc.handler, Annotations: tc.annotations}
-			r := criStream(t, c, p, CRIStream{For: 8 * time.Second, SenderArgs: []string{"-sndbuf", "16384"}}, nil)
+			p := &lab.Pod{Name: "qdisc-" + tc.handler, RuntimeHandler: tc.handler, Annotations: tc.annotations}
+			r := criStream(t, c, p, lab.CRIStream{For: 8 * time.Second, SenderArgs: []string{"-sndbuf", "16384"}}, nil)
 			checkShaped(t, r, 20e6, burst, true)
 			checkBootLine(t, c, tc.handler, r.PodID, "Enabling qdisc on", tc.line...)
 		})

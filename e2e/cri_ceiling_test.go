@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/netqdisc/netqdisc/lab"
 	runscflags "github.com/netqdisc/netqdisc/runsc-flags"
 )
 
@@ -18,7 +19,7 @@ import (
 // dev.gvisor.flag.* above the ceiling is still refused: TestCRIRefusal.)
 func TestCRIBandwidthAboveTheCeiling(t *testing.T) {
 	c := newCRI(t)
-	p := &Pod{Name: "above", RuntimeHandler: "runsc", Annotations: map[string]string{runscflags.AnnotationKubeEgress: "200M"}}
+	p := &lab.Pod{Name: "above", RuntimeHandler: "runsc", Annotations: map[string]string{runscflags.AnnotationKubeEgress: "200M"}}
 	r, id := criSend(t, c, p, 4*time.Second)
 	ratio := r.GoodputBps / 100e6
 	t.Logf("goodput %.2f Mbit/s (%d bytes in %.3f s from the first byte): %.4f of the operator's 100 Mbit/s", r.GoodputBps/1e6, r.Bytes, r.Seconds, ratio)

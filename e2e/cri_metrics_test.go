@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/netqdisc/netqdisc/lab"
 	runscflags "github.com/netqdisc/netqdisc/runsc-flags"
 )
 
@@ -28,20 +29,20 @@ const criMetricServer = "%RUNTIME_ROOT%/metrics.sock"
 // runsc_network_ingress_{sent_bytes,sent_packets,overlimits} above 0 (the
 // export leaves out zeros), each sent_bytes at least what its sink counted.
 func TestCRIExportMetrics(t *testing.T) {
-	c := newCRI(t, func(o *CRIOptions) {
+	c := newCRI(t, func(o *lab.CRIOptions) {
 		cfg := map[string]string{"metric-server": criMetricServer}
-		for k, v := range CRIOperator {
+		for k, v := range lab.CRIOperator {
 			cfg[k] = v
 		}
 		r := o.Runsc["runsc"]
 		r.Config = cfg
 		o.Runsc["runsc"] = r
 	})
-	runsc, err := RunscBinary(false)
+	runsc, err := lab.RunscBinary(false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &Pod{Name: "metrics", RuntimeHandler: "runsc", Annotations: map[string]string{
+	p := &lab.Pod{Name: "metrics", RuntimeHandler: "runsc", Annotations: map[string]string{
 		runscflags.AnnotationKubeEgress: "10M", runscflags.AnnotationKubeIngress: "20M",
 	}}
 	id, err := c.RunPod(p)
@@ -59,7 +60,7 @@ func TestCRIExportMetrics(t *testing.T) {
 		ingress bool
 		args    []string
 	}{{"qdisc", false, []string{"-sndbuf", "16384"}}, {"ingress", true, nil}} {
-		r, err := c.Stream(CRIStream{PodID: id, Pod: p, Ingress: s.ingress, For: 3 * time.Second, SenderArgs: s.args})
+		r, err := c.Stream(lab.CRIStream{PodID: id, Pod: p, Ingress: s.ingress, For: 3 * time.Second, SenderArgs: s.args})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -67,7 +68,7 @@ func TestCRIExportMetrics(t *testing.T) {
 		sunk[s.dir] = r.Bytes
 	}
 	root := filepath.Join(c.Dir, "runsc", "runsc", "k8s.io")
-	out, err := runBounded(exec.Command(runsc, "--root", root, "--metric-server="+criMetricServer, "export-metrics", id), 30*time.Second)
+	out, err := lab.RunBounded(exec.Command(runsc, "--root", root, "--metric-server="+criMetricServer, "export-metrics", id), 30*time.Second)
 	if err != nil {
 		t.Fatalf("runsc --root %s export-metrics %s: %v: %s", root, id, err, out)
 	}
@@ -79,7 +80,7 @@ func TestCRIExportMetrics(t *testing.T) {
 	for dir, bytes := range sunk {
 		for _, name := range []string{"sent_bytes", "sent_packets", "overlimits"} {
 			if values[dir+"_"+name] == 0 {
-				t.Errorf("runsc export-metrics has no runsc_network_%s_%s above 0:\n%s", dir, name, lastLines(out, 40))
+				t.Errorf("runsc export-metrics has no runsc_network_%s_%s above 0:\n%s", dir, name, lab.LastLines(out, 40))
 			}
 		}
 		if got := values[dir+"_sent_bytes"]; got < uint64(bytes) {

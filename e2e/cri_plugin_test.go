@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/netqdisc/netqdisc/lab"
 	runscflags "github.com/netqdisc/netqdisc/runsc-flags"
 )
 
@@ -36,7 +37,7 @@ import (
 // netqdisc's rate. Meanwhile the pair costs a second queue on the host and,
 // for what pods send, an ifb redirect per packet, for nothing.
 func TestCRIBandwidthPlugin(t *testing.T) {
-	c := newCRI(t, func(o *CRIOptions) { o.BandwidthPlugin = true })
+	c := newCRI(t, func(o *lab.CRIOptions) { o.BandwidthPlugin = true })
 	small := []string{"-sndbuf", "16384"} // as TestCRIEgressBandwidth's and TestCRIIngressBandwidth's
 	for i, tc := range []struct {
 		name, handler string
@@ -56,9 +57,9 @@ func TestCRIBandwidthPlugin(t *testing.T) {
 			if tc.ingress {
 				key = runscflags.AnnotationKubeIngress
 			}
-			p := &Pod{Name: fmt.Sprintf("plugin-%d", i), RuntimeHandler: tc.handler, Annotations: map[string]string{key: tc.annotation}}
-			var qs []CRITBF
-			r := criStream(t, c, p, CRIStream{Ingress: tc.ingress, For: 10 * time.Second, SenderArgs: tc.senderArgs},
+			p := &lab.Pod{Name: fmt.Sprintf("plugin-%d", i), RuntimeHandler: tc.handler, Annotations: map[string]string{key: tc.annotation}}
+			var qs []lab.CRITBF
+			r := criStream(t, c, p, lab.CRIStream{Ingress: tc.ingress, For: 10 * time.Second, SenderArgs: tc.senderArgs},
 				func(string) { qs = pluginTBFs(t, c) })
 			for _, q := range qs {
 				t.Logf("the plugin's %s: sent %d bytes (%.4f of the sink's), %d pkt, dropped %d, overlimits %d", q.Line, q.Bytes, float64(q.Bytes)/float64(r.Bytes), q.Packets, q.Dropped, q.Overlimits)
@@ -98,7 +99,7 @@ func TestCRIBandwidthPlugin(t *testing.T) {
 // unshaped start (a first second above 10 seconds of the rate; an average
 // from the first byte at least 3 times the steady rate), a steady rate
 // within [0.90, 1.01] of the rate, and a tbf that did hold packets.
-func checkPluginShaped(t *testing.T, r CRIStreamResult, rate float64, q CRITBF) {
+func checkPluginShaped(t *testing.T, r lab.CRIStreamResult, rate float64, q lab.CRITBF) {
 	t.Helper()
 	logFigures(t, r, rate)
 	if min := int64(10 * rate / 8); r.FirstSecondBytes() < min {
@@ -114,7 +115,7 @@ func checkPluginShaped(t *testing.T, r CRIStreamResult, rate float64, q CRITBF) 
 }
 
 // pluginTBFs lists the tbf qdiscs in the CRI's namespace (CRI.TBFs).
-func pluginTBFs(t *testing.T, c *CRI) []CRITBF {
+func pluginTBFs(t *testing.T, c *lab.CRI) []lab.CRITBF {
 	t.Helper()
 	qs, err := c.TBFs()
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/netqdisc/netqdisc/lab"
 	runscflags "github.com/netqdisc/netqdisc/runsc-flags"
 )
 
@@ -15,32 +16,32 @@ import (
 // qdisc flags) and runc, changed by mods (more handlers, the bandwidth
 // plugin). It skips, saying why, where the machine cannot run it; after
 // the test, everything it made must be gone, pass or fail.
-func newCRI(t *testing.T, mods ...func(*CRIOptions)) *CRI {
+func newCRI(t *testing.T, mods ...func(*lab.CRIOptions)) *lab.CRI {
 	t.Helper()
-	if err := CheckCRI(); err != nil {
+	if err := lab.CheckCRI(); err != nil {
 		t.Skipf("CRI tests skipped: %v", err)
 	}
-	if _, err := CRIBin(); err != nil {
+	if _, err := lab.CRIBin(); err != nil {
 		t.Skipf("CRI tests skipped: %v", err)
 	}
-	sweepCRIOnce.Do(SweepCRI) // what a killed run left
-	runsc, err := RunscBinary(false)
+	sweepCRIOnce.Do(lab.SweepCRI) // what a killed run left
+	runsc, err := lab.RunscBinary(false)
 	if err != nil {
 		t.Skipf("CRI tests skipped: %v", err)
 	}
-	upstream, err := RunscBinary(true)
+	upstream, err := lab.RunscBinary(true)
 	if err != nil {
 		t.Skipf("CRI tests skipped: %v", err)
 	}
-	o := CRIOptions{Runsc: map[string]CRIRuntime{
-		"runsc":          {Runsc: runsc, Config: CRIOperator},
+	o := lab.CRIOptions{Runsc: map[string]lab.CRIRuntime{
+		"runsc":          {Runsc: runsc, Config: lab.CRIOperator},
 		"runsc-upstream": {Runsc: upstream},
 	}}
 	for _, m := range mods {
 		m(&o)
 	}
 	start := time.Now()
-	c, err := StartCRI(t.TempDir(), o)
+	c, err := lab.StartCRI(t.TempDir(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +62,7 @@ var sweepCRIOnce sync.Once
 
 // criStream runs pod p, the stream s through it (CRI.Stream), then after
 // (if not nil) while the pod still runs, and removes the pod.
-func criStream(t *testing.T, c *CRI, p *Pod, s CRIStream, after func(podID string)) CRIStreamResult {
+func criStream(t *testing.T, c *lab.CRI, p *lab.Pod, s lab.CRIStream, after func(podID string)) lab.CRIStreamResult {
 	t.Helper()
 	id, err := c.RunPod(p)
 	if err != nil {
@@ -87,9 +88,9 @@ func criStream(t *testing.T, c *CRI, p *Pod, s CRIStream, after func(podID strin
 // criSend runs a pod (p) whose container sends to the sink on the bridge
 // for d, and returns what the sink counted, with the pod's ID. The pod is
 // removed before it returns.
-func criSend(t *testing.T, c *CRI, p *Pod, d time.Duration, senderArgs ...string) (SinkResult, string) {
+func criSend(t *testing.T, c *lab.CRI, p *lab.Pod, d time.Duration, senderArgs ...string) (lab.SinkResult, string) {
 	t.Helper()
-	r := criStream(t, c, p, CRIStream{For: d, SenderArgs: senderArgs}, nil)
+	r := criStream(t, c, p, lab.CRIStream{For: d, SenderArgs: senderArgs}, nil)
 	return r.SinkResult, r.PodID
 }
 
@@ -120,17 +121,17 @@ func criSend(t *testing.T, c *CRI, p *Pod, d time.Duration, senderArgs ...string
 // It runs with host GSO on (runsc's default, the runsc handler) and off
 // (runsc-nogso: the same flags and --gso=false), one containerd for both.
 func TestCRIEgressBandwidth(t *testing.T) {
-	c := newCRI(t, func(o *CRIOptions) {
+	c := newCRI(t, func(o *lab.CRIOptions) {
 		cfg := map[string]string{"gso": "false"}
-		for k, v := range CRIOperator {
+		for k, v := range lab.CRIOperator {
 			cfg[k] = v
 		}
-		o.Runsc["runsc-nogso"] = CRIRuntime{Runsc: o.Runsc["runsc"].Runsc, Config: cfg}
+		o.Runsc["runsc-nogso"] = lab.CRIRuntime{Runsc: o.Runsc["runsc"].Runsc, Config: cfg}
 	})
 	for _, handler := range []string{"runsc", "runsc-nogso"} {
 		t.Run(handler, func(t *testing.T) {
-			p := &Pod{Name: "egress-" + handler, RuntimeHandler: handler, Annotations: map[string]string{runscflags.AnnotationKubeEgress: "10M"}}
-			r := criStream(t, c, p, CRIStream{For: 8 * time.Second, SenderArgs: []string{"-sndbuf", "16384"}}, nil)
+			p := &lab.Pod{Name: "egress-" + handler, RuntimeHandler: handler, Annotations: map[string]string{runscflags.AnnotationKubeEgress: "10M"}}
+			r := criStream(t, c, p, lab.CRIStream{For: 8 * time.Second, SenderArgs: []string{"-sndbuf", "16384"}}, nil)
 			checkShaped(t, r, 10e6, kubeBurst, true)
 			checkBootLine(t, c, handler, r.PodID, "Enabling qdisc on", "tbf rate 10Mbit", "lat 25ms")
 		})
@@ -142,13 +143,13 @@ func TestCRIEgressBandwidth(t *testing.T) {
 // same annotation, sends far above 10 Mbit/s: upstream runsc ignores it.
 func TestCRIUpstreamIgnoresAnnotations(t *testing.T) {
 	c := newCRI(t)
-	p := &Pod{Name: "upstream", RuntimeHandler: "runsc-upstream", Annotations: map[string]string{runscflags.AnnotationKubeEgress: "10M"}}
+	p := &lab.Pod{Name: "upstream", RuntimeHandler: "runsc-upstream", Annotations: map[string]string{runscflags.AnnotationKubeEgress: "10M"}}
 	checkUnshaped(t, c, p, 3*time.Second)
 }
 
 // checkUnshaped runs p's sender for d and asserts that it was not held to
 // the 10 Mbit/s its annotation asks for: at least 50 Mbit/s.
-func checkUnshaped(t *testing.T, c *CRI, p *Pod, d time.Duration) {
+func checkUnshaped(t *testing.T, c *lab.CRI, p *lab.Pod, d time.Duration) {
 	t.Helper()
 	r, _ := criSend(t, c, p, d)
 	t.Logf("goodput %.1f Mbit/s (%d bytes in %.3f s from the first byte)", r.GoodputBps/1e6, r.Bytes, r.Seconds)
@@ -162,13 +163,13 @@ func checkUnshaped(t *testing.T, c *CRI, p *Pod, d time.Duration) {
 // RunPodSandbox fails with netqdisc's refusal, verbatim, and no pod is left.
 func TestCRIRefusal(t *testing.T) {
 	c := newCRI(t)
-	p := &Pod{Name: "refused", RuntimeHandler: "runsc", Annotations: map[string]string{"dev.gvisor.flag.qdisc-tbf-rate": "200mbit"}}
+	p := &lab.Pod{Name: "refused", RuntimeHandler: "runsc", Annotations: map[string]string{"dev.gvisor.flag.qdisc-tbf-rate": "200mbit"}}
 	id, err := c.RunPod(p)
 	if err == nil {
 		c.RemovePod(id)
 		t.Fatal("RunPodSandbox accepted a rate annotation above the operator's ceiling")
 	}
-	var ce *ClientError
+	var ce *lab.ClientError
 	if !errors.As(err, &ce) {
 		t.Fatal(err)
 	}
@@ -198,6 +199,6 @@ func TestCRIRefusal(t *testing.T) {
 // sends far above 10 Mbit/s.
 func TestCRIRunc(t *testing.T) {
 	c := newCRI(t)
-	p := &Pod{Name: "runc", RuntimeHandler: "runc", Annotations: map[string]string{runscflags.AnnotationKubeEgress: "10M"}}
+	p := &lab.Pod{Name: "runc", RuntimeHandler: "runc", Annotations: map[string]string{runscflags.AnnotationKubeEgress: "10M"}}
 	checkUnshaped(t, c, p, 2*time.Second)
 }

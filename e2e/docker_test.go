@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/netqdisc/netqdisc/lab"
 	runscflags "github.com/netqdisc/netqdisc/runsc-flags"
 )
 
@@ -27,21 +28,21 @@ const dockerBootLine = `Enabling qdisc on "eth0": tbf rate 100Mbit burst 128Kb l
 // newDocker starts Debian's dockerd with o's runtimes in a namespace of
 // the test's own. It skips, saying why, where the machine cannot run it;
 // after the test, everything it made must be gone, pass or fail.
-func newDocker(t *testing.T, o DockerOptions) *Docker {
+func newDocker(t *testing.T, o lab.DockerOptions) *lab.Docker {
 	t.Helper()
-	if err := CheckDocker(); err != nil {
+	if err := lab.CheckDocker(); err != nil {
 		t.Skipf("Docker tests skipped: %v", err)
 	}
-	if _, err := CRIBin(); err != nil {
+	if _, err := lab.CRIBin(); err != nil {
 		t.Skipf("Docker tests skipped (they use the CRI tests' sink and image): %v", err)
 	}
-	runsc, err := RunscBinary(false)
+	runsc, err := lab.RunscBinary(false)
 	if err != nil {
 		t.Skipf("Docker tests skipped: %v", err)
 	}
-	sweepDockerOnce.Do(SweepDocker) // what a killed run left
+	sweepDockerOnce.Do(lab.SweepDocker) // what a killed run left
 	start := time.Now()
-	d, err := StartDocker(t.TempDir(), runsc, o)
+	d, err := lab.StartDocker(t.TempDir(), runsc, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,12 +90,12 @@ const dockerSinkPort = 5201
 // exits, and the sink sees a reset (or nothing) with up to 50 ms of queue
 // unsent.
 func TestDockerShaping(t *testing.T) {
-	d := newDocker(t, DockerOptions{Runtimes: map[string][]string{"runsc": dockerOperator}})
-	id, err := d.Run("--runtime=runsc", "--name", "shaped", CRIImage)
+	d := newDocker(t, lab.DockerOptions{Runtimes: map[string][]string{"runsc": dockerOperator}})
+	id, err := d.Run("--runtime=runsc", "--name", "shaped", lab.CRIImage)
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := fmt.Sprintf("%s:%d", DockerGateway, dockerSinkPort)
+	addr := fmt.Sprintf("%s:%d", lab.DockerGateway, dockerSinkPort)
 	sink, err := d.StartSink(addr, 1, 8*time.Second+time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -154,7 +155,7 @@ func TestDockerShaping(t *testing.T) {
 	}
 	tc := sentLine.FindStringSubmatch(log)
 	if tc == nil {
-		t.Fatalf("the boot log has no tc -s statistics; it ends:\n%s", lastLines(log, 10))
+		t.Fatalf("the boot log has no tc -s statistics; it ends:\n%s", lab.LastLines(log, 10))
 	}
 	t.Logf("tc -s at exit: %s", tc[0])
 	if n, _ := strconv.ParseUint(tc[1], 10, 64); n < sent {
@@ -187,7 +188,7 @@ func runscOutput(runsc string, args ...string) (string, error) {
 // or later (not on these machines: this branch has not run here), a
 // stricter annotation must shape and one above the ceiling be refused.
 func TestDockerAnnotations(t *testing.T) {
-	d := newDocker(t, DockerOptions{Runtimes: map[string][]string{"runsc": dockerOperator}})
+	d := newDocker(t, lab.DockerOptions{Runtimes: map[string][]string{"runsc": dockerOperator}})
 	api, err := d.APIVersion()
 	if err != nil {
 		t.Fatal(err)
@@ -212,13 +213,13 @@ func TestDockerAnnotations(t *testing.T) {
 		if major, _ := strconv.Atoi(strings.SplitN(v, ".", 2)[0]); major >= 24 {
 			want = fmt.Sprintf(`"--annotation" requires API version 1.43, but the Docker daemon API version is %s`, api)
 		}
-		out, err := d.CLIWith(c, time.Minute, "run", "--rm", "--runtime=runsc", "--annotation", ann+"=20mbit", CRIImage)
+		out, err := d.CLIWith(c, time.Minute, "run", "--rm", "--runtime=runsc", "--annotation", ann+"=20mbit", lab.CRIImage)
 		t.Logf("%s (client %s, daemon API %s): docker run --annotation: %s", c, v, api, strings.TrimSpace(out))
 		if err == nil || !strings.Contains(out, want) {
 			t.Errorf("%s (client %s): docker run --annotation said %q (%v); want a refusal: %q", c, v, out, err, want)
 		}
 	}
-	code, body, err := d.API("POST", "/v1.43/containers/create", map[string]any{"Image": CRIImage})
+	code, body, err := d.API("POST", "/v1.43/containers/create", map[string]any{"Image": lab.CRIImage})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,10 +250,10 @@ func TestDockerAnnotations(t *testing.T) {
 
 // dockerCreate creates a container (runtime runsc, the image's pause) with
 // annotations through the API at version api, and returns its ID.
-func dockerCreate(t *testing.T, d *Docker, api, name string, annotations map[string]string) string {
+func dockerCreate(t *testing.T, d *lab.Docker, api, name string, annotations map[string]string) string {
 	t.Helper()
 	code, body, err := d.API("POST", "/v"+api+"/containers/create?name="+name, map[string]any{
-		"Image": CRIImage, "HostConfig": map[string]any{"Runtime": "runsc", "Annotations": annotations},
+		"Image": lab.CRIImage, "HostConfig": map[string]any{"Runtime": "runsc", "Annotations": annotations},
 	})
 	if err != nil || code != 201 {
 		t.Fatalf("POST /v%s/containers/create: %d %s %v", api, code, body, err)
@@ -261,16 +262,14 @@ func dockerCreate(t *testing.T, d *Docker, api, name string, annotations map[str
 	if id == nil {
 		t.Fatalf("POST /v%s/containers/create said %s", api, body)
 	}
-	d.mu.Lock()
-	d.tasks[id[1]] = true
-	d.mu.Unlock()
+	d.Track(id[1])
 	return id[1]
 }
 
 // dockerAnnotationsHonoured: at API 1.43 or later, an annotation below the
 // operator's rate shapes the container, and one above it is refused as the
 // container starts, with netqdisc's message.
-func dockerAnnotationsHonoured(t *testing.T, d *Docker, api string) {
+func dockerAnnotationsHonoured(t *testing.T, d *lab.Docker, api string) {
 	const ann = runscflags.AnnotationPrefix + "qdisc-tbf-rate"
 	id := dockerCreate(t, d, api, "stricter", map[string]string{ann: "20mbit"})
 	if code, body, err := d.API("POST", "/v"+api+"/containers/"+id+"/start", nil); err != nil || code != 204 {
@@ -304,8 +303,8 @@ func apiAtLeast(v string, major, minor int) bool {
 // annotations) shapes its container, a changed runtime's new containers
 // get the new flags, and a container started before keeps its own.
 func TestDockerReload(t *testing.T) {
-	d := newDocker(t, DockerOptions{Runtimes: map[string][]string{"runsc": dockerOperator}})
-	before, err := d.Run("--runtime=runsc", CRIImage)
+	d := newDocker(t, lab.DockerOptions{Runtimes: map[string][]string{"runsc": dockerOperator}})
+	before, err := d.Run("--runtime=runsc", lab.CRIImage)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,10 +317,10 @@ func TestDockerReload(t *testing.T) {
 		}
 		return args
 	}
-	if err := d.WriteDaemonJSON(DockerOptions{Runtimes: map[string][]string{"runsc": withRate("50mbit"), "runsc-20mbit": withRate("20mbit")}}); err != nil {
+	if err := d.WriteDaemonJSON(lab.DockerOptions{Runtimes: map[string][]string{"runsc": withRate("50mbit"), "runsc-20mbit": withRate("20mbit")}}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = d.Run("--runtime=runsc-20mbit", CRIImage)
+	_, err = d.Run("--runtime=runsc-20mbit", lab.CRIImage)
 	t.Logf("daemon.json edited, not reloaded: docker run --runtime=runsc-20mbit: %v", err)
 	if err == nil || !strings.Contains(err.Error(), "runsc-20mbit") {
 		t.Errorf("docker run --runtime=runsc-20mbit before the reload: %v; want it refused as unknown", err)
@@ -329,11 +328,11 @@ func TestDockerReload(t *testing.T) {
 	if err := d.Reload(); err != nil {
 		t.Fatal(err)
 	}
-	stricter, err := d.Run("--runtime=runsc-20mbit", CRIImage)
+	stricter, err := d.Run("--runtime=runsc-20mbit", lab.CRIImage)
 	if err != nil {
 		t.Fatal(err)
 	}
-	after, err := d.Run("--runtime=runsc", CRIImage)
+	after, err := d.Run("--runtime=runsc", lab.CRIImage)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -365,32 +364,31 @@ func TestDockerReload(t *testing.T) {
 // dockerd and containerd stop; Close unmounts it with the rest (newDocker
 // checks that nothing is left).
 func TestDockerCleanup(t *testing.T) {
-	d := newDocker(t, DockerOptions{Runtimes: map[string][]string{"runsc": dockerOperator}})
-	addr := fmt.Sprintf("%s:%d", DockerGateway, dockerSinkPort)
+	d := newDocker(t, lab.DockerOptions{Runtimes: map[string][]string{"runsc": dockerOperator}})
+	addr := fmt.Sprintf("%s:%d", lab.DockerGateway, dockerSinkPort)
 	sink, err := d.StartSink(addr, 1, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out, err := d.CLI(time.Minute, "run", "--rm", "--runtime=runsc", "--entrypoint", "/sender", CRIImage, "-addr", addr, "-for", "1s"); err != nil {
+	if out, err := d.CLI(time.Minute, "run", "--rm", "--runtime=runsc", "--entrypoint", "/sender", lab.CRIImage, "-addr", addr, "-for", "1s"); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
 	// The sender was the container's first process: the sandbox ended
 	// with it, and the sink may have seen no end of the stream.
-	sink.cmd.Process.Kill()
-	<-sink.done
+	sink.Kill()
 	if out, err := d.CLI(time.Minute, "ps", "-aq"); err != nil || strings.TrimSpace(out) != "" {
 		t.Errorf("containers after the last exited: %q %v", out, err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for len(d.strays()) > 0 && time.Now().Before(deadline) {
+	for len(d.Strays()) > 0 && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}
-	if pids := d.strays(); len(pids) > 0 {
+	if pids := d.Strays(); len(pids) > 0 {
 		t.Errorf("processes %v are running after the last container exited", pids)
 	}
 	nullNetNS := filepath.Join(d.RunscRoot(), "null-netns")
 	mounted := func() bool {
-		for _, m := range mountsUnder(d.Dir) {
+		for _, m := range lab.MountsUnder(d.Dir) {
 			if m == nullNetNS {
 				return true
 			}
@@ -398,10 +396,10 @@ func TestDockerCleanup(t *testing.T) {
 		return false
 	}
 	if !mounted() {
-		t.Fatalf("%s is not mounted after a runsc container ran: mounts under Dir %v", nullNetNS, mountsUnder(d.Dir))
+		t.Fatalf("%s is not mounted after a runsc container ran: mounts under Dir %v", nullNetNS, lab.MountsUnder(d.Dir))
 	}
 	d.Stop()
-	t.Logf("after the last container exited and dockerd and containerd stopped, still mounted: %v", mountsUnder(d.Dir))
+	t.Logf("after the last container exited and dockerd and containerd stopped, still mounted: %v", lab.MountsUnder(d.Dir))
 	if !mounted() {
 		t.Errorf("%s is no longer mounted once dockerd stopped: the README says an operator must unmount it", nullNetNS)
 	}

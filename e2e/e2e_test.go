@@ -9,31 +9,33 @@ import (
 	"testing"
 	"time"
 
+	"github.com/netqdisc/netqdisc/lab"
+	"github.com/netqdisc/netqdisc/lab/measure"
 	"github.com/netqdisc/netqdisc/runsc-flags"
 )
 
 func TestMain(m *testing.M) {
-	if err := Check(); err == nil {
-		Sweep() // what an interrupted run left
+	if err := lab.Check(); err == nil {
+		lab.Sweep() // what an interrupted run left
 		sig := make(chan os.Signal, 1)
 		signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 		go func() {
 			<-sig
-			CloseAll()
+			lab.CloseAll()
 			os.Exit(2)
 		}()
 	}
 	code := m.Run()
-	CloseAll()
+	lab.CloseAll()
 	os.Exit(code)
 }
 
-func newLab(t *testing.T) *Lab {
+func newLab(t *testing.T) *lab.Lab {
 	t.Helper()
-	if err := Check(); err != nil {
+	if err := lab.Check(); err != nil {
 		t.Skipf("real-peer tests skipped: %v", err)
 	}
-	l, err := New()
+	l, err := lab.New()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,9 +45,9 @@ func newLab(t *testing.T) *Lab {
 
 // qdiscFrom builds the netstack's qdisc as runsc would, from flags and
 // annotations.
-func qdiscFrom(t *testing.T, args []string, annotations map[string]string) (MakeQDisc, *runscflags.Config) {
+func qdiscFrom(t *testing.T, args []string, annotations map[string]string) (lab.MakeQDisc, *runscflags.Config) {
 	t.Helper()
-	cfg, err := FromFlags(args, annotations)
+	cfg, err := lab.FromFlags(args, annotations)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +73,7 @@ const (
 func TestShapingAgainstTheKernel(t *testing.T) {
 	l := newLab(t)
 	const rate, burst, latency = 10 * mbit, 12500, 50 * time.Millisecond
-	o := Options{Streams: 4, Warmup: warmup, Window: measureFor, PingInterval: 100 * time.Millisecond}
+	o := measure.Options{Streams: 4, Warmup: warmup, Window: measureFor, PingInterval: 100 * time.Millisecond}
 	// The kernel's TCP does not overfill its qdisc (TCP small queues);
 	// gVisor's would keep the 75 KB queue at its limit, and tail drops
 	// would take pings too (seen: 2 of 50). 16 KiB per stream, 64 KiB in
@@ -82,11 +84,11 @@ func TestShapingAgainstTheKernel(t *testing.T) {
 	mk, _ := qdiscFrom(t, []string{"--qdisc=tbf", "--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500", "--qdisc-tbf-latency=50ms"}, nil)
 	for _, tc := range []struct {
 		name     string
-		run      func() (Result, error)
+		run      func() (measure.Result, error)
 		noneLost bool
 	}{
-		{"netqdisc", func() (Result, error) { return l.MeasureNetstack(mk, on) }, true},
-		{"kernel", func() (Result, error) { return l.MeasureKernel(rate, burst, latency, o) }, false},
+		{"netqdisc", func() (measure.Result, error) { return l.MeasureNetstack(mk, on) }, true},
+		{"kernel", func() (measure.Result, error) { return l.MeasureKernel(rate, burst, latency, o) }, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, err := tc.run()
@@ -118,7 +120,7 @@ func TestShapingAgainstTheKernel(t *testing.T) {
 func TestAnnotationsEndToEnd(t *testing.T) {
 	operator := []string{"--qdisc=tbf", "--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500", "--qdisc-tbf-latency=50ms"}
 	t.Run("raise refused", func(t *testing.T) {
-		_, err := FromFlags(operator, map[string]string{runscflags.AnnotationPrefix + "qdisc-tbf-rate": "20mbit"})
+		_, err := lab.FromFlags(operator, map[string]string{runscflags.AnnotationPrefix + "qdisc-tbf-rate": "20mbit"})
 		if err == nil || !strings.Contains(err.Error(), "--allow-flag-override") {
 			t.Fatalf("annotation raising the rate to 20mbit: %v; want a refusal naming --allow-flag-override", err)
 		}
@@ -129,7 +131,7 @@ func TestAnnotationsEndToEnd(t *testing.T) {
 		if cfg.TBFRate != 5*mbit {
 			t.Fatalf("rate %d after the annotation, want %d", cfg.TBFRate, 5*mbit)
 		}
-		r, err := l.MeasureNetstack(mk, Options{Streams: 4, Warmup: warmup, Window: measureFor})
+		r, err := l.MeasureNetstack(mk, measure.Options{Streams: 4, Warmup: warmup, Window: measureFor})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -169,7 +171,7 @@ func TestStreamIntegrity(t *testing.T) {
 }
 
 func TestCheckSaysWhatIsMissing(t *testing.T) {
-	err := Check()
+	err := lab.Check()
 	if err == nil {
 		return
 	}
@@ -192,7 +194,7 @@ func TestSmallBursts(t *testing.T) {
 		for _, burst := range []uint64{1514, 3028} {
 			t.Run(fmt.Sprintf("%dmbit burst %d", rate/mbit, burst), func(t *testing.T) {
 				mk, _ := qdiscFrom(t, []string{"--qdisc=tbf", fmt.Sprintf("--qdisc-tbf-rate=%d", rate), fmt.Sprintf("--qdisc-tbf-burst=%d", burst)}, nil)
-				r, err := l.MeasureNetstack(mk, Options{Streams: 4, Warmup: warmup, Window: measureFor})
+				r, err := l.MeasureNetstack(mk, measure.Options{Streams: 4, Warmup: warmup, Window: measureFor})
 				if err != nil {
 					t.Fatal(err)
 				}

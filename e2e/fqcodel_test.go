@@ -3,6 +3,8 @@ package e2e
 import (
 	"testing"
 	"time"
+
+	"github.com/netqdisc/netqdisc/lab/measure"
 )
 
 // TestFQCoDelUnderLoad: 4 bulk TCP streams from the netstack to the kernel
@@ -20,7 +22,7 @@ func TestFQCoDelUnderLoad(t *testing.T) {
 	}
 	l := newLab(t)
 	const rate = 10 * mbit
-	o := Options{Streams: 4, Warmup: warmup, Window: measureFor, PingInterval: 100 * time.Millisecond}
+	o := measure.Options{Streams: 4, Warmup: warmup, Window: measureFor, PingInterval: 100 * time.Millisecond}
 	for _, tc := range []struct {
 		name   string
 		args   []string

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/netqdisc/netqdisc/lab"
+	"github.com/netqdisc/netqdisc/lab/measure"
 	"github.com/netqdisc/netqdisc/runsc-flags"
 )
 
@@ -23,22 +25,22 @@ import (
 func TestIngressAgainstTheKernel(t *testing.T) {
 	l := newLab(t)
 	const latency = 25 * time.Millisecond
-	o := Options{Streams: 4, Warmup: warmup, Window: measureFor, PingInterval: 100 * time.Millisecond}
+	o := measure.Options{Streams: 4, Warmup: warmup, Window: measureFor, PingInterval: 100 * time.Millisecond}
 	for _, tc := range []struct {
 		rate, burst uint64
 	}{{10 * mbit, 12500}, {100 * mbit, 125000}} {
-		cfg, err := FromFlags([]string{fmt.Sprintf("--qdisc-ingress-rate=%d", tc.rate), fmt.Sprintf("--qdisc-ingress-burst=%d", tc.burst), "--qdisc-ingress-latency=25ms"}, nil)
+		cfg, err := lab.FromFlags([]string{fmt.Sprintf("--qdisc-ingress-rate=%d", tc.rate), fmt.Sprintf("--qdisc-ingress-burst=%d", tc.burst), "--qdisc-ingress-latency=25ms"}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, who := range []struct {
 			name string
-			run  func() (Result, error)
+			run  func() (measure.Result, error)
 		}{
-			{"netqdisc", func() (Result, error) {
-				return l.MeasureNetstackIngress(cfg.NewQueueingDiscipline, IngressFrom(cfg), o)
+			{"netqdisc", func() (measure.Result, error) {
+				return l.MeasureNetstackIngress(cfg.NewQueueingDiscipline, lab.IngressFrom(cfg), o)
 			}},
-			{"kernel", func() (Result, error) { return l.MeasureKernelIngress(tc.rate, tc.burst, latency, o) }},
+			{"kernel", func() (measure.Result, error) { return l.MeasureKernelIngress(tc.rate, tc.burst, latency, o) }},
 		} {
 			t.Run(fmt.Sprintf("%dmbit/%s", tc.rate/mbit, who.name), func(t *testing.T) {
 				if raceDetector && who.name == "netqdisc" && tc.rate > 10*mbit {
@@ -86,11 +88,11 @@ func TestIngressRefusals(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			l := newLab(t)
 			var err error
-			if cfg, ferr := FromFlags(tc.args, tc.annotations); ferr != nil {
+			if cfg, ferr := lab.FromFlags(tc.args, tc.annotations); ferr != nil {
 				err = ferr
 			} else {
-				var n *Netstack
-				n, err = l.StartNetstackOn(cfg.NewQueueingDiscipline, IngressFrom(cfg))
+				var n *lab.Netstack
+				n, err = l.StartNetstackOn(cfg.NewQueueingDiscipline, lab.IngressFrom(cfg))
 				if err == nil {
 					n.Close()
 				}

@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/netqdisc/netqdisc/lab"
+	"github.com/netqdisc/netqdisc/lab/measure"
 )
 
 // TestRunscGSONoSpuriousRetransmissions: one TCP stream from a sandbox
@@ -21,12 +24,12 @@ import (
 // rate.
 func TestRunscGSONoSpuriousRetransmissions(t *testing.T) {
 	r := newRunscRig(t)
-	s := r.start(t, SandboxOptions{Flags: []string{"--qdisc=tbf", "--qdisc-tbf-rate=100mbit", "--qdisc-tbf-burst=128kb", "--qdisc-tbf-latency=50ms", "--metric-server=" + metricServer}})
+	s := r.start(t, lab.SandboxOptions{Flags: []string{"--qdisc=tbf", "--qdisc-tbf-rate=100mbit", "--qdisc-tbf-burst=128kb", "--qdisc-tbf-latency=50ms", "--metric-server=" + lab.MetricServer}})
 	before, err := TCPExt(r.NSP, "TCPDSACKOldSent")
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := r.MeasureSandbox(s, Options{Streams: 1, Warmup: warmup, Window: 8 * time.Second})
+	res, err := r.MeasureSandbox(s, measure.Options{Streams: 1, Warmup: warmup, Window: 8 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +55,7 @@ func TestRunscGSONoSpuriousRetransmissions(t *testing.T) {
 
 // TCPExt reads one TcpExt counter of /proc/net/netstat in namespace ns.
 func TCPExt(ns, name string) (uint64, error) {
-	out, err := Run(ns, "cat", "/proc/net/netstat")
+	out, err := lab.Run(ns, "cat", "/proc/net/netstat")
 	if err != nil {
 		return 0, err
 	}

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/netqdisc/netqdisc/lab"
+	"github.com/netqdisc/netqdisc/lab/measure"
 	runscflags "github.com/netqdisc/netqdisc/runsc-flags"
 )
 
@@ -20,22 +22,22 @@ import (
 // built, and the processes of every sandbox started, which must all be
 // gone, with the namespaces and cgroups, once the test ends, pass or fail.
 type runscRig struct {
-	*Lab
+	*lab.Lab
 	runsc     string
 	pids      []int
-	sandboxes []*Sandbox
+	sandboxes []*lab.Sandbox
 }
 
 func newRunscRig(t *testing.T) *runscRig {
 	t.Helper()
-	if err := Check(); err != nil {
+	if err := lab.Check(); err != nil {
 		t.Skipf("real-sandbox tests skipped: %v", err)
 	}
-	bin, err := RunscBinary(false)
+	bin, err := lab.RunscBinary(false)
 	if err != nil {
 		t.Skipf("real-sandbox tests skipped: %v", err)
 	}
-	l, err := New()
+	l, err := lab.New()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +45,7 @@ func newRunscRig(t *testing.T) *runscRig {
 	t.Cleanup(func() {
 		l.Close()
 		for _, pid := range r.pids {
-			if Alive(pid) {
+			if lab.Alive(pid) {
 				t.Errorf("sandbox process %d is still running after the test", pid)
 			}
 		}
@@ -54,8 +56,8 @@ func newRunscRig(t *testing.T) *runscRig {
 			}
 		}
 		for _, s := range r.sandboxes {
-			if _, err := os.Stat(filepath.Join("/sys/fs/cgroup/cpuacct", s.id)); err == nil {
-				t.Errorf("cgroup %s is still there after the test", s.id)
+			if _, err := os.Stat(filepath.Join("/sys/fs/cgroup/cpuacct", s.ID())); err == nil {
+				t.Errorf("cgroup %s is still there after the test", s.ID())
 			}
 		}
 	})
@@ -63,7 +65,7 @@ func newRunscRig(t *testing.T) *runscRig {
 }
 
 // start starts a sandbox with the rig's runsc and the given runsc flags.
-func (r *runscRig) start(t *testing.T, o SandboxOptions) *Sandbox {
+func (r *runscRig) start(t *testing.T, o lab.SandboxOptions) *lab.Sandbox {
 	t.Helper()
 	o.Runsc = r.runsc
 	s, err := r.StartSandbox(o)
@@ -80,7 +82,7 @@ func (r *runscRig) start(t *testing.T, o SandboxOptions) *Sandbox {
 
 // bootLog stops the sandbox and returns its boot log, which ends with the
 // qdisc's statistics.
-func bootLog(t *testing.T, s *Sandbox) string {
+func bootLog(t *testing.T, s *lab.Sandbox) string {
 	t.Helper()
 	s.Stop()
 	log, err := s.BootLog()
@@ -114,8 +116,8 @@ func TestRunscShaping(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRunscRig(t)
 			flags := []string{"--qdisc=tbf", fmt.Sprintf("--qdisc-tbf-rate=%d", tc.rate), fmt.Sprintf("--qdisc-tbf-burst=%d", tc.burst), fmt.Sprintf("--gso=%v", tc.gso)}
-			s := r.start(t, SandboxOptions{Flags: flags})
-			res, err := r.MeasureSandbox(s, Options{Streams: 4, Warmup: warmup, Window: measureFor})
+			s := r.start(t, lab.SandboxOptions{Flags: flags})
+			res, err := r.MeasureSandbox(s, measure.Options{Streams: 4, Warmup: warmup, Window: measureFor})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -128,7 +130,7 @@ func TestRunscShaping(t *testing.T) {
 			}
 			m := sentLine.FindStringSubmatch(log)
 			if m == nil {
-				t.Fatalf("boot log has no tc -s statistics; it ends:\n%s", lastLines(log, 15))
+				t.Fatalf("boot log has no tc -s statistics; it ends:\n%s", lab.LastLines(log, 15))
 			}
 			if sent, _ := strconv.ParseUint(m[1], 10, 64); sent < res.WireBytes {
 				t.Errorf("tc -s says %s bytes sent, fewer than the %d the peer received in the window", m[1], res.WireBytes)
@@ -146,8 +148,8 @@ func TestRunscShaping(t *testing.T) {
 func TestRunscLatency(t *testing.T) {
 	r := newRunscRig(t)
 	const latency = 50 * time.Millisecond
-	s := r.start(t, SandboxOptions{Flags: []string{"--qdisc=tbf", "--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500", "--qdisc-tbf-latency=50ms", "--gso=false"}})
-	res, err := r.MeasureSandbox(s, Options{Streams: 4, Warmup: warmup, Window: measureFor, PingInterval: 100 * time.Millisecond, SendBuffer: 8 << 10})
+	s := r.start(t, lab.SandboxOptions{Flags: []string{"--qdisc=tbf", "--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500", "--qdisc-tbf-latency=50ms", "--gso=false"}})
+	res, err := r.MeasureSandbox(s, measure.Options{Streams: 4, Warmup: warmup, Window: measureFor, PingInterval: 100 * time.Millisecond, SendBuffer: 8 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,8 +178,8 @@ func TestRunscAnnotations(t *testing.T) {
 	operator := []string{"--qdisc=tbf", "--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500", "--gso=false"}
 	t.Run("below the ceiling", func(t *testing.T) {
 		r := newRunscRig(t)
-		s := r.start(t, SandboxOptions{Flags: operator, Annotations: map[string]string{"dev.gvisor.flag.qdisc-tbf-rate": "5mbit"}})
-		res, err := r.MeasureSandbox(s, Options{Streams: 4, Warmup: warmup, Window: measureFor})
+		s := r.start(t, lab.SandboxOptions{Flags: operator, Annotations: map[string]string{"dev.gvisor.flag.qdisc-tbf-rate": "5mbit"}})
+		res, err := r.MeasureSandbox(s, measure.Options{Streams: 4, Warmup: warmup, Window: measureFor})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -187,11 +189,11 @@ func TestRunscAnnotations(t *testing.T) {
 	})
 	t.Run("above the ceiling", func(t *testing.T) {
 		r := newRunscRig(t)
-		rx0, err := RxBytes(r.NSP, r.VethP1)
+		rx0, err := lab.RxBytes(r.NSP, r.VethP1)
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, err := r.StartSandbox(SandboxOptions{Runsc: r.runsc, Flags: operator, Annotations: map[string]string{"dev.gvisor.flag.qdisc-tbf-rate": "20mbit"}})
+		s, err := r.StartSandbox(lab.SandboxOptions{Runsc: r.runsc, Flags: operator, Annotations: map[string]string{"dev.gvisor.flag.qdisc-tbf-rate": "20mbit"}})
 		if err == nil {
 			s.Close()
 			t.Fatal("runsc run accepted a rate annotation above the operator's")
@@ -201,10 +203,10 @@ func TestRunscAnnotations(t *testing.T) {
 				t.Errorf("runsc's error does not say %q: %v", want, err)
 			}
 		}
-		if pids := (&Sandbox{lab: r.Lab}).Pids(); len(pids) != 0 {
+		if pids := r.NetstackPids(); len(pids) != 0 {
 			t.Errorf("processes %v run in the sandbox's namespace", pids)
 		}
-		if rx1, err := RxBytes(r.NSP, r.VethP1); err != nil || rx1 != rx0 {
+		if rx1, err := lab.RxBytes(r.NSP, r.VethP1); err != nil || rx1 != rx0 {
 			t.Errorf("the peer received %d bytes (%v); want none", rx1-rx0, err)
 		}
 	})
@@ -214,7 +216,7 @@ func TestRunscAnnotations(t *testing.T) {
 // still goes through runsc's own rules (net-raw is not on its allowlist).
 func TestRunscOwnFlagsKeepRunscRules(t *testing.T) {
 	r := newRunscRig(t)
-	s, err := r.StartSandbox(SandboxOptions{Runsc: r.runsc, Annotations: map[string]string{"dev.gvisor.flag.net-raw": "true", "dev.gvisor.flag.qdisc": "tbf", "dev.gvisor.flag.qdisc-tbf-rate": "10mbit", "dev.gvisor.flag.qdisc-tbf-burst": "12500"}})
+	s, err := r.StartSandbox(lab.SandboxOptions{Runsc: r.runsc, Annotations: map[string]string{"dev.gvisor.flag.net-raw": "true", "dev.gvisor.flag.qdisc": "tbf", "dev.gvisor.flag.qdisc-tbf-rate": "10mbit", "dev.gvisor.flag.qdisc-tbf-burst": "12500"}})
 	if err == nil {
 		s.Close()
 		t.Fatal("runsc run accepted a net-raw annotation without --allow-flag-override")
@@ -229,7 +231,7 @@ func TestRunscOwnFlagsKeepRunscRules(t *testing.T) {
 // TestRunscFlagsHelp: runsc flags lists netqdisc's flags with their units,
 // and runsc --help points to it.
 func TestRunscFlagsHelp(t *testing.T) {
-	bin, err := RunscBinary(false)
+	bin, err := lab.RunscBinary(false)
 	if err != nil {
 		t.Skip(err)
 	}
@@ -274,18 +276,18 @@ func TestRunscFIFOAndNone(t *testing.T) {
 	} {
 		t.Run(tc.qdisc, func(t *testing.T) {
 			r := newRunscRig(t)
-			s := r.start(t, SandboxOptions{Flags: []string{"--qdisc=" + tc.qdisc}, Mounts: []string{dir}})
+			s := r.start(t, lab.SandboxOptions{Flags: []string{"--qdisc=" + tc.qdisc}, Mounts: []string{dir}})
 			const port = 5202
 			var out strings.Builder
 			sink, err := r.Start(r.NSP, &out, "sh", "-c", fmt.Sprintf("socat -u TCP-LISTEN:%d,reuseaddr STDOUT | sha256sum", port))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := WaitListening(r.NSP, port); err != nil {
+			if err := lab.WaitListening(r.NSP, port); err != nil {
 				t.Fatal(err)
 			}
 			var sout strings.Builder
-			send, err := s.Exec(&sout, "socat", "-u", "OPEN:"+file, fmt.Sprintf("TCP:%s:%d", PeerAddr, port))
+			send, err := s.Exec(&sout, "socat", "-u", "OPEN:"+file, fmt.Sprintf("TCP:%s:%d", lab.PeerAddr, port))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -321,12 +323,12 @@ func TestRunscMetrics(t *testing.T) {
 	r := newRunscRig(t)
 	// The metric server's address makes runsc read the sandbox's metric
 	// registration at creation; nothing needs to listen there.
-	s := r.start(t, SandboxOptions{Flags: []string{"--qdisc=tbf", "--qdisc-tbf-rate=100mbit", "--qdisc-tbf-burst=3028", "--qdisc-tbf-limit=15140", "--gso=false", "--metric-server=127.0.0.1:9"}})
-	res, err := r.MeasureSandbox(s, Options{Streams: 2, Warmup: time.Second, Window: time.Second})
+	s := r.start(t, lab.SandboxOptions{Flags: []string{"--qdisc=tbf", "--qdisc-tbf-rate=100mbit", "--qdisc-tbf-burst=3028", "--qdisc-tbf-limit=15140", "--gso=false", "--metric-server=127.0.0.1:9"}})
+	res, err := r.MeasureSandbox(s, measure.Options{Streams: 2, Warmup: time.Second, Window: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command(r.runsc, "--root", s.root, "--metric-server=127.0.0.1:9", "export-metrics", s.id).CombinedOutput()
+	out, err := exec.Command(r.runsc, "--root", s.Root(), "--metric-server=127.0.0.1:9", "export-metrics", s.ID()).CombinedOutput()
 	if err != nil {
 		t.Fatalf("runsc export-metrics: %v: %s", err, out)
 	}
@@ -371,8 +373,8 @@ func TestRunscIngress(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRunscRig(t)
-			s := r.start(t, SandboxOptions{Flags: append(tc.flags, "--metric-server="+metricServer), Annotations: tc.annotations})
-			res, err := r.MeasureSandboxIngress(s, Options{Streams: 4, Warmup: warmup, Window: measureFor, PingInterval: 100 * time.Millisecond})
+			s := r.start(t, lab.SandboxOptions{Flags: append(tc.flags, "--metric-server="+lab.MetricServer), Annotations: tc.annotations})
+			res, err := r.MeasureSandboxIngress(s, measure.Options{Streams: 4, Warmup: warmup, Window: measureFor, PingInterval: 100 * time.Millisecond})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -404,8 +406,8 @@ func TestRunscIngress(t *testing.T) {
 // last session's alike.)
 func TestRunscFQCoDel(t *testing.T) {
 	r := newRunscRig(t)
-	s := r.start(t, SandboxOptions{Flags: []string{"--qdisc=tbf", "--qdisc-tbf-rate=50mbit", "--qdisc-tbf-burst=64kb", "--qdisc-tbf-child=fq_codel", "--gso=false"}})
-	res, err := r.MeasureSandbox(s, Options{Streams: 4, Warmup: warmup, Window: measureFor, PingInterval: 100 * time.Millisecond})
+	s := r.start(t, lab.SandboxOptions{Flags: []string{"--qdisc=tbf", "--qdisc-tbf-rate=50mbit", "--qdisc-tbf-burst=64kb", "--qdisc-tbf-child=fq_codel", "--gso=false"}})
+	res, err := r.MeasureSandbox(s, measure.Options{Streams: 4, Warmup: warmup, Window: measureFor, PingInterval: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

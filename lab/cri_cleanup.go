@@ -1,4 +1,4 @@
-package e2e
+package lab
 
 import (
 	"crypto/sha256"
@@ -42,7 +42,7 @@ func SweepCRI() {
 		dir := filepath.Dir(f)
 		c := &CRI{NS: o.NS, NSPath: "/run/netns/" + o.NS, Dir: dir, Socket: filepath.Join(dir, "containerd.sock"), CgroupParent: o.CgroupParent, tasks: map[string]bool{}}
 		c.shutdown()
-		if len(mountsUnder(dir)) == 0 {
+		if len(MountsUnder(dir)) == 0 {
 			os.RemoveAll(dir)
 			os.Remove(filepath.Dir(dir)) // the test's TempDir, if empty
 		}
@@ -82,7 +82,7 @@ func (c *CRI) shutdown() {
 		}
 	}
 	for i := 0; i < 5; i++ {
-		pids := c.strays()
+		pids := c.Strays()
 		if len(pids) == 0 {
 			break
 		}
@@ -91,9 +91,9 @@ func (c *CRI) shutdown() {
 		}
 		waitGone(pids, 5*time.Second)
 	}
-	for i := 0; i < 5 && len(mountsUnder(c.Dir)) > 0; i++ {
+	for i := 0; i < 5 && len(MountsUnder(c.Dir)) > 0; i++ {
 		// Deepest first: a rootfs's mounts before the rootfs.
-		ms := mountsUnder(c.Dir)
+		ms := MountsUnder(c.Dir)
 		for j := len(ms) - 1; j >= 0; j-- {
 			unix.Unmount(ms[j], unix.MNT_DETACH)
 		}
@@ -113,7 +113,7 @@ func (c *CRI) shutdown() {
 	if c.NS != "" {
 		exec.Command("ip", "netns", "del", c.NS).Run()
 	}
-	if len(mountsUnder(c.Dir)) == 0 {
+	if len(MountsUnder(c.Dir)) == 0 {
 		ents, _ := os.ReadDir(c.Dir)
 		for _, e := range ents {
 			os.RemoveAll(filepath.Join(c.Dir, e.Name()))
@@ -149,10 +149,10 @@ func (c *CRI) shimSockets() []string {
 	return socks
 }
 
-// strays are the processes the CRI left: those whose command line, working
+// Strays are the processes the CRI left: those whose command line, working
 // directory or root names Dir (shims, runsc sandboxes and gofers), those in
 // the pods' cgroups (runc's containers), and those in the namespace.
-func (c *CRI) strays() []int { return straysOf(c.Dir, c.CgroupParent, c.NS) }
+func (c *CRI) Strays() []int { return straysOf(c.Dir, c.CgroupParent, c.NS) }
 
 // straysOf returns, sorted, the live processes (this one and except aside)
 // whose command line or working directory names dir, those in the cgroups
@@ -225,8 +225,8 @@ func cgroupDirs(parent string) []string {
 	return dirs
 }
 
-// mountsUnder lists the mount points under dir, in mount order.
-func mountsUnder(dir string) []string {
+// MountsUnder lists the mount points under dir, in mount order.
+func MountsUnder(dir string) []string {
 	b, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil || dir == "" {
 		return nil
@@ -246,10 +246,10 @@ func (c *CRI) Leftovers() []string {
 	if c.pid != 0 && Alive(c.pid) {
 		left = append(left, fmt.Sprintf("containerd (PID %d) is running", c.pid))
 	}
-	if pids := c.strays(); len(pids) > 0 {
+	if pids := c.Strays(); len(pids) > 0 {
 		left = append(left, fmt.Sprintf("processes %v are running", pids))
 	}
-	if ms := mountsUnder(c.Dir); len(ms) > 0 {
+	if ms := MountsUnder(c.Dir); len(ms) > 0 {
 		left = append(left, fmt.Sprintf("mounts %v", ms))
 	}
 	if out, _ := exec.Command("ip", "netns", "list").Output(); c.NS != "" && strings.Contains(string(out), c.NS) {

@@ -1,4 +1,4 @@
-package e2e
+package lab
 
 import (
 	"fmt"
@@ -43,7 +43,7 @@ var tcTBF = regexp.MustCompile(`(qdisc tbf [^\n]*)\n\s*Sent (\d+) bytes (\d+) pk
 // plugin's, on a pod's host-side veth (what the pod receives) or on its
 // ifb (what it sends).
 func (c *CRI) TBFs() ([]CRITBF, error) {
-	out, err := runBounded(c.InNS("tc", "-s", "qdisc", "show"), 10*time.Second)
+	out, err := RunBounded(c.InNS("tc", "-s", "qdisc", "show"), 10*time.Second)
 	if err != nil {
 		return nil, fmt.Errorf("tc -s qdisc show: %v: %s", err, out)
 	}

@@ -1,4 +1,4 @@
-package e2e
+package lab
 
 import (
 	"encoding/json"
@@ -104,6 +104,13 @@ func (s *Sink) Wait(timeout time.Duration) ([]SinkResult, error) {
 	}
 }
 
+// Kill kills the sink and waits until it has exited, leaving its results
+// unread.
+func (s *Sink) Kill() {
+	s.cmd.Process.Kill()
+	<-s.done
+}
+
 // RunscLog returns the runsc logs of a pod sandbox (runsc --debug-log,
 // under Dir/logs/HANDLER/ID/) whose file name contains kind ("boot",
 // "create"), concatenated.
@@ -126,5 +133,5 @@ func (c *CRI) RunscLog(handler, podID, kind string) (string, error) {
 // Log returns the last n lines of containerd's log.
 func (c *CRI) Log(n int) string {
 	b, _ := os.ReadFile(filepath.Join(c.Dir, "containerd.log"))
-	return lastLines(string(b), n)
+	return LastLines(string(b), n)
 }

@@ -1,4 +1,4 @@
-package e2e
+package lab
 
 import (
 	"encoding/json"
@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/netqdisc/netqdisc/lab/measure"
 )
 
 // CRIStream is one TCP stream between a running pod and the CRI's
@@ -62,7 +64,7 @@ func (r CRIStreamResult) WireBps() float64 {
 }
 
 // RTT is the q-th quantile of the RTTs (0 without any).
-func (r CRIStreamResult) RTT(q float64) time.Duration { return Result{RTTs: r.RTTs}.RTT(q) }
+func (r CRIStreamResult) RTT(q float64) time.Duration { return measure.Quantile(r.RTTs, q) }
 
 // FirstSecondBytes is what the sink read in the first second from the
 // first byte: a shaper's initial burst shows here.
@@ -195,7 +197,7 @@ func (c *CRI) streamToPod(s CRIStream, ip string) (SinkResult, string, error) {
 			return SinkResult{}, "", fmt.Errorf("the pod's sink did not listen within a minute (%s)", logPath)
 		}
 	}
-	said, serr := runBounded(c.InNS(append([]string{sender, "-addr", fmt.Sprintf("%s:%d", ip, criSinkPort), "-for", s.For.String()}, s.SenderArgs...)...), s.For+30*time.Second)
+	said, serr := RunBounded(c.InNS(append([]string{sender, "-addr", fmt.Sprintf("%s:%d", ip, criSinkPort), "-for", s.For.String()}, s.SenderArgs...)...), s.For+30*time.Second)
 	var r ran
 	select {
 	case r = <-done:
@@ -232,8 +234,8 @@ func (c *CRI) senderBinary() (string, error) {
 	return "", fmt.Errorf("no sender in %s or cri/.build/image: run cri/build.sh", c.Bin)
 }
 
-// runBounded runs cmd for at most timeout and returns its output.
-func runBounded(cmd *exec.Cmd, timeout time.Duration) (string, error) {
+// RunBounded runs cmd for at most timeout and returns its output.
+func RunBounded(cmd *exec.Cmd, timeout time.Duration) (string, error) {
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &syncWriter{b: &out}, &syncWriter{b: &out}
 	cmd.WaitDelay = 2 * time.Second
@@ -268,7 +270,7 @@ func (c *CRI) PodIP(id string) (string, error) {
 // included) and the TCP segments it sent (Tcp OutSegs, counted the same
 // way).
 func (c *CRI) segments() (in, out uint64, err error) {
-	b, err := runBounded(c.InNS("cat", "/proc/net/snmp", "/proc/net/netstat"), 10*time.Second)
+	b, err := RunBounded(c.InNS("cat", "/proc/net/snmp", "/proc/net/netstat"), 10*time.Second)
 	if err != nil {
 		return 0, 0, fmt.Errorf("/proc/net/snmp in %s: %v: %s", c.NS, err, b)
 	}

@@ -1,4 +1,4 @@
-package e2e
+package lab
 
 import (
 	"crypto/sha256"
@@ -31,7 +31,7 @@ func SweepDocker() {
 		d := &Docker{NS: o.NS, NSPath: "/run/netns/" + o.NS, Dir: dir, ContainerdSocket: filepath.Join(dir, "containerd", "containerd.sock"),
 			DataRoot: filepath.Join(dir, "data"), ExecRoot: filepath.Join(dir, "exec"), CgroupParent: o.CgroupParent, tasks: map[string]bool{}}
 		d.shutdown()
-		if len(mountsUnder(dir)) == 0 {
+		if len(MountsUnder(dir)) == 0 {
 			os.RemoveAll(dir)
 			os.Remove(filepath.Dir(dir)) // the test's TempDir, if empty
 		}
@@ -72,7 +72,7 @@ func (d *Docker) shutdown() {
 	}
 	d.Stop()
 	for i := 0; i < 5; i++ {
-		pids := d.strays()
+		pids := d.Strays()
 		if len(pids) == 0 {
 			break
 		}
@@ -81,10 +81,10 @@ func (d *Docker) shutdown() {
 		}
 		waitGone(pids, 5*time.Second)
 	}
-	for i := 0; i < 5 && len(mountsUnder(d.Dir)) > 0; i++ {
+	for i := 0; i < 5 && len(MountsUnder(d.Dir)) > 0; i++ {
 		// Deepest first: overlay2's merged directories before the
 		// data-root bind mount they sit in.
-		ms := mountsUnder(d.Dir)
+		ms := MountsUnder(d.Dir)
 		for j := len(ms) - 1; j >= 0; j-- {
 			unix.Unmount(ms[j], unix.MNT_DETACH)
 		}
@@ -106,7 +106,7 @@ func (d *Docker) shutdown() {
 	if d.NS != "" {
 		exec.Command("ip", "netns", "del", d.NS).Run()
 	}
-	if len(mountsUnder(d.Dir)) == 0 {
+	if len(MountsUnder(d.Dir)) == 0 {
 		ents, _ := os.ReadDir(d.Dir)
 		for _, e := range ents {
 			os.RemoveAll(filepath.Join(d.Dir, e.Name()))
@@ -139,11 +139,11 @@ func (d *Docker) shimSockets() []string {
 	return socks
 }
 
-// strays are the processes the Docker left, dockerd and containerd aside:
+// Strays are the processes the Docker left, dockerd and containerd aside:
 // those whose command line or working directory names Dir (shims, runsc
 // sandboxes and gofers, runsc through dockerd's wrapper script), those in
 // the containers' cgroups, and those in the namespace.
-func (d *Docker) strays() []int {
+func (d *Docker) Strays() []int {
 	var daemons []int
 	for _, p := range []*daemonProc{d.dockerd, d.containerd} {
 		if p != nil {
@@ -161,10 +161,10 @@ func (d *Docker) Leftovers() []string {
 			left = append(left, fmt.Sprintf("%s (PID %d) is running", name, p.pid))
 		}
 	}
-	if pids := d.strays(); len(pids) > 0 {
+	if pids := d.Strays(); len(pids) > 0 {
 		left = append(left, fmt.Sprintf("processes %v are running", pids))
 	}
-	if ms := mountsUnder(d.Dir); len(ms) > 0 {
+	if ms := MountsUnder(d.Dir); len(ms) > 0 {
 		left = append(left, fmt.Sprintf("mounts %v", ms))
 	}
 	if out, _ := exec.Command("ip", "netns", "list").Output(); d.NS != "" && strings.Contains(string(out), d.NS) {

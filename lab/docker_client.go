@@ -1,4 +1,4 @@
-package e2e
+package lab
 
 import (
 	"context"
@@ -40,11 +40,9 @@ func (d *Docker) CLIWith(client string, timeout time.Duration, args ...string) (
 // error the container, if created, is removed.
 func (d *Docker) Run(args ...string) (string, error) {
 	out, err := d.CLI(time.Minute, append([]string{"run", "-d"}, args...)...)
-	id := lastLines(strings.TrimSpace(out), 1)
+	id := LastLines(strings.TrimSpace(out), 1)
 	if len(id) == 64 {
-		d.mu.Lock()
-		d.tasks[id] = true
-		d.mu.Unlock()
+		d.Track(id)
 	}
 	if err != nil {
 		if len(id) == 64 {
@@ -53,6 +51,14 @@ func (d *Docker) Run(args ...string) (string, error) {
 		return "", err
 	}
 	return id, nil
+}
+
+// Track has Close stop container id's task too, should it still run: for
+// a container made through the API rather than Run.
+func (d *Docker) Track(id string) {
+	d.mu.Lock()
+	d.tasks[id] = true
+	d.mu.Unlock()
 }
 
 // API makes a request to dockerd's HTTP API (path with its /vX.Y prefix)
@@ -142,7 +148,7 @@ func (d *Docker) Log(name string, n int) string {
 	if n == 0 {
 		return string(b)
 	}
-	return lastLines(string(b), n)
+	return LastLines(string(b), n)
 }
 
 // sortedKeys returns m's keys in order.

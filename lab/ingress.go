@@ -1,4 +1,4 @@
-package e2e
+package lab
 
 import (
 	"fmt"
@@ -10,6 +10,7 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 
+	"github.com/netqdisc/netqdisc/lab/measure"
 	"github.com/netqdisc/netqdisc/runsc-flags"
 )
 
@@ -39,8 +40,8 @@ func IngressFrom(cfg *runscflags.Config) WrapLink {
 // and the qdisc mk builds, has iperf on the peer send o.Streams bulk TCP
 // streams to it, and counts what the netstack's NIC received, in L2
 // bytes, with the machine's CPU time over the window (SystemCPU).
-func (l *Lab) MeasureNetstackIngress(mk MakeQDisc, wrap WrapLink, o Options) (Result, error) {
-	var r Result
+func (l *Lab) MeasureNetstackIngress(mk MakeQDisc, wrap WrapLink, o measure.Options) (measure.Result, error) {
+	var r measure.Result
 	n, err := l.StartNetstackOn(mk, wrap)
 	if err != nil {
 		return r, err
@@ -74,8 +75,8 @@ func (l *Lab) MeasureNetstackIngress(mk MakeQDisc, wrap WrapLink, o Options) (Re
 // burst in bytes, latency), has iperf on the peer send o.Streams streams
 // to iperf's server there, and counts what the ifb passed, with the
 // machine's CPU time over the window (SystemCPU).
-func (l *Lab) MeasureKernelIngress(rate, burst uint64, latency time.Duration, o Options) (Result, error) {
-	var r Result
+func (l *Lab) MeasureKernelIngress(rate, burst uint64, latency time.Duration, o measure.Options) (measure.Result, error) {
+	var r measure.Result
 	ifb := "nqi" + strings.TrimPrefix(l.VethK, "nqk")
 	steps := [][]string{
 		{"ip", "link", "add", ifb, "type", "ifb"},
@@ -162,8 +163,8 @@ const userHZ = 100
 // ingress shaper delivered to its stack (its /network/ingress/sent_bytes
 // metric, read with runsc export-metrics: start the sandbox with
 // --metric-server), with the sandbox's CPU time over the window.
-func (l *Lab) MeasureSandboxIngress(s *Sandbox, o Options) (Result, error) {
-	var r Result
+func (l *Lab) MeasureSandboxIngress(s *Sandbox, o measure.Options) (measure.Result, error) {
+	var r measure.Result
 	var sout strings.Builder
 	srv, err := s.Exec(&sout, "iperf", "-s", "-p", fmt.Sprint(iperfPort))
 	if err != nil {

@@ -1,7 +1,12 @@
-// Package e2e puts a gVisor netstack with a netqdisc qdisc on a real veth in
-// a network namespace and measures it with programs nobody here wrote: the
-// Linux kernel's TCP, iperf, ping and tc, with the kernel's own sch_tbf on
-// an identical veth as the control.
+// Package lab is the real-peer lab: it puts a gVisor netstack with a
+// netqdisc qdisc (or a runsc sandbox, or a pod through containerd's CRI or
+// Docker) on a real veth in a network namespace and measures it with
+// programs nobody here wrote: the Linux kernel's TCP, iperf, ping and tc,
+// with the kernel's own sch_tbf on an identical veth as the control. It is
+// a package of its own, apart from the tests, because two use it: the
+// real-peer tests (e2e/) and qdiscbench's --netns, --runsc, --ingress and
+// --cri tables. Its runs are shaped by measure.Options and report a
+// measure.Result, as the in-process benchmarks' are.
 //
 // A Lab is three network namespaces made for one run, with unique names,
 // and two veth pairs:
@@ -21,7 +26,7 @@
 //
 // It needs root, iproute2 (ip, tc), iperf, ping, ethtool and socat; Check
 // says what is missing.
-package e2e
+package lab
 
 import (
 	"crypto/rand"

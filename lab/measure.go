@@ -1,10 +1,9 @@
-package e2e
+package lab
 
 import (
 	"fmt"
 	"net"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,67 +12,9 @@ import (
 
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/transport/tcp"
+
+	"github.com/netqdisc/netqdisc/lab/measure"
 )
-
-// Options shape one measurement.
-type Options struct {
-	Streams int           // bulk TCP streams
-	Warmup  time.Duration // before the window: excludes the first burst
-	Window  time.Duration // measured
-	// PingInterval, if not 0, pings the sender from the peer every so
-	// often during the window (ping -i).
-	PingInterval time.Duration
-	// SendBuffer, if not 0, caps each netstack stream's TCP send buffer in
-	// bytes; iperf senders (the kernel's, a sandbox's) get it as -w, which
-	// Linux and gVisor double. The kernel's TCP stops filling a qdisc on its
-	// own (TCP small queues, NET_XMIT_CN); gVisor's does not, and keeps a
-	// short queue at its limit, where tail drops also take pings. A capped
-	// send buffer gives gVisor's streams the same restraint.
-	SendBuffer int
-}
-
-// Result is one measurement.
-type Result struct {
-	// WireBps is the L2 bytes per second counted in the window: in the
-	// send direction what the peer's veth received (its rx_bytes), in the
-	// receive direction what the shaper let through to the receiver (the
-	// netstack's NIC counters, or the ifb device's tx_bytes).
-	WireBps float64
-	// IdleRTT is the median of 5 pings before the load.
-	IdleRTT time.Duration
-	// RTTs are the pings answered during the window; PingsSent how many
-	// were sent.
-	RTTs      []time.Duration
-	PingsSent int
-	// SentBytes is what the senders wrote (netstack runs only).
-	SentBytes uint64
-	// WireBytes is what WireBps counts over the window, and CPU the CPU
-	// time meanwhile: a sandbox's (its cgroup), or in the receive
-	// direction the whole machine's (SystemCPU).
-	WireBytes uint64
-	CPU       time.Duration
-}
-
-// CPUPerGB is the sender's CPU seconds per GB on the wire (sandbox runs).
-func (r Result) CPUPerGB() float64 {
-	if r.WireBytes == 0 {
-		return 0
-	}
-	return r.CPU.Seconds() / (float64(r.WireBytes) / 1e9)
-}
-
-// PingsLost is how many pings in the window got no answer.
-func (r Result) PingsLost() int { return r.PingsSent - len(r.RTTs) }
-
-// RTT returns the q-th quantile of the loaded RTTs (0 without any).
-func (r Result) RTT(q float64) time.Duration {
-	if len(r.RTTs) == 0 {
-		return 0
-	}
-	d := append([]time.Duration(nil), r.RTTs...)
-	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
-	return d[int(q*float64(len(d)-1))]
-}
 
 const iperfPort = 5001
 
@@ -114,7 +55,7 @@ func wireBytes(ns, dev string) func() (uint64, error) {
 
 // window measures what bytes counts over o.Window, pinging target from ns
 // meanwhile, after o.Warmup; with cpu, the sender's CPU time too.
-func window(o Options, ns, target string, bytes func() (uint64, error), r *Result, cpu func() (time.Duration, error)) (err error) {
+func window(o measure.Options, ns, target string, bytes func() (uint64, error), r *measure.Result, cpu func() (time.Duration, error)) (err error) {
 	time.Sleep(o.Warmup)
 	var wg sync.WaitGroup
 	var perr error
@@ -148,8 +89,9 @@ func window(o Options, ns, target string, bytes func() (uint64, error), r *Resul
 	if err != nil {
 		return err
 	}
+	r.Elapsed = time.Since(t0)
 	r.WireBytes = b1 - b0
-	r.WireBps = float64(b1-b0) / time.Since(t0).Seconds()
+	r.WireBps = float64(b1-b0) / r.Elapsed.Seconds()
 	if cpu != nil {
 		if c1, err = cpu(); err != nil {
 			return err
@@ -167,8 +109,7 @@ func idleRTT(ns, target string) (time.Duration, error) {
 	if len(rtts) == 0 {
 		return 0, fmt.Errorf("no answer to ping %s from %s", target, ns)
 	}
-	sort.Slice(rtts, func(i, j int) bool { return rtts[i] < rtts[j] })
-	return rtts[len(rtts)/2], nil
+	return measure.Quantile(rtts, 0.5), nil
 }
 
 // startIperfServer starts iperf's server on the peer and waits until it
@@ -189,10 +130,10 @@ func (l *Lab) startIperfServer() (stop func(), err error) {
 // iperfArgs is the iperf client's command line: o.Streams streams to addr
 // for the warm-up, the window and 2 s more, each with an o.SendBuffer
 // socket buffer (-w) if set.
-func iperfArgs(addr string, o Options) []string { return iperfArgsPort(addr, iperfPort, o) }
+func iperfArgs(addr string, o measure.Options) []string { return iperfArgsPort(addr, iperfPort, o) }
 
 // iperfArgsPort is iperfArgs to another port than iperf's own.
-func iperfArgsPort(addr string, port int, o Options) []string {
+func iperfArgsPort(addr string, port int, o measure.Options) []string {
 	secs := int((o.Warmup + o.Window).Seconds()) + 2
 	args := []string{"iperf", "-c", addr, "-p", fmt.Sprint(port), "-P", fmt.Sprint(o.Streams), "-t", fmt.Sprint(secs)}
 	if o.SendBuffer > 0 {
@@ -208,8 +149,8 @@ const sinkPort = 5003
 
 // MeasureNetstack runs the netstack with the qdisc mk builds, sends
 // o.Streams bulk TCP streams to the peer's kernel, and reads the peer.
-func (l *Lab) MeasureNetstack(mk MakeQDisc, o Options) (Result, error) {
-	var r Result
+func (l *Lab) MeasureNetstack(mk MakeQDisc, o measure.Options) (measure.Result, error) {
+	var r measure.Result
 	var out strings.Builder
 	srv, err := l.Start(l.NSP, &out, "socat", "-u", fmt.Sprintf("TCP-LISTEN:%d,reuseaddr,fork", sinkPort), "OPEN:/dev/null")
 	if err != nil {
@@ -269,8 +210,8 @@ func (l *Lab) MeasureNetstack(mk MakeQDisc, o Options) (Result, error) {
 
 // MeasureKernel puts the kernel's tbf on the kernel sender's veth, runs
 // iperf with o.Streams streams to the peer through it, and reads the peer.
-func (l *Lab) MeasureKernel(rate, burst uint64, latency time.Duration, o Options) (Result, error) {
-	var r Result
+func (l *Lab) MeasureKernel(rate, burst uint64, latency time.Duration, o measure.Options) (measure.Result, error) {
+	var r measure.Result
 	if err := Tbf(l.NSK, l.VethK, rate, burst, latency); err != nil {
 		return r, err
 	}

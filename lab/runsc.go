@@ -1,4 +1,4 @@
-package e2e
+package lab
 
 import (
 	"encoding/json"
@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/netqdisc/netqdisc/lab/measure"
 )
 
 // RunscBinary returns the path of a runsc binary: $NETQDISC_RUNSC, or the
@@ -195,6 +197,13 @@ func (s *Sandbox) Exec(out *strings.Builder, args ...string) (*exec.Cmd, error) 
 	return c, nil
 }
 
+// ID is the container's ID, which names its cgroup too.
+func (s *Sandbox) ID() string { return s.id }
+
+// Root is runsc's root directory for the sandbox (its --root): the state
+// runsc's commands about the sandbox need.
+func (s *Sandbox) Root() string { return s.root }
+
 // State is what runsc state says of the sandbox: its status and the PID
 // of its sandbox process.
 func (s *Sandbox) State() (status string, pid int, err error) {
@@ -213,9 +222,13 @@ func (s *Sandbox) State() (status string, pid int, err error) {
 }
 
 // Pids returns the host processes of the sandbox: those in the Lab's
-// netstack namespace (the sandbox and its gofer) .
-func (s *Sandbox) Pids() []int {
-	out, _ := exec.Command("ip", "netns", "pids", s.lab.NSN).Output()
+// netstack namespace (the sandbox and its gofer).
+func (s *Sandbox) Pids() []int { return s.lab.NetstackPids() }
+
+// NetstackPids returns the processes in the Lab's netstack namespace
+// (NSN): a sandbox's, when one runs there.
+func (l *Lab) NetstackPids() []int {
+	out, _ := exec.Command("ip", "netns", "pids", l.NSN).Output()
 	var pids []int
 	for _, f := range strings.Fields(string(out)) {
 		if pid, err := strconv.Atoi(f); err == nil {
@@ -331,7 +344,7 @@ func Alive(pid int) bool {
 // started with --metric-server). A metric at 0 is left out of the export:
 // it reads as 0.
 func (s *Sandbox) Metric(name string) (uint64, error) {
-	out, err := exec.Command(s.runsc, "--root", s.root, "--metric-server="+metricServer, "export-metrics", s.id).CombinedOutput()
+	out, err := exec.Command(s.runsc, "--root", s.root, "--metric-server="+MetricServer, "export-metrics", s.id).CombinedOutput()
 	if err != nil {
 		return 0, fmt.Errorf("runsc export-metrics: %v: %s", err, out)
 	}
@@ -343,17 +356,17 @@ func (s *Sandbox) Metric(name string) (uint64, error) {
 	return sum, nil
 }
 
-// metricServer is the --metric-server address sandboxes whose metrics a
+// MetricServer is the --metric-server address sandboxes whose metrics a
 // test reads are started with: it makes runsc register the sandbox's
 // metrics; nothing needs to listen there.
-const metricServer = "127.0.0.1:9"
+const MetricServer = "127.0.0.1:9"
 
 // MeasureSandbox runs iperf in the sandbox with o.Streams bulk TCP streams
 // (each with an o.SendBuffer socket buffer, if set) to iperf on the peer's
 // kernel, and reads the peer: on-wire rate, pings, and the sandbox's CPU
 // over the window.
-func (l *Lab) MeasureSandbox(s *Sandbox, o Options) (Result, error) {
-	var r Result
+func (l *Lab) MeasureSandbox(s *Sandbox, o measure.Options) (measure.Result, error) {
+	var r measure.Result
 	stop, err := l.startIperfServer()
 	if err != nil {
 		return r, err
@@ -377,8 +390,8 @@ func (l *Lab) MeasureSandbox(s *Sandbox, o Options) (Result, error) {
 	return r, nil
 }
 
-// lastLines returns the last n lines of a log, to show how it ended.
-func lastLines(log string, n int) string {
+// LastLines returns the last n lines of a log, to show how it ended.
+func LastLines(log string, n int) string {
 	lines := strings.Split(strings.TrimRight(log, "\n"), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }

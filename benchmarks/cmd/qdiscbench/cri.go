@@ -9,7 +9,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,7 +16,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/netqdisc/netqdisc/e2e"
+	"github.com/netqdisc/netqdisc/lab"
+	"github.com/netqdisc/netqdisc/lab/measure"
 	"github.com/netqdisc/netqdisc/runsc-flags"
 )
 
@@ -32,13 +32,13 @@ type criRow struct {
 	plugin        bool // on the second CRI, the bandwidth plugin's
 	refused       bool // the pod must be refused; the note is why
 
-	rounds []e2e.CRIStreamResult
+	rounds []lab.CRIStreamResult
 	note   string
 	err    error
 }
 
 // criRows are the --cri table's pods: what the CRI tests (e2e/cri_*_test.go)
-// measure. netqdisc's runsc with the operator's ceiling (e2e.CRIOperator),
+// measure. netqdisc's runsc with the operator's ceiling (lab.CRIOperator),
 // upstream runsc, and runc with the CNI bandwidth plugin on a CRI of its
 // own (as the tests keep it apart: a runsc pod there is shaped twice),
 // each asked for 10M out and 20M in; then a Kubernetes bandwidth above the
@@ -64,16 +64,16 @@ func criRows() []*criRow {
 // criBinaries returns netqdisc's runsc and upstream's, once cri/bin, both
 // runscs and root are there; the error says what to build or install.
 func criBinaries() (ours, upstream string, err error) {
-	if _, err = e2e.CRIBin(); err != nil {
+	if _, err = lab.CRIBin(); err != nil {
 		return "", "", err
 	}
-	if ours, err = e2e.RunscBinary(false); err != nil {
+	if ours, err = lab.RunscBinary(false); err != nil {
 		return "", "", err
 	}
-	if upstream, err = e2e.RunscBinary(true); err != nil {
+	if upstream, err = lab.RunscBinary(true); err != nil {
 		return "", "", err
 	}
-	return ours, upstream, e2e.CheckCRI()
+	return ours, upstream, lab.CheckCRI()
 }
 
 // runCRI runs the --cri comparison: each row's pod through containerd's
@@ -90,7 +90,7 @@ func runCRI(stdout, stderr io.Writer, rounds int, d time.Duration, sndbuf int, q
 		fmt.Fprintf(stderr, "qdiscbench --cri: %v\n", err)
 		return 2
 	}
-	e2e.SweepCRI() // what a killed run left
+	lab.SweepCRI() // what a killed run left
 	// Two levels under the temporary directory, where SweepCRI looks.
 	top, err := os.MkdirTemp("", "qdiscbench-cri-")
 	if err != nil {
@@ -98,9 +98,9 @@ func runCRI(stdout, stderr io.Writer, rounds int, d time.Duration, sndbuf int, q
 		return 1
 	}
 	var mu sync.Mutex
-	var cris []*e2e.CRI
+	var cris []*lab.CRI
 	cleanup := sync.OnceFunc(func() {
-		e2e.CloseAll() // the CRIs, one being started included
+		lab.CloseAll() // the CRIs, one being started included
 		mu.Lock()
 		defer mu.Unlock()
 		for _, c := range cris {
@@ -136,8 +136,8 @@ func runCRI(stdout, stderr io.Writer, rounds int, d time.Duration, sndbuf int, q
 		}
 	}()
 
-	handlers := map[string]e2e.CRIRuntime{
-		"runsc":          {Runsc: ours, Config: e2e.CRIOperator},
+	handlers := map[string]lab.CRIRuntime{
+		"runsc":          {Runsc: ours, Config: lab.CRIOperator},
 		"runsc-upstream": {Runsc: upstream},
 	}
 	start := time.Now()
@@ -150,7 +150,7 @@ func runCRI(stdout, stderr io.Writer, rounds int, d time.Duration, sndbuf int, q
 			fmt.Fprintf(stderr, "qdiscbench --cri: %v\n", err)
 			return 1
 		}
-		c, err := e2e.StartCRI(dir, e2e.CRIOptions{Runsc: handlers, BandwidthPlugin: plugin})
+		c, err := lab.StartCRI(dir, lab.CRIOptions{Runsc: handlers, BandwidthPlugin: plugin})
 		if err != nil {
 			os.Remove(dir)
 			fmt.Fprintf(stderr, "qdiscbench --cri: %v\n", err)
@@ -211,12 +211,12 @@ func runCRI(stdout, stderr io.Writer, rounds int, d time.Duration, sndbuf int, q
 // measureCRI runs row's pod (named name), streams through it for d, and
 // returns what was measured and the row's note (for a refused row, the
 // refusal's first line); the pod is removed before it returns.
-func measureCRI(c *e2e.CRI, row *criRow, name string, d time.Duration, sndbuf int) (r e2e.CRIStreamResult, note string, err error) {
+func measureCRI(c *lab.CRI, row *criRow, name string, d time.Duration, sndbuf int) (r lab.CRIStreamResult, note string, err error) {
 	ann := make(map[string]string, len(row.ann))
 	for k, v := range row.ann {
 		ann[k] = v
 	}
-	p := &e2e.Pod{Name: name, RuntimeHandler: row.handler, Annotations: ann}
+	p := &lab.Pod{Name: name, RuntimeHandler: row.handler, Annotations: ann}
 	id, err := c.RunPod(p)
 	if row.refused {
 		if err == nil {
@@ -225,7 +225,7 @@ func measureCRI(c *e2e.CRI, row *criRow, name string, d time.Duration, sndbuf in
 		}
 		// netqdisc's refusal names the annotation; any other failure
 		// (containerd gone) is no refusal.
-		var ce *e2e.ClientError
+		var ce *lab.ClientError
 		if !errors.As(err, &ce) || !strings.Contains(ce.Stderr, runscflags.AnnotationPrefix+"qdisc-tbf-rate") {
 			return r, "", err
 		}
@@ -240,7 +240,7 @@ func measureCRI(c *e2e.CRI, row *criRow, name string, d time.Duration, sndbuf in
 			err = rerr
 		}
 	}()
-	s := e2e.CRIStream{PodID: id, Pod: p, Ingress: row.ingress, For: d}
+	s := lab.CRIStream{PodID: id, Pod: p, Ingress: row.ingress, For: d}
 	if sndbuf > 0 {
 		s.SenderArgs = []string{"-sndbuf", strconv.Itoa(sndbuf)}
 	}
@@ -261,7 +261,7 @@ var (
 // netqdisc's runsc, the shaper its boot log names (and the notice when a
 // bandwidth was held to the ceiling); for runc, the plugin's tbf, its
 // bucket and whether it held packets.
-func criNote(c *e2e.CRI, row *criRow, podID string) (string, error) {
+func criNote(c *lab.CRI, row *criRow, podID string) (string, error) {
 	switch row.handler {
 	case "runsc-upstream":
 		return "the annotation is ignored", nil
@@ -311,20 +311,20 @@ func writeCRITable(w io.Writer, rows []*criRow) {
 		return float64(d) / float64(time.Millisecond)
 	}
 	figures := []struct {
-		f      func(e2e.CRIStreamResult) float64
+		f      func(lab.CRIStreamResult) float64
 		format string
 	}{
-		{func(r e2e.CRIStreamResult) float64 { return float64(r.FirstSecondBytes()) / 1e6 }, "%.2f"},
-		{func(r e2e.CRIStreamResult) float64 { return r.GoodputBps / 1e6 }, "%.2f"},
-		{func(r e2e.CRIStreamResult) float64 { return r.WireBps() / 1e6 }, "%.2f"},
-		{func(r e2e.CRIStreamResult) float64 {
+		{func(r lab.CRIStreamResult) float64 { return float64(r.FirstSecondBytes()) / 1e6 }, "%.2f"},
+		{func(r lab.CRIStreamResult) float64 { return r.GoodputBps / 1e6 }, "%.2f"},
+		{func(r lab.CRIStreamResult) float64 { return r.WireBps() / 1e6 }, "%.2f"},
+		{func(r lab.CRIStreamResult) float64 {
 			if s := r.SteadyBps(2); s > 0 {
 				return s / 1e6
 			}
 			return math.NaN() // a stream of 2 s or less
 		}, "%.2f"},
-		{func(r e2e.CRIStreamResult) float64 { return ms(r.RTT(0.5)) }, "%.2f"},
-		{func(r e2e.CRIStreamResult) float64 { return ms(r.RTT(0.99)) }, "%.2f"},
+		{func(r lab.CRIStreamResult) float64 { return ms(r.RTT(0.5)) }, "%.2f"},
+		{func(r lab.CRIStreamResult) float64 { return ms(r.RTT(0.99)) }, "%.2f"},
 	}
 	for _, row := range rows {
 		cells := []string{row.runtime, row.asks}
@@ -350,7 +350,7 @@ func writeCRITable(w io.Writer, rows []*criRow) {
 	}
 }
 
-// spread formats the median of v, with its range when v has more than one
+// spread formats the median of v (measure.Median), with its range when v has more than one
 // value ("–" when it has none; NaNs, figures a round lacked, are left out).
 func spread(v []float64, format string) string {
 	var s []float64
@@ -362,10 +362,10 @@ func spread(v []float64, format string) string {
 	if len(s) == 0 {
 		return "–"
 	}
-	sort.Float64s(s)
-	med := fmt.Sprintf(format, s[len(s)/2])
+	m, lo, hi := measure.Median(s)
+	med := fmt.Sprintf(format, m)
 	if len(s) == 1 {
 		return med
 	}
-	return fmt.Sprintf("%s ["+format+"–"+format+"]", med, s[0], s[len(s)-1])
+	return fmt.Sprintf("%s ["+format+"–"+format+"]", med, lo, hi)
 }

@@ -7,7 +7,8 @@ import (
 	"time"
 
 	"github.com/netqdisc/netqdisc/benchmarks"
-	"github.com/netqdisc/netqdisc/e2e"
+	"github.com/netqdisc/netqdisc/lab"
+	"github.com/netqdisc/netqdisc/lab/measure"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/rate"
 	"github.com/netqdisc/netqdisc/runsc-flags"
 )
@@ -47,7 +48,7 @@ func ingressSettings(cfg *runscflags.Config) []ingressSetting {
 type ingressRow struct {
 	setting ingressSetting
 	name    string
-	rounds  []e2e.Result
+	rounds  []measure.Result
 	err     error
 }
 
@@ -62,22 +63,22 @@ const (
 )
 
 // measureIngress measures one shaper at its setting.
-func measureIngress(lab *e2e.Lab, row *ingressRow, o e2e.Options) (e2e.Result, error) {
+func measureIngress(l *lab.Lab, row *ingressRow, o measure.Options) (measure.Result, error) {
 	c := row.setting.cfg
 	switch row.name {
 	case shaperNetqdisc:
-		return lab.MeasureNetstackIngress(c.NewQueueingDiscipline, e2e.IngressFrom(c), o)
+		return l.MeasureNetstackIngress(c.NewQueueingDiscipline, lab.IngressFrom(c), o)
 	case shaperKernel:
-		return lab.MeasureKernelIngress(c.IngressRate, c.IngressBurst, row.setting.latency, o)
+		return l.MeasureKernelIngress(c.IngressRate, c.IngressBurst, row.setting.latency, o)
 	}
-	if err := e2e.Tbf(lab.NSP, lab.VethP1, c.IngressRate, c.IngressBurst, row.setting.latency); err != nil {
-		return e2e.Result{}, err
+	if err := lab.Tbf(l.NSP, l.VethP1, c.IngressRate, c.IngressBurst, row.setting.latency); err != nil {
+		return measure.Result{}, err
 	}
-	defer e2e.Run(lab.NSP, "tc", "qdisc", "del", "dev", lab.VethP1, "root")
-	return lab.MeasureNetstackIngress(c.NewQueueingDiscipline, nil, o)
+	defer lab.Run(l.NSP, "tc", "qdisc", "del", "dev", l.VethP1, "root")
+	return l.MeasureNetstackIngress(c.NewQueueingDiscipline, nil, o)
 }
 
-// runIngress measures the download direction on a real veth (e2e.Lab): the
+// runIngress measures the download direction on a real veth (lab.Lab): the
 // peer's kernel sends streams TCP streams to the netstack through
 // netqdisc's ingress shaper, and to a kernel namespace through Linux's
 // ingress qdisc + ifb + tbf, and to the netstack unshaped through the
@@ -85,13 +86,13 @@ func measureIngress(lab *e2e.Lab, row *ingressRow, o e2e.Options) (e2e.Result, e
 // what the shapers let through over the rate, RTT under load and the
 // machine's CPU per GB.
 func runIngress(stdout, stderr io.Writer, settings []ingressSetting, rounds, streams int, warmup, window time.Duration) int {
-	lab, err := e2e.New()
+	l, err := lab.New()
 	if err != nil {
 		fmt.Fprintf(stderr, "qdiscbench --ingress: %v\n", err)
 		return 2
 	}
-	defer lab.Close()
-	o := e2e.Options{Streams: streams, Warmup: warmup, Window: window, PingInterval: 100 * time.Millisecond}
+	defer l.Close()
+	o := measure.Options{Streams: streams, Warmup: warmup, Window: window, PingInterval: 100 * time.Millisecond}
 	var rows []*ingressRow
 	for _, s := range settings {
 		for _, name := range []string{shaperNetqdisc, shaperKernel, shaperPeer} {
@@ -105,7 +106,7 @@ func runIngress(stdout, stderr io.Writer, settings []ingressSetting, rounds, str
 				continue
 			}
 			fmt.Fprintf(stderr, "[%v] round %d/%d, %d/%d: %s, %s\n", time.Since(start).Round(time.Second), round, rounds, i+1, len(rows), row.setting.label, row.name)
-			r, err := measureIngress(lab, row, o)
+			r, err := measureIngress(l, row, o)
 			if err != nil {
 				row.err = err
 				continue
@@ -124,12 +125,12 @@ func runIngress(stdout, stderr io.Writer, settings []ingressSetting, rounds, str
 			continue
 		}
 		failed = failed || row.err != nil
-		wire, _, _ := median(row.rounds, func(r e2e.Result) float64 { return r.WireBps * 8 / 1e6 })
-		m, lo, hi := median(row.rounds, func(r e2e.Result) float64 { return r.WireBps / float64(row.setting.cfg.IngressRate) })
-		idle, _, _ := median(row.rounds, func(r e2e.Result) float64 { return float64(r.IdleRTT) })
-		p50, _, _ := median(row.rounds, func(r e2e.Result) float64 { return float64(r.RTT(0.5)) })
-		p99, _, _ := median(row.rounds, func(r e2e.Result) float64 { return float64(r.RTT(0.99)) })
-		cpu, clo, chi := median(row.rounds, e2e.Result.CPUPerGB)
+		wire, _, _ := measure.MedianOf(row.rounds, func(r measure.Result) float64 { return r.WireBps * 8 / 1e6 })
+		m, lo, hi := measure.MedianOf(row.rounds, func(r measure.Result) float64 { return r.WireBps / float64(row.setting.cfg.IngressRate) })
+		idle, _, _ := measure.MedianOf(row.rounds, func(r measure.Result) float64 { return float64(r.IdleRTT) })
+		p50, _, _ := measure.MedianOf(row.rounds, func(r measure.Result) float64 { return float64(r.RTT(0.5)) })
+		p99, _, _ := measure.MedianOf(row.rounds, func(r measure.Result) float64 { return float64(r.RTT(0.99)) })
+		cpu, clo, chi := measure.MedianOf(row.rounds, measure.Result.CPUPerGB)
 		lost, sent := 0, 0
 		for _, r := range row.rounds {
 			lost, sent = lost+r.PingsLost(), sent+r.PingsSent

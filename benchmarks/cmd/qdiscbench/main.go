@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/netqdisc/netqdisc/benchmarks"
+	"github.com/netqdisc/netqdisc/lab/measure"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/rate"
 	"github.com/netqdisc/netqdisc/runsc-flags"
 )
@@ -184,9 +185,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if *upstream {
 			c = benchmarks.Upstream(cfg)
 		}
-		o := benchmarks.Options{Streams: *streams, Warmup: *warmup, Duration: *duration, Pace: paceBps}
+		o := measure.Options{Streams: *streams, Warmup: *warmup, Window: *duration, Pace: paceBps}
 		if !*quiet {
-			o.Progress = func(p benchmarks.Progress) { fmt.Fprintln(stdout, progressLine(c, p)) }
+			o.Progress = func(p measure.Progress) { fmt.Fprintln(stdout, progressLine(c, p)) }
 		}
 		fmt.Fprintf(stdout, "qdiscbench: %s, %d TCP streams, %v warm-up + %v measured\n", c.Name(), *streams, *warmup, *duration)
 		n := max(*rounds, 1)
@@ -230,7 +231,7 @@ func msec(d time.Duration) string {
 	return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond))
 }
 
-func progressLine(c benchmarks.Candidate, p benchmarks.Progress) string {
+func progressLine(c benchmarks.Candidate, p measure.Progress) string {
 	phase := ""
 	if p.Warmup {
 		phase = "  (warm-up)"
@@ -247,7 +248,7 @@ func progressLine(c benchmarks.Candidate, p benchmarks.Progress) string {
 }
 
 func writeRun(w io.Writer, s benchmarks.Summary) {
-	med := func(f func(benchmarks.Result) float64) float64 { m, _, _ := s.Median(f); return m }
+	med := func(f func(measure.Result) float64) float64 { m, _, _ := s.Median(f); return m }
 	r := s.Rounds[len(s.Rounds)-1]
 	c := s.Candidate
 	fmt.Fprintln(w)
@@ -265,8 +266,8 @@ func writeRun(w io.Writer, s benchmarks.Summary) {
 		row("on-wire rate", mbps(med(benchmarks.Wire)))
 	}
 	row("goodput", mbps(med(benchmarks.Goodput)))
-	row("RTT idle", msec(time.Duration(med(func(r benchmarks.Result) float64 { return float64(r.RTTIdle) }))))
-	row("RTT loaded", fmt.Sprintf("p50 %s  p99 %s  max %s  (%d probes)", msec(r.RTTP50), msec(r.RTTP99), msec(r.RTTMax), r.RTTSamples))
+	row("RTT idle", msec(time.Duration(med(func(r measure.Result) float64 { return float64(r.IdleRTT) }))))
+	row("RTT loaded", fmt.Sprintf("p50 %s  p99 %s  max %s  (%d probes)", msec(r.RTT(0.5)), msec(r.RTT(0.99)), msec(r.RTT(1)), len(r.RTTs)))
 	row("drops", fmt.Sprint(r.Drops))
 	row("CPU", fmt.Sprintf("%.1f s/GB, %.1f µs per 1514-byte packet  (%.0f%% of a core)", med(benchmarks.CPUPerGB), med(benchmarks.CPUPerPkt), med(benchmarks.CPUPct)))
 	if r.HasLateness {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/netqdisc/netqdisc/e2e"
+	"github.com/netqdisc/netqdisc/lab"
 )
 
 func TestBadInputExits2BeforeTraffic(t *testing.T) {
@@ -111,14 +111,14 @@ func TestShortRun(t *testing.T) {
 // (runsc/build.sh and runsc/build.sh --upstream build them). It asserts no
 // speed.
 func TestRunscTable(t *testing.T) {
-	if err := e2e.Check(); err != nil {
+	if err := lab.Check(); err != nil {
 		t.Skipf("needs a real-peer lab: %v", err)
 	}
-	ours, err := e2e.RunscBinary(false)
+	ours, err := lab.RunscBinary(false)
 	if err != nil {
 		t.Skip(err)
 	}
-	up, err := e2e.RunscBinary(true)
+	up, err := lab.RunscBinary(true)
 	if err != nil {
 		t.Skip(err)
 	}

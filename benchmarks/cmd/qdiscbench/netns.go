@@ -7,7 +7,8 @@ import (
 	"time"
 
 	"github.com/netqdisc/netqdisc/benchmarks"
-	"github.com/netqdisc/netqdisc/e2e"
+	"github.com/netqdisc/netqdisc/lab"
+	"github.com/netqdisc/netqdisc/lab/measure"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/rate"
 	"github.com/netqdisc/netqdisc/runsc-flags"
 )
@@ -16,26 +17,26 @@ import (
 type netnsRow struct {
 	setting, name string
 	rate          uint64
-	r             e2e.Result
+	r             measure.Result
 	err           error
 }
 
-// runNetns measures on a real veth against the Linux kernel (e2e.Lab):
+// runNetns measures on a real veth against the Linux kernel (lab.Lab):
 // netqdisc as cfg describes it (or upstream's qdisc), or with compare the
 // side-by-side table: netqdisc, the kernel's tbf and upstream's tbf at 10
 // and 100 Mbit/s, burst 2 packets and 10 ms of rate, latency 50 ms.
 func runNetns(stdout, stderr io.Writer, cfg *runscflags.Config, upstream, compare bool, streams int, warmup, window time.Duration) int {
-	lab, err := e2e.New()
+	l, err := lab.New()
 	if err != nil {
 		fmt.Fprintf(stderr, "qdiscbench --netns: %v\n", err)
 		return 2
 	}
-	defer lab.Close()
-	o := e2e.Options{Streams: streams, Warmup: warmup, Window: window, PingInterval: 100 * time.Millisecond}
+	defer l.Close()
+	o := measure.Options{Streams: streams, Warmup: warmup, Window: window, PingInterval: 100 * time.Millisecond}
 	var rows []netnsRow
 	measure := func(setting string, c *runscflags.Config) {
 		for _, cand := range []benchmarks.Candidate{benchmarks.FromConfig(c), benchmarks.Upstream(c)} {
-			r, err := lab.MeasureNetstack(e2e.MakeQDisc(cand.Make), o)
+			r, err := l.MeasureNetstack(lab.MakeQDisc(cand.Make), o)
 			rows = append(rows, netnsRow{setting, cand.Name(), c.TBFRate, r, err})
 		}
 		if c.QDisc == runscflags.QDiscTBF {
@@ -44,7 +45,7 @@ func runNetns(stdout, stderr io.Writer, cfg *runscflags.Config, upstream, compar
 			if latency == 0 {
 				latency = time.Duration(float64(1000*1514) / float64(c.TBFRate) * 1e9) // the 1000-packet default, as a latency
 			}
-			r, err := lab.MeasureKernel(c.TBFRate, uint64(tc.Burst), latency, o)
+			r, err := l.MeasureKernel(c.TBFRate, uint64(tc.Burst), latency, o)
 			rows = append(rows, netnsRow{setting, "kernel tbf", c.TBFRate, r, err})
 		}
 	}
@@ -65,11 +66,11 @@ func runNetns(stdout, stderr io.Writer, cfg *runscflags.Config, upstream, compar
 		}
 		if upstream {
 			cand := benchmarks.Upstream(&c)
-			r, err := lab.MeasureNetstack(e2e.MakeQDisc(cand.Make), o)
+			r, err := l.MeasureNetstack(lab.MakeQDisc(cand.Make), o)
 			rows = append(rows, netnsRow{label, cand.Name(), c.TBFRate, r, err})
 		} else {
 			cand := benchmarks.FromConfig(&c)
-			r, err := lab.MeasureNetstack(e2e.MakeQDisc(cand.Make), o)
+			r, err := l.MeasureNetstack(lab.MakeQDisc(cand.Make), o)
 			rows = append(rows, netnsRow{label, cand.Name(), c.TBFRate, r, err})
 		}
 	}

@@ -3,12 +3,12 @@ package main
 import (
 	"fmt"
 	"io"
-	"sort"
 	"text/tabwriter"
 	"time"
 
 	"github.com/netqdisc/netqdisc/benchmarks"
-	"github.com/netqdisc/netqdisc/e2e"
+	"github.com/netqdisc/netqdisc/lab"
+	"github.com/netqdisc/netqdisc/lab/measure"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/rate"
 )
 
@@ -49,7 +49,7 @@ type runscCandidate struct {
 type runscRow struct {
 	setting runscSetting
 	cand    runscCandidate
-	rounds  []e2e.Result
+	rounds  []measure.Result
 	err     error
 }
 
@@ -61,7 +61,7 @@ type runscRow struct {
 func runRunsc(stdout, stderr io.Writer, settings []runscSetting, rounds, streams int, warmup, window time.Duration) int {
 	cands, err := runscCandidates()
 	if err == nil {
-		err = e2e.Check()
+		err = lab.Check()
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "qdiscbench --runsc: %v\n", err)
@@ -73,11 +73,11 @@ func runRunsc(stdout, stderr io.Writer, settings []runscSetting, rounds, streams
 // runscCandidates are upstream runsc, netqdisc's runsc, and netqdisc's with
 // a 50 ms latency bound (a flag upstream lacks) on its tbf settings.
 func runscCandidates() ([]runscCandidate, error) {
-	up, err := e2e.RunscBinary(true)
+	up, err := lab.RunscBinary(true)
 	if err != nil {
 		return nil, err
 	}
-	ours, err := e2e.RunscBinary(false)
+	ours, err := lab.RunscBinary(false)
 	if err != nil {
 		return nil, err
 	}
@@ -91,13 +91,13 @@ func runscCandidates() ([]runscCandidate, error) {
 // compareRunsc measures every candidate at every setting, round after
 // round, and prints the table.
 func compareRunsc(stdout, stderr io.Writer, cands []runscCandidate, settings []runscSetting, rounds, streams int, warmup, window time.Duration) int {
-	lab, err := e2e.New()
+	l, err := lab.New()
 	if err != nil {
 		fmt.Fprintf(stderr, "qdiscbench --runsc: %v\n", err)
 		return 2
 	}
-	defer lab.Close()
-	o := e2e.Options{Streams: streams, Warmup: warmup, Window: window, PingInterval: 100 * time.Millisecond}
+	defer l.Close()
+	o := measure.Options{Streams: streams, Warmup: warmup, Window: window, PingInterval: 100 * time.Millisecond}
 	var rows []*runscRow
 	for _, s := range settings {
 		for _, c := range cands {
@@ -113,7 +113,7 @@ func compareRunsc(stdout, stderr io.Writer, cands []runscCandidate, settings []r
 				continue
 			}
 			fmt.Fprintf(stderr, "[%v] round %d/%d, %d/%d: %s, %s\n", time.Since(start).Round(time.Second), round, rounds, i+1, len(rows), row.setting.label, row.cand.name)
-			r, err := measureRunsc(lab, row.cand, row.setting, o)
+			r, err := measureRunsc(l, row.cand, row.setting, o)
 			if err != nil {
 				row.err = err
 				continue
@@ -132,24 +132,14 @@ func compareRunsc(stdout, stderr io.Writer, cands []runscCandidate, settings []r
 }
 
 // measureRunsc starts a sandbox of c with s's flags and measures it.
-func measureRunsc(lab *e2e.Lab, c runscCandidate, s runscSetting, o e2e.Options) (e2e.Result, error) {
+func measureRunsc(l *lab.Lab, c runscCandidate, s runscSetting, o measure.Options) (measure.Result, error) {
 	flags := append(append([]string(nil), s.flags...), c.extra...)
-	sb, err := lab.StartSandbox(e2e.SandboxOptions{Runsc: c.binary, Flags: flags})
+	sb, err := l.StartSandbox(lab.SandboxOptions{Runsc: c.binary, Flags: flags})
 	if err != nil {
-		return e2e.Result{}, err
+		return measure.Result{}, err
 	}
 	defer sb.Close()
-	return lab.MeasureSandbox(sb, o)
-}
-
-// median returns the median and range of f over rs.
-func median(rs []e2e.Result, f func(e2e.Result) float64) (med, lo, hi float64) {
-	v := make([]float64, len(rs))
-	for i, r := range rs {
-		v[i] = f(r)
-	}
-	sort.Float64s(v)
-	return v[len(v)/2], v[0], v[len(v)-1]
+	return l.MeasureSandbox(sb, o)
 }
 
 func writeRunscTable(w io.Writer, rows []*runscRow) {
@@ -160,19 +150,19 @@ func writeRunscTable(w io.Writer, rows []*runscRow) {
 			fmt.Fprintf(tw, "%s\t%s\terror: %v\t\t\t\t\t\t\n", row.setting.label, row.cand.name, row.err)
 			continue
 		}
-		wire, _, _ := median(row.rounds, func(r e2e.Result) float64 { return r.WireBps * 8 / 1e6 })
+		wire, _, _ := measure.MedianOf(row.rounds, func(r measure.Result) float64 { return r.WireBps * 8 / 1e6 })
 		ratio := "–"
 		if row.setting.rate != 0 {
-			m, lo, hi := median(row.rounds, func(r e2e.Result) float64 { return r.WireBps / float64(row.setting.rate) })
+			m, lo, hi := measure.MedianOf(row.rounds, func(r measure.Result) float64 { return r.WireBps / float64(row.setting.rate) })
 			ratio = fmt.Sprintf("%.4f [%.4f–%.4f]", m, lo, hi)
 		}
-		idle, _, _ := median(row.rounds, func(r e2e.Result) float64 { return float64(r.IdleRTT) })
-		p50, _, _ := median(row.rounds, func(r e2e.Result) float64 { return float64(r.RTT(0.5)) })
+		idle, _, _ := measure.MedianOf(row.rounds, func(r measure.Result) float64 { return float64(r.IdleRTT) })
+		p50, _, _ := measure.MedianOf(row.rounds, func(r measure.Result) float64 { return float64(r.RTT(0.5)) })
 		lost, sent := 0, 0
 		for _, r := range row.rounds {
 			lost, sent = lost+r.PingsLost(), sent+r.PingsSent
 		}
-		cpu, _, _ := median(row.rounds, e2e.Result.CPUPerGB)
+		cpu, _, _ := measure.MedianOf(row.rounds, measure.Result.CPUPerGB)
 		errNote := ""
 		if row.err != nil {
 			errNote = fmt.Sprintf(" (a later round failed: %v)", row.err)
