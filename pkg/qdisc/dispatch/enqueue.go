@@ -32,25 +32,37 @@ func (l *Lane) Enqueue(pkt *stack.PacketBuffer) tcpip.Error {
 		}
 	}
 	l.mu.Lock()
-	if err := l.admitLocked(size); err != nil {
-		l.mu.Unlock()
-		return err
+	if l.closed || l.budget != nil || (l.maxPacket != 0 && size > l.maxPacket) {
+		if err := l.admitLocked(size); err != nil {
+			l.mu.Unlock()
+			return err
+		}
 	}
 	// The arrival is read only when needed: for a fifo, never; for a gate,
 	// while the lane waits, so that a late pass books the packet as seen
 	// when it came and sends what an on-time one would have (an idle or
 	// running lane's pass books what it sees as seen then, at once).
 	now := int64(qdisc.Unstamped)
-	if l.stamped || l.state == throttled {
+	if l.stamped || (l.gate != nil && l.state == throttled) {
 		now = l.now()
 	}
-	if !l.queue.Enqueue(pkt.IncRef(), uint32(min(size, 1<<32-1)), now) {
+	var ok bool
+	if l.stamped {
+		ok = l.queue.Enqueue(pkt.IncRef(), uint32(min(size, 1<<32-1)), now)
+	} else { // the lane's own FIFO, called directly on the packet path
+		ok = l.fifo.Enqueue(pkt.IncRef(), uint32(min(size, 1<<32-1)), now)
+	}
+	if !ok {
 		pkt.DecRef()
 		if l.budget != nil {
 			l.credit += size
 		}
 		l.mu.Unlock()
 		return &tcpip.ErrNoBufferSpace{}
+	}
+	if l.gate == nil && l.state != idle { // a fifo's pass will see it
+		l.mu.Unlock()
+		return nil
 	}
 	l.kickLocked(now)
 	return nil

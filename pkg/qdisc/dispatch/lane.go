@@ -24,7 +24,8 @@ type Lane struct {
 	alarm     *Alarm
 	// stamped says the queue is a qdisc of its own (fq_codel), which is
 	// given each packet's arrival time and the time of each dequeue; a
-	// FIFO without a gate never needs the clock.
+	// FIFO without a gate never needs the clock. Without it the queue is
+	// the lane's own fifo, which the packet path calls directly.
 	stamped bool
 	// timed says a pass reads the clock: the lane has a gate, or a
 	// stamped queue.

@@ -3,6 +3,8 @@ package dispatch
 import (
 	"time"
 
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
+
 	"github.com/netqdisc/netqdisc/pkg/qdisc"
 )
 
@@ -79,10 +81,10 @@ func (l *Lane) takeLocked() (n int, wait, now int64) {
 	}
 	for k < len(l.taken) {
 		if l.gate != nil {
-			d, ok := l.headDepartureLocked(now)
-			if !ok {
-				break
+			if l.booked.next == l.booked.n && !l.bookLocked(now) {
+				break // empty
 			}
+			d := l.booked.departures[l.booked.next]
 			if w := d - now; w > 0 {
 				if n == 0 {
 					return 0, w, now
@@ -91,7 +93,14 @@ func (l *Lane) takeLocked() (n int, wait, now int64) {
 			}
 			l.booked.next++
 		}
-		pkt, size, ok := l.queue.Dequeue(now)
+		var pkt *stack.PacketBuffer
+		var size uint32
+		var ok bool
+		if l.stamped {
+			pkt, size, ok = l.queue.Dequeue(now)
+		} else { // the lane's own FIFO, called directly on the packet path
+			pkt, size, ok = l.fifo.Dequeue(now)
+		}
 		if !ok {
 			break
 		}
@@ -103,26 +112,29 @@ func (l *Lane) takeLocked() (n int, wait, now int64) {
 	return n, 0, now
 }
 
-// headDepartureLocked returns the departure booked for the queue's head,
-// booking the packets the queue shows, seen now unless they carry their
-// arrival, when none is booked; ok is false when the queue is empty.
+// bookLocked books the packets the queue shows at its head (a batch's
+// worth of a FIFO, fq_codel's next one), seen now unless they carry their
+// arrival, in one call of the gate; it reports false when the queue is
+// empty.
 // +checklocks:l.mu
-func (l *Lane) headDepartureLocked(now int64) (departure int64, ok bool) {
+func (l *Lane) bookLocked(now int64) bool {
 	b := &l.booked
-	if b.next == b.n {
-		b.next = 0
+	b.next = 0
+	if l.stamped {
 		b.n = l.queue.Peek(now, b.sizes[:], b.seen[:])
-		if b.n == 0 {
-			return 0, false
-		}
-		for i, s := range b.seen[:b.n] {
-			if s == qdisc.Unstamped {
-				b.seen[i] = now
-			}
-		}
-		l.gate.BookAll(b.seen[:b.n], b.sizes[:b.n], b.departures[:b.n])
+	} else {
+		b.n = l.fifo.Peek(now, b.sizes[:], b.seen[:])
 	}
-	return b.departures[b.next], true
+	if b.n == 0 {
+		return false
+	}
+	for i, s := range b.seen[:b.n] {
+		if s == qdisc.Unstamped {
+			b.seen[i] = now
+		}
+	}
+	l.gate.BookAll(b.seen[:b.n], b.sizes[:b.n], b.departures[:b.n])
+	return true
 }
 
 // passTimeLocked reads the clock for a pass; for a pass the alarm

@@ -10,9 +10,8 @@ import (
 // bfifo, bounded in bytes too. It is the queue of fifo's lanes and of a
 // tbf without a child. The zero FIFO holds nothing; call Init first.
 type FIFO struct {
-	ring     Ring
-	maxBytes uint64
-	drops    uint64
+	ring  Ring
+	drops uint64
 }
 
 var _ qdisc.Queue = (*FIFO)(nil)
@@ -22,17 +21,17 @@ var _ qdisc.Queue = (*FIFO)(nil)
 // called while packets are queued.
 func (f *FIFO) Init(packets int, maxBytes uint64) {
 	f.ring.Init(packets)
-	f.maxBytes = maxBytes
+	f.ring.SetMaxBytes(maxBytes)
 }
 
 // Enqueue implements qdisc.Queue.Enqueue: a packet that would pass either
 // bound is refused, as bfifo refuses it.
 func (f *FIFO) Enqueue(pkt *stack.PacketBuffer, size uint32, now int64) bool {
-	if !f.ring.HasSpace() || (f.maxBytes != 0 && f.ring.Bytes()+uint64(size) > f.maxBytes) {
+	if !f.ring.PushBackAt(pkt, uint64(size), now) {
 		f.drops++
 		return false
 	}
-	return f.ring.PushBackAt(pkt, uint64(size), now)
+	return true
 }
 
 // Peek implements qdisc.Queue.Peek.

@@ -46,6 +46,8 @@ type Ring struct {
 	n      int // packets queued
 	max    int // most packets the ring may hold
 	bytes  uint64
+	// maxBytes, if not 0, is the most bytes the ring may hold.
+	maxBytes uint64
 }
 
 // Init empties the ring and sets the most packets it may hold (at least 1).
@@ -78,16 +80,24 @@ func (r *Ring) IsEmpty() bool { return r.n == 0 }
 // HasSpace reports whether one more packet fits.
 func (r *Ring) HasSpace() bool { return r.n < r.max }
 
+// SetMaxBytes bounds the bytes the ring holds (0: only its packets).
+func (r *Ring) SetMaxBytes(b uint64) { r.maxBytes = b }
+
 // PushBack queues pkt at the back, Unstamped, and takes the caller's
 // reference to it. size is what the qdisc charges pkt (a size past
 // 2^32-1 is kept as 2^32-1); it counts in Bytes until the packet is
-// removed. It reports false, and takes nothing, when the ring is full.
+// removed. It reports false, and takes nothing, when the ring is full:
+// in packets, or in bytes past SetMaxBytes's bound.
 func (r *Ring) PushBack(pkt *stack.PacketBuffer, size uint64) bool {
 	return r.PushBackAt(pkt, size, Unstamped)
 }
 
 // PushBackAt is PushBack with a time stamp.
 func (r *Ring) PushBackAt(pkt *stack.PacketBuffer, size uint64, stamp int64) bool {
+	sz := uint32(min(size, math.MaxUint32))
+	if r.maxBytes != 0 && r.bytes+uint64(sz) > r.maxBytes {
+		return false
+	}
 	if r.n == len(r.pkts) {
 		if r.n >= r.max {
 			return false
@@ -98,7 +108,6 @@ func (r *Ring) PushBackAt(pkt *stack.PacketBuffer, size uint64, stamp int64) boo
 	if i >= len(r.pkts) {
 		i -= len(r.pkts)
 	}
-	sz := uint32(min(size, math.MaxUint32))
 	r.pkts[i] = pkt
 	r.sizes[i] = sz
 	r.stamps[i] = stamp
