@@ -18,14 +18,24 @@ type gate interface {
 func newGate(cfg Config, start int64) gate {
 	r := rate.New(cfg.Rate).WithOverhead(cfg.Overhead).WithMPU(cfg.MPU)
 	buffer := int64(r.TimeNS(cfg.Burst))
-	if cfg.PeakRate == 0 {
+	if cfg.PeakRate == 0 && cfg.PacketRate == 0 {
 		b := &rateBucket{rate: r, buffer: buffer}
 		b.t0.Store(start - buffer)
 		return b
 	}
-	p := rate.New(cfg.PeakRate).WithOverhead(cfg.Overhead).WithMPU(cfg.MPU)
-	mtu := int64(p.TimeNS(cfg.MTU))
-	return &dualBucket{rate: r, peak: p, buffer: buffer, mtu: mtu, tc: start, tokens: buffer, ptokens: mtu}
+	b := &dualBucket{rate: r, buffer: buffer, tc: start, tokens: buffer}
+	if cfg.PeakRate != 0 {
+		b.peak = rate.New(cfg.PeakRate).WithOverhead(cfg.Overhead).WithMPU(cfg.MPU)
+		b.mtu = int64(b.peak.TimeNS(cfg.MTU))
+		b.ptokens = b.mtu
+	}
+	if cfg.PacketRate != 0 {
+		// A packet is one unit of a rate in units per second.
+		b.pktCost = int64(rate.New(cfg.PacketRate).TimeNS(1))
+		b.pktBuffer = b.pktCost * int64(cfg.PacketBurst)
+		b.pktTokens = b.pktBuffer
+	}
+	return b
 }
 
 // rateBucket is tbf_dequeue's rate bucket kept as one word, so that any
@@ -79,16 +89,21 @@ func (b *rateBucket) BookAll(seen []int64, sizes []uint32, departures []int64) {
 	}
 }
 
-// dualBucket is tbf_dequeue with a peak-rate bucket, exactly: both buckets
-// share t_c, and the peak credit is capped by the rate bucket's elapsed
-// time as in Linux, so it is kept under a short lock.
+// dualBucket is tbf_dequeue with a peak-rate bucket, exactly, and a
+// packet bucket (tc police's pkt_rate, in act_police's accounting) when
+// asked: the buckets share t_c, and the peak credit is capped by the rate
+// bucket's elapsed time as in Linux, so they are kept under a short lock.
+// A bucket not configured has cost and depth 0 and never holds a packet
+// back.
 type dualBucket struct {
 	// Set once, by newGate. (One field a line: checklocks maps
 	// annotations to fields by their declarations' order.)
-	rate   rate.Rate // +checklocksignore
-	peak   rate.Rate // +checklocksignore
-	buffer int64     // +checklocksignore
-	mtu    int64     // +checklocksignore
+	rate      rate.Rate // +checklocksignore
+	peak      rate.Rate // +checklocksignore
+	buffer    int64     // +checklocksignore
+	mtu       int64     // +checklocksignore
+	pktCost   int64     // +checklocksignore
+	pktBuffer int64     // +checklocksignore
 
 	mu sync.Mutex
 	// +checklocks:mu
@@ -97,6 +112,8 @@ type dualBucket struct {
 	tokens int64
 	// +checklocks:mu
 	ptokens int64
+	// +checklocks:mu
+	pktTokens int64
 }
 
 // BookAll implements dispatch.Gate.BookAll: tbf_dequeue for each packet
@@ -106,16 +123,24 @@ type dualBucket struct {
 func (b *dualBucket) BookAll(seen []int64, sizes []uint32, departures []int64) {
 	b.mu.Lock()
 	for i, size := range sizes {
-		cost, pcost := int64(b.rate.TimeNS(size)), int64(b.peak.TimeNS(size))
+		cost := int64(b.rate.TimeNS(size))
+		var pcost int64
+		if b.mtu != 0 {
+			pcost = int64(b.peak.TimeNS(size))
+		}
 		// The rate test min(s - tc, buffer) + tokens >= cost holds from
-		// s = tc + cost - tokens (cost <= buffer), and the peak test from
+		// s = tc + cost - tokens (cost <= buffer), the peak test from
 		// tc + pcost - ptokens (pcost < buffer: the peak rate is above the
-		// rate and the packet no larger than the burst).
-		s := max(seen[i], b.tc+max(cost-b.tokens, pcost-b.ptokens, 0))
-		toks := min(s-b.tc, b.buffer)
+		// rate and the packet no larger than the burst), and the packet
+		// test min(min(s - tc, pktBuffer) + pktTokens, pktBuffer) >=
+		// pktCost from tc + pktCost - pktTokens (pktCost <= pktBuffer).
+		s := max(seen[i], b.tc+max(cost-b.tokens, pcost-b.ptokens, b.pktCost-b.pktTokens, 0))
+		elapsed := s - b.tc
+		toks := min(elapsed, b.buffer)
 		ptoks := min(toks+b.ptokens, b.mtu) - pcost
 		toks = min(toks+b.tokens, b.buffer) - cost
-		b.tc, b.tokens, b.ptokens = s, toks, ptoks
+		pktToks := min(min(elapsed, b.pktBuffer)+b.pktTokens, b.pktBuffer) - b.pktCost
+		b.tc, b.tokens, b.ptokens, b.pktTokens = s, toks, ptoks, pktToks
 		departures[i] = s
 	}
 	b.mu.Unlock()

@@ -34,9 +34,10 @@ const (
 
 // ConfigError says which setting of a Config is wrong and what to change.
 // Field is one of "rate", "burst", "peakrate", "mtu", "limit", "latency",
-// "queues", "slack", "overhead", "mpu": the names of tc's tbf options (and
-// of this package's own, queues and slack), so that a caller can map it
-// to its own flag. Msg names the bound.
+// "queues", "slack", "overhead", "mpu", "pkt_rate", "pkt_burst": the names
+// of tc's tbf options (of tc police's for the packet bucket, and of this
+// package's own, queues and slack), so that a caller can map it to its own
+// flag. Msg names the bound.
 type ConfigError struct {
 	Field string
 	Msg   string
@@ -90,6 +91,9 @@ func boundsOf(lower stack.LinkEndpoint, splitsGSO bool) *linkBounds {
 	return b
 }
 
+// MaxPacketRate is the largest PacketRate: one packet a nanosecond.
+const MaxPacketRate = 1_000_000_000
+
 // check validates cfg against lower and fills in its Limit. It returns the
 // largest packet the buckets can pass.
 func check(lower stack.LinkEndpoint, cfg Config, splitsGSO bool) (Config, uint32, error) {
@@ -135,6 +139,14 @@ func (c Config) validate(link *linkBounds) (Config, uint32, error) {
 	// Ours, as for burst.
 	case link != nil && c.PeakRate != 0 && uint64(c.MTU) < link.max:
 		return c, 0, configErr("mtu", "mtu %d bytes is smaller than %s: such packets could never be sent; raise mtu to at least %d bytes", c.MTU, link.what, link.max)
+	// Ours, as tc police's pkt_rate and pkt_burst: each needs the other,
+	// and a packet must cost at least 1 ns.
+	case c.PacketRate != 0 && c.PacketBurst == 0:
+		return c, 0, configErr("pkt_burst", "pkt_rate needs pkt_burst, the packet bucket's depth in packets; set pkt_burst to at least 1")
+	case c.PacketRate == 0 && c.PacketBurst != 0:
+		return c, 0, configErr("pkt_burst", "pkt_burst %d is the packet bucket's depth and needs pkt_rate; set pkt_rate or leave pkt_burst unset", c.PacketBurst)
+	case c.PacketRate > MaxPacketRate:
+		return c, 0, configErr("pkt_rate", "pkt_rate %d packets/s is above %d; lower it (a packet must cost at least 1 ns)", c.PacketRate, MaxPacketRate)
 	// tc's tbf_parse_opt: limit and latency exclude each other.
 	case c.Limit != 0 && c.Latency != 0:
 		return c, 0, configErr("latency", "limit and latency both bound the queue; give one of them, not both")

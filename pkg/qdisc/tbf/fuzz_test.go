@@ -19,7 +19,8 @@ const fuzzOps = 200
 
 // FuzzTBF runs a tbf whose configuration the input chooses (rates, burst,
 // peak rate, limit or latency, 1 to 4 queues, slack, overhead and MPU,
-// perhaps an fq_codel child with small limits; configurations New refuses
+// perhaps a packet rate, perhaps an fq_codel child with small limits;
+// configurations New refuses
 // are skipped) through operations the input chooses on a step clock:
 // writes of hostile packets (0 to 65535 bytes, any header), clock steps
 // that fire no timer (late wake-ups), firing the timers that came due,
@@ -173,6 +174,10 @@ func fuzzConfig(in *qdisctest.Input, linkMTU uint32) (tbf.Config, bool) {
 		}
 		c.Target = c.Interval * time.Duration(in.IntN(257)) / 256
 		cfg.FQCoDel, cfg.Queues, cfg.Limit, cfg.Latency = c, 1, 0, 0
+	}
+	if in.IntN(4) == 0 {
+		cfg.PacketRate = uint64(1+in.IntN(1<<16)) << in.IntN(12)
+		cfg.PacketBurst = uint32(1 + in.IntN(64))
 	}
 	return cfg, in.IntN(4) == 0
 }

@@ -1,9 +1,12 @@
 // Package tbf is a token bucket filter for gVisor's netstack, faithful to
 // Linux's net/sched/sch_tbf.c: a rate bucket of Burst bytes, an optional
 // peak-rate bucket of MTU bytes, and a backlog bounded in bytes by Limit or
-// by Latency, as `tc qdisc add ... tbf` configures them. It is a gate (the
-// bucket) over a child queue (a byte FIFO, or fq_codel), drained by package
-// dispatch, as Linux's tbf gates its child qdisc.
+// by Latency, as `tc qdisc add ... tbf` configures them, and optionally a
+// packet bucket beside them (PacketRate, PacketBurst, as tc police's
+// pkt_rate and pkt_burst), so that a flood of small packets is held to a
+// packet rate whatever its bytes. It is a gate (the buckets) over a child
+// queue (a byte FIFO, or fq_codel), drained by package dispatch, as Linux's
+// tbf gates its child qdisc.
 //
 // Token accounting is tbf_dequeue's, in nanoseconds of credit. For the head
 // packet of length L at time now:
@@ -99,6 +102,13 @@ type Config struct {
 	PeakRate uint64
 	// MTU is the peak bucket's depth in bytes; required with PeakRate.
 	MTU uint32
+	// PacketRate, if not 0, is a third bucket's rate in packets per
+	// second, as tc police's pkt_rate: a packet leaves when every bucket
+	// allows it, so a flood of small packets is held to it whatever its
+	// bytes. PacketBurst is that bucket's depth in packets (pkt_burst),
+	// required with it.
+	PacketRate  uint64
+	PacketBurst uint32
 	// Limit is the most bytes that may wait in the queue.
 	Limit uint32
 	// Latency is the most time a packet may wait: Limit is computed from
@@ -328,6 +338,9 @@ func (d *Discipline) String() string {
 	fmt.Fprintf(&b, "tbf rate %s burst %s", rate.FormatRate(c.Rate), rate.FormatSize(uint64(c.Burst)))
 	if c.PeakRate != 0 {
 		fmt.Fprintf(&b, " peakrate %s minburst %s", rate.FormatRate(c.PeakRate), rate.FormatSize(uint64(c.MTU)))
+	}
+	if c.PacketRate != 0 {
+		fmt.Fprintf(&b, " pkt_rate %dpps pkt_burst %dpkt", c.PacketRate, c.PacketBurst)
 	}
 	switch {
 	case c.Latency != 0:

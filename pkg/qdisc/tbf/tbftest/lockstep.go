@@ -147,7 +147,8 @@ func RunConformance(t *testing.T, mk Make, cfg tbf.Config, linkMTU uint32, arriv
 // CheckBounds asserts the token bucket's promise over every window of
 // departures [a, b]: the time the packets cost at the rate is at most the
 // bucket plus the window (so bytes never exceed Burst + Rate*window, and
-// from the start never Burst + Rate*t), and likewise for the peak bucket.
+// from the start never Burst + Rate*t), and likewise for the peak bucket
+// and, in packets, the packet bucket.
 func CheckBounds(t *testing.T, cfg tbf.Config, recs []qdisctest.Record) {
 	t.Helper()
 	type bound struct {
@@ -158,6 +159,9 @@ func CheckBounds(t *testing.T, cfg tbf.Config, recs []qdisctest.Record) {
 	bounds := []bound{{"rate", rate.New(cfg.Rate).WithOverhead(cfg.Overhead).WithMPU(cfg.MPU), cfg.Burst}}
 	if cfg.PeakRate != 0 {
 		bounds = append(bounds, bound{"peakrate", rate.New(cfg.PeakRate).WithOverhead(cfg.Overhead).WithMPU(cfg.MPU), cfg.MTU})
+	}
+	if cfg.PacketRate != 0 {
+		checkPacketBound(t, cfg, recs)
 	}
 	for _, b := range bounds {
 		depth := int64(b.r.TimeNS(b.depth))
@@ -177,6 +181,24 @@ func CheckBounds(t *testing.T, cfg tbf.Config, recs []qdisctest.Record) {
 				if float64(bytes)+float64(k-a+1)*float64(b.r.Overhead()) > limit+1 {
 					t.Fatalf("%s bucket: departures %d..%d carried %d bytes in %dns; at most %.0f", b.name, a, k, bytes, window, limit)
 				}
+			}
+		}
+	}
+}
+
+// checkPacketBound asserts the packet bucket's promise: over every window
+// of departures, the packets cost at most its depth plus the window (at
+// most PacketBurst + PacketRate*window packets).
+func checkPacketBound(t *testing.T, cfg tbf.Config, recs []qdisctest.Record) {
+	t.Helper()
+	cost := int64(rate.New(cfg.PacketRate).TimeNS(1))
+	depth := cost * int64(cfg.PacketBurst)
+	for a := range recs {
+		ta := int64(recs[a].At.Sub(tcpip.MonotonicTime{}))
+		for k := a; k < len(recs); k++ {
+			window := int64(recs[k].At.Sub(tcpip.MonotonicTime{})) - ta
+			if int64(k-a+1)*cost > depth+window {
+				t.Fatalf("packet bucket: departures %d..%d, %d packets in a %dns window; at most %d + %d/s", a, k, k-a+1, window, cfg.PacketBurst, cfg.PacketRate)
 			}
 		}
 	}

@@ -12,6 +12,8 @@ import (
 // Model is Linux's sch_tbf, written from tbf_enqueue and tbf_dequeue: a
 // bfifo bounded at limit bytes, drained by tbf_dequeue, which is called
 // after every enqueue and whenever the watchdog (an ideal hrtimer) fires.
+// With a packet rate it has a third bucket, which sch_tbf lacks, kept as
+// act_police (tc police pkt_rate) keeps it.
 type Model struct {
 	rate, peak  rate.Rate
 	hasPeak     bool
@@ -19,9 +21,14 @@ type Model struct {
 	maxSize     uint32
 	limit       uint64
 
-	tc, tokens, ptokens int64
-	queue               []Departure
-	backlog             uint64
+	// The packet bucket (tc police's pkt_rate), when configured: its
+	// cost per packet and depth in ns, as act_police keeps them.
+	hasPkt             bool
+	pktCost, pktBuffer int64
+
+	tc, tokens, ptokens, pktTokens int64
+	queue                          []Departure
+	backlog                        uint64
 	// child, if not nil, is the tbf's child qdisc in place of its bfifo.
 	child ChildModel
 
@@ -77,6 +84,12 @@ func NewModel(cfg tbf.Config, limit uint32, start int64) *Model {
 		m.ptokens = m.mtu
 		m.maxSize = min(cfg.Burst, cfg.MTU)
 	}
+	if cfg.PacketRate != 0 {
+		m.hasPkt = true
+		m.pktCost = int64(rate.New(cfg.PacketRate).TimeNS(1))
+		m.pktBuffer = m.pktCost * int64(cfg.PacketBurst)
+		m.pktTokens = m.pktBuffer
+	}
 	return m
 }
 
@@ -121,14 +134,20 @@ func (m *Model) Dequeue(now int64) {
 			toks = m.buffer
 		}
 		toks -= int64(m.rate.TimeNS(p.Size))
-		if (toks | ptoks) >= 0 {
-			m.tc, m.tokens, m.ptokens = now, toks, ptoks
+		// act_police's packet bucket: ppstoks = min(min(now - t_c,
+		// pkt_burst) + pkttoks, pkt_burst) - the cost of one packet.
+		var pktToks int64
+		if m.hasPkt {
+			pktToks = min(min(now-m.tc, m.pktBuffer)+m.pktTokens, m.pktBuffer) - m.pktCost
+		}
+		if (toks | ptoks | pktToks) >= 0 {
+			m.tc, m.tokens, m.ptokens, m.pktTokens = now, toks, ptoks, pktToks
 			m.take()
 			p.At = now
 			m.Sent = append(m.Sent, p)
 			continue
 		}
-		m.Watchdog = now + max(-toks, -ptoks)
+		m.Watchdog = now + max(-toks, -ptoks, -pktToks)
 		return
 	}
 }
