@@ -90,8 +90,10 @@ func TestBudgetBalances(t *testing.T) {
 		pkt.DecRef()
 	}
 	qdisctest.WaitQuiescent(t, &g)
-	for g.Stats().BacklogPackets != 0 {
-		time.Sleep(time.Millisecond)
+	for deadline := time.Now().Add(time.Minute); g.Stats().BacklogPackets != 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("still %d packets queued a minute on", g.Stats().BacklogPackets)
+		}
 	}
 	g.Close()
 	if s := g.Stats(); s.Packets != n || s.BacklogPackets != 0 {
