@@ -22,9 +22,11 @@ import "sync/atomic"
 // the limit may drop a packet that a serial order would have taken (credit
 // granted to one lane while another reclaims); none can pass the limit.
 type Budget struct {
-	limit uint64
-	// chunk is how much credit a lane takes at once (set by Group.Init).
-	chunk uint64
+	// limit is the bound (SetLimit changes it on a running qdisc).
+	limit atomic.Uint64
+	// chunk is how much credit a lane takes at once (set by Group.Init
+	// and SetLimit).
+	chunk atomic.Uint64
 	// lanes are the lanes sharing the budget (set by Group.Init).
 	lanes []*Lane
 	// used is the bytes queued in the lanes plus the credit they hold.
@@ -34,7 +36,11 @@ type Budget struct {
 }
 
 // NewBudget returns a Budget of limit bytes.
-func NewBudget(limit uint64) *Budget { return &Budget{limit: limit} }
+func NewBudget(limit uint64) *Budget {
+	b := &Budget{}
+	b.limit.Store(limit)
+	return b
+}
 
 // chunksPerLane is how many chunks of credit the lanes could hold between
 // them before they run the budget out: a quarter of the limit each lane.
@@ -43,20 +49,28 @@ const chunksPerLane = 4
 // share registers the lanes that draw from the budget.
 func (b *Budget) share(lanes []*Lane) {
 	b.lanes = lanes
-	b.chunk = b.limit / uint64(chunksPerLane*len(lanes))
+	b.chunk.Store(b.limit.Load() / uint64(chunksPerLane*len(lanes)))
+}
+
+// SetLimit changes the bound, as Linux's fifo_set_limit does: bytes
+// already queued past a lower bound stay queued, and new packets are
+// dropped until the backlog falls under it.
+func (b *Budget) SetLimit(limit uint64) {
+	b.limit.Store(limit)
+	b.chunk.Store(limit / uint64(chunksPerLane*max(len(b.lanes), 1)))
 }
 
 // grant counts at least need bytes more in the budget, up to a chunk (just
 // need when tight), and returns how many; 0 when need does not fit.
 func (b *Budget) grant(need uint64) uint64 {
 	for {
-		used := b.used.Load()
-		if used+need > b.limit {
+		used, limit := b.used.Load(), b.limit.Load()
+		if used+need > limit {
 			return 0
 		}
 		n := need
 		if !b.tight.Load() {
-			n = min(max(need, b.chunk), b.limit-used)
+			n = min(max(need, b.chunk.Load()), limit-used)
 		}
 		if b.used.CompareAndSwap(used, used+n) {
 			return n
@@ -70,7 +84,7 @@ func (b *Budget) give(n uint64) {
 	if n == 0 {
 		return
 	}
-	if b.used.Add(-n) < b.limit/2 && b.tight.Load() {
+	if b.used.Add(-n) < b.limit.Load()/2 && b.tight.Load() {
 		b.tight.Store(false)
 	}
 }
@@ -113,7 +127,7 @@ func (l *Lane) chargeLocked(size uint64) bool {
 // +checklocks:l.mu
 func (l *Lane) refundLocked(bytes uint64) {
 	l.credit += bytes
-	keep := l.budget.chunk
+	keep := l.budget.chunk.Load()
 	if l.budget.tight.Load() {
 		keep = 0
 	} else if l.credit <= 2*keep {

@@ -23,16 +23,17 @@ const shapingWindow = int64(100 * time.Millisecond)
 // as pieces that fit (see enqueueSplit).
 func (l *Lane) Enqueue(pkt *stack.PacketBuffer) tcpip.Error {
 	var size uint64
+	maxPacket := l.maxPacket.Load()
 	if l.size != nil {
 		size = l.size(pkt)
 	} else {
 		size = gso.WireSize(pkt)
-		if l.maxPacket != 0 && size > l.maxPacket && gso.Segments(pkt) > 1 {
-			return l.enqueueSplit(pkt, size)
+		if maxPacket != 0 && size > maxPacket && gso.Segments(pkt) > 1 {
+			return l.enqueueSplit(pkt, maxPacket)
 		}
 	}
 	l.mu.Lock()
-	if l.closed || l.budget != nil || (l.maxPacket != 0 && size > l.maxPacket) {
+	if l.closed || l.budget != nil || (maxPacket != 0 && size > maxPacket) {
 		if err := l.admitLocked(size); err != nil {
 			l.mu.Unlock()
 			return err
@@ -77,7 +78,7 @@ func (l *Lane) admitLocked(size uint64) tcpip.Error {
 	if l.closed {
 		return &tcpip.ErrClosedForSend{}
 	}
-	if l.maxPacket != 0 && size > l.maxPacket {
+	if m := l.maxPacket.Load(); m != 0 && size > m {
 		l.refused++
 		return &tcpip.ErrMessageTooLong{}
 	}
@@ -134,6 +135,7 @@ func (l *Lane) kickLocked(now int64) {
 	if wake {
 		l.state = running
 	}
+	gated := l.gate != nil
 	l.mu.Unlock()
 	if wake {
 		l.wake.Assert()
@@ -141,7 +143,7 @@ func (l *Lane) kickLocked(now int64) {
 	if inline {
 		l.runInline()
 	}
-	if l.gate != nil { // a fifo's only waits are a full link's, left to the timer
+	if gated { // a fifo's only waits are a full link's, left to the timer
 		l.serveDue(now)
 	}
 }

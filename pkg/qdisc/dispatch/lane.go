@@ -15,11 +15,12 @@ import (
 // Lane is one queue, its optional gate, and its dispatcher. Use it
 // through a pointer, after Init and Start.
 type Lane struct {
-	lower     stack.LinkWriter
-	maxPacket uint64
+	lower stack.LinkWriter
+	// maxPacket is the largest packet the lane takes (0: any); SetGate
+	// changes it.
+	maxPacket atomic.Uint64
 	size      func(*stack.PacketBuffer) uint64
 	budget    *Budget
-	gate      Gate
 	clock     tcpip.Clock
 	alarm     *Alarm
 	// stamped says the queue is a qdisc of its own (fq_codel), which is
@@ -27,14 +28,19 @@ type Lane struct {
 	// FIFO without a gate never needs the clock. Without it the queue is
 	// the lane's own fifo, which the packet path calls directly.
 	stamped bool
-	// timed says a pass reads the clock: the lane has a gate, or a
-	// stamped queue.
-	timed bool
 
 	wake    sleep.Waker
 	closing sleep.Waker
 
 	mu sync.Mutex
+	// gate, if not nil, books each packet's departure (SetGate changes
+	// it on a running qdisc).
+	// +checklocks:mu
+	gate Gate
+	// timed says a pass reads the clock: the lane has a gate, or a
+	// stamped queue.
+	// +checklocks:mu
+	timed bool
 	// queue is the lane's queue: fifo, or the one Config gave.
 	// +checklocks:mu
 	queue qdisc.Queue
@@ -106,21 +112,21 @@ const takeBatches = 4
 // Init sets the lane up; it must be called once, before Start.
 func (l *Lane) Init(cfg Config) {
 	l.lower = cfg.Lower
-	l.maxPacket = uint64(cfg.MaxPacketBytes)
+	l.maxPacket.Store(uint64(cfg.MaxPacketBytes))
 	l.size = cfg.Size
 	l.budget = cfg.Budget
-	l.gate = cfg.Gate
 	l.clock = cfg.Clock
 	if l.clock == nil {
 		l.clock = tcpip.NewStdClock()
 	}
 	l.stamped = cfg.Queue != nil
-	l.timed = l.gate != nil || l.stamped
 	l.alarm = cfg.alarm
 	if l.alarm == nil {
 		l.alarm = newAlarm(l.clock, cfg.Slack, []*Lane{l})
 	}
 	l.mu.Lock()
+	l.gate = cfg.Gate
+	l.timed = l.gate != nil || l.stamped
 	l.queue = cfg.Queue
 	if l.queue == nil {
 		l.fifo.Init(cfg.MaxPackets, cfg.MaxBytes)

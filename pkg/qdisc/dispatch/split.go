@@ -7,20 +7,24 @@ import (
 	"github.com/netqdisc/netqdisc/pkg/qdisc/gso"
 )
 
-// enqueueSplit queues pkt, a host-GSO packet of size wire bytes larger than
-// the lane's MaxPacketBytes, as pieces that each fit (gso.Split), as Linux's
+// enqueueSplit queues pkt, a host-GSO packet larger than maxPacket (the
+// lane's MaxPacketBytes), as pieces that each fit (gso.Split), as Linux's
 // tbf_segment does for a GSO packet larger than the bucket: the pieces are
 // queued one by one, each refused piece counts a drop, and pkt is accepted
 // if any piece was. A bucket smaller than a GSO packet thus works with host
 // GSO on, and the wire carries the same segments, each charged with its
 // headers. A packet Split cannot cut (its headers are missing or lie) is
 // refused as too long, as before.
-func (l *Lane) enqueueSplit(pkt *stack.PacketBuffer, size uint64) tcpip.Error {
-	pieces, err := gso.Split(pkt, l.maxPacket)
+func (l *Lane) enqueueSplit(pkt *stack.PacketBuffer, maxPacket uint64) tcpip.Error {
+	pieces, err := gso.Split(pkt, maxPacket)
 	if err != nil {
 		l.mu.Lock()
 		defer l.mu.Unlock()
-		return l.admitLocked(size) // closed, or too long: counted
+		if l.closed {
+			return &tcpip.ErrClosedForSend{}
+		}
+		l.refused++ // too long, counted
+		return &tcpip.ErrMessageTooLong{}
 	}
 	var first tcpip.Error
 	queued := 0

@@ -65,7 +65,23 @@ func (d *Discipline) Stats() qdisc.Stats { return d.lanes.Stats() }
 func (d *Discipline) Queues() int { return len(d.lanes.Lanes) }
 
 // String describes the qdisc as `tc qdisc show` does a pfifo, with its
-// queue count: "fifo queues 2 limit 1000p" (the limit is per queue).
+// queue count: "fifo queues 2 limit 1000p" (the limit is per queue). With
+// a ceiling set, the ceiling comes first, as a tbf whose child the fifo
+// is: "tbf rate 10Mbit burst 12500b; child fifo queues 2 limit 1000p".
 func (d *Discipline) String() string {
-	return fmt.Sprintf("fifo queues %d limit %dp", d.Queues(), d.queueLen)
+	s := fmt.Sprintf("fifo queues %d limit %dp", d.Queues(), d.queueLen)
+	if g := d.lanes.Gate(); g != nil {
+		return fmt.Sprintf("%v; child %s", g, s)
+	}
+	return s
+}
+
+// SetCeiling sets a ceiling on the running fifo in place, as `tc qdisc
+// replace ... root tbf` puts a tbf over a queue: gate (tbf.NewGate builds
+// one; nil removes the ceiling) books every queue's departures, all
+// drawing on it, and maxPacketBytes is the largest packet it passes
+// (larger host-GSO packets are cut to fit). What is queued stays, in
+// order, and leaves under the new ceiling.
+func (d *Discipline) SetCeiling(gate dispatch.Gate, maxPacketBytes uint32) {
+	d.lanes.SetGate(gate, maxPacketBytes)
 }

@@ -165,4 +165,19 @@ func (d *Discipline) Config() Config { return d.child.Config() }
 func (d *Discipline) Quiescent() bool { return d.lanes.Quiescent() }
 
 // String describes the qdisc as `tc qdisc show` does.
-func (d *Discipline) String() string { return d.child.Config().String() }
+func (d *Discipline) String() string {
+	s := d.child.Config().String()
+	if g := d.lanes.Gate(); g != nil {
+		return fmt.Sprintf("%v; child %s", g, s)
+	}
+	return s
+}
+
+// SetCeiling sets a ceiling on the running fq_codel in place, as `tc
+// qdisc replace ... root tbf` puts a tbf over it (see fifo's SetCeiling):
+// gate (tbf.NewGate builds one; nil removes it) books the departures of
+// what fq_codel hands over, and maxPacketBytes is the largest packet it
+// passes.
+func (d *Discipline) SetCeiling(gate dispatch.Gate, maxPacketBytes uint32) {
+	d.lanes.SetGate(gate, maxPacketBytes)
+}

@@ -30,12 +30,17 @@
 //     headers (package flowhash): pkt.Hash is 0 on receive.
 //   - Packets reach the stack from the queues' passes, outside any lock a
 //     queue holds, so one queue's delivery never waits for another's.
+//   - An Endpoint may start with no ceiling (a Config with neither a rate
+//     nor a packet rate): packets then go up as they come, counted, with
+//     no queue, until Change sets one; Change also changes or removes a
+//     ceiling in place (tbf's Change), for `runsc qdisc change`.
 package ingress
 
 import (
 	"fmt"
 	"sync/atomic"
 
+	"gvisor.dev/gvisor/pkg/sync"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/link/nested"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
@@ -49,23 +54,33 @@ import (
 // as the NIC's link endpoint in place of the child.
 type Endpoint struct {
 	nested.Endpoint
-	shaper *tbf.Discipline
+	child stack.LinkEndpoint
+	clock tcpip.Clock
+	// shaper is nil until a ceiling is first set (see Change).
+	shaper atomic.Pointer[tbf.Discipline]
 	hash   flowhash.Hasher
-	// spread says whether there are queues to choose between.
-	spread bool
+	// passPackets and passBytes count what went up with no shaper.
+	passPackets atomic.Uint64
+	passBytes   atomic.Uint64
 	// control is the control frames' allowance, and controlPackets and
 	// controlBytes count the frames it let through unshaped.
 	control        *allowance
 	controlPackets atomic.Uint64
 	controlBytes   atomic.Uint64
 	closed         atomic.Bool
+
+	// mu serializes Change and Close: a shaper is created only while the
+	// Endpoint is open, and closed by Close.
+	mu sync.Mutex
 }
 
 var _ stack.LinkEndpoint = (*Endpoint)(nil)
 var _ stack.NetworkDispatcher = (*Endpoint)(nil)
 
 // New returns an Endpoint that shapes what child delivers as cfg says,
-// timed by clock. It returns a *tbf.ConfigError for every invalid cfg.
+// timed by clock; with neither cfg.Rate nor cfg.PacketRate it shapes
+// nothing until Change sets a ceiling. It returns a *tbf.ConfigError for
+// every invalid cfg.
 func New(child stack.LinkEndpoint, clock tcpip.Clock, cfg tbf.Config) (*Endpoint, error) {
 	if child == nil {
 		return nil, fmt.Errorf("ingress: no link endpoint to shape")
@@ -73,15 +88,51 @@ func New(child stack.LinkEndpoint, clock tcpip.Clock, cfg tbf.Config) (*Endpoint
 	if clock == nil {
 		return nil, fmt.Errorf("ingress: no clock")
 	}
-	e := &Endpoint{hash: flowhash.New(), control: newAllowance(clock)}
+	e := &Endpoint{child: child, clock: clock, hash: flowhash.New(), control: newAllowance(clock)}
 	e.Endpoint.Init(child, e)
-	shaper, err := tbf.NewTo(delivery{e}, child, clock, cfg)
-	if err != nil {
+	if err := e.Change(cfg); err != nil {
 		return nil, err
 	}
-	e.shaper = shaper
-	e.spread = shaper.Queues() > 1
 	return e, nil
+}
+
+// Change changes the ceiling in place (tbf's Discipline.Change, whose
+// token semantics are Linux's tbf_change): what is queued stays queued,
+// in order. The first ceiling creates the shaper; a Config with neither
+// a rate nor a packet rate removes the ceiling (what is queued then goes
+// up at once, and later packets pass the shaper's queue unheld). It
+// returns a *tbf.ConfigError for an invalid cfg, and then nothing
+// changes.
+func (e *Endpoint) Change(cfg tbf.Config) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed.Load() {
+		return fmt.Errorf("ingress: closed")
+	}
+	if s := e.shaper.Load(); s != nil {
+		return s.Change(cfg)
+	}
+	if cfg.Rate == 0 && cfg.PacketRate == 0 {
+		return nil
+	}
+	s, err := tbf.NewTo(delivery{e}, e.child, e.clock, cfg)
+	if err != nil {
+		return err
+	}
+	e.shaper.Store(s)
+	return nil
+}
+
+// CheckChange reports whether Change would accept cfg, changing nothing:
+// a caller that changes several NICs as one checks them all first.
+func (e *Endpoint) CheckChange(cfg tbf.Config) error {
+	if s := e.shaper.Load(); s != nil {
+		return s.CheckChange(cfg)
+	}
+	if cfg.Rate == 0 && cfg.PacketRate == 0 {
+		return nil
+	}
+	return tbf.CheckOn(e.child, cfg, false)
 }
 
 // DeliverNetworkPacket implements stack.NetworkDispatcher: the child
@@ -101,14 +152,24 @@ func (e *Endpoint) deliver(protocol tcpip.NetworkProtocolNumber, pkt *stack.Pack
 		e.Endpoint.DeliverNetworkPacket(protocol, pkt)
 		return nil
 	}
+	s := e.shaper.Load()
+	if s == nil { // no ceiling yet
+		if e.closed.Load() {
+			return &tcpip.ErrClosedForSend{}
+		}
+		e.passPackets.Add(1)
+		e.passBytes.Add(uint64(pkt.Size()))
+		e.Endpoint.DeliverNetworkPacket(protocol, pkt)
+		return nil
+	}
 	if pkt.NetworkProtocolNumber != protocol { // links set it already
 		pkt.NetworkProtocolNumber = protocol // delivery reads it
 	}
 	var hash uint32
-	if e.spread {
+	if s.Queues() > 1 {
 		hash = e.hash.Packet(protocol, pkt)
 	}
-	return e.shaper.Enqueue(pkt, hash)
+	return s.Enqueue(pkt, hash)
 }
 
 // delivery is where the shaper's departures go: up to the stack.
@@ -126,17 +187,24 @@ func (d delivery) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) {
 // Close stops shaping (what is queued is dropped and counted) and closes
 // the child. The shaper's queues have stopped when it returns.
 func (e *Endpoint) Close() {
+	e.mu.Lock()
 	e.closed.Store(true)
-	e.shaper.Close()
+	if s := e.shaper.Load(); s != nil {
+		s.Close()
+	}
+	e.mu.Unlock()
 	e.Endpoint.Close()
 }
 
 // Stats returns the shaper's `tc -s` counters; the control frames that
-// went up unshaped count as sent.
+// went up unshaped, and what went up before any ceiling, count as sent.
 func (e *Endpoint) Stats() qdisc.Stats {
-	s := e.shaper.Stats()
-	s.Packets += e.controlPackets.Load()
-	s.Bytes += e.controlBytes.Load()
+	var s qdisc.Stats
+	if sh := e.shaper.Load(); sh != nil {
+		s = sh.Stats()
+	}
+	s.Packets += e.controlPackets.Load() + e.passPackets.Load()
+	s.Bytes += e.controlBytes.Load() + e.passBytes.Load()
 	return s
 }
 
@@ -146,17 +214,36 @@ func (e *Endpoint) Control() (packets, bytes uint64) {
 	return e.controlPackets.Load(), e.controlBytes.Load()
 }
 
-// Config returns the shaper's configuration, with Limit computed.
-func (e *Endpoint) Config() tbf.Config { return e.shaper.Config() }
+// Config returns the shaper's configuration, with Limit computed (the
+// zero Config before any ceiling).
+func (e *Endpoint) Config() tbf.Config {
+	if s := e.shaper.Load(); s != nil {
+		return s.Config()
+	}
+	return tbf.Config{}
+}
 
 // Quiescent reports whether the shaper's queues are idle or waiting for
 // their departures: nothing runs until a timer fires or a packet arrives.
 // Tests use it to step a clock.
-func (e *Endpoint) Quiescent() bool { return e.shaper.Quiescent() }
+func (e *Endpoint) Quiescent() bool {
+	s := e.shaper.Load()
+	return s == nil || s.Quiescent()
+}
 
-// Queues returns the number of queues.
-func (e *Endpoint) Queues() int { return e.shaper.Queues() }
+// Queues returns the number of queues (0 before any ceiling).
+func (e *Endpoint) Queues() int {
+	if s := e.shaper.Load(); s != nil {
+		return s.Queues()
+	}
+	return 0
+}
 
 // String describes the shaper as `tc qdisc show dev ifb0` would: "tbf rate
-// 10Mbit burst 12500b lat 25ms".
-func (e *Endpoint) String() string { return e.shaper.String() }
+// 10Mbit burst 12500b lat 25ms"; "none" before any ceiling.
+func (e *Endpoint) String() string {
+	if s := e.shaper.Load(); s != nil {
+		return s.String()
+	}
+	return "none"
+}

@@ -58,3 +58,11 @@ func (f *FIFO) Len() (int, uint64) { return f.ring.Len(), f.ring.Bytes() }
 
 // Drops implements qdisc.Queue.Drops.
 func (f *FIFO) Drops() uint64 { return f.drops }
+
+// SetLimits changes the FIFO's bounds on a running qdisc, as Linux's
+// fifo_set_limit does: what is queued past lower bounds stays queued, and
+// new packets are refused until the backlog is under them.
+func (f *FIFO) SetLimits(packets int, maxBytes uint64) {
+	f.ring.SetCap(packets)
+	f.ring.SetMaxBytes(maxBytes)
+}

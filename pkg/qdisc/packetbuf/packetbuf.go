@@ -98,10 +98,10 @@ func (r *Ring) PushBackAt(pkt *stack.PacketBuffer, size uint64, stamp int64) boo
 	if r.maxBytes != 0 && r.bytes+uint64(sz) > r.maxBytes {
 		return false
 	}
+	if r.n >= r.max {
+		return false
+	}
 	if r.n == len(r.pkts) {
-		if r.n >= r.max {
-			return false
-		}
 		r.grow()
 	}
 	i := r.head + r.n
@@ -212,3 +212,8 @@ func (r *Ring) Purge() (packets int, bytes uint64) {
 	r.head = 0
 	return packets, bytes
 }
+
+// SetCap changes the most packets the ring may hold (at least 1), as
+// SetMaxBytes changes its bytes: packets already queued past a lower
+// bound stay, and pushes fail until the ring is under it.
+func (r *Ring) SetCap(capacity int) { r.max = max(capacity, 1) }

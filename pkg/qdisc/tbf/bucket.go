@@ -4,13 +4,16 @@ import (
 	"sync/atomic"
 
 	"gvisor.dev/gvisor/pkg/sync"
+	"gvisor.dev/gvisor/pkg/tcpip"
 
 	"github.com/netqdisc/netqdisc/pkg/qdisc/rate"
 )
 
-// gate is the token state every lane of a Discipline draws from.
+// gate is the token state every lane of a Discipline draws from. String
+// describes its buckets as `tc qdisc show` does a tbf's.
 type gate interface {
 	BookAll(seen []int64, sizes []uint32, departures []int64)
+	String() string
 }
 
 // newGate returns the bucket for cfg, full at time start: lock-free when
@@ -18,12 +21,13 @@ type gate interface {
 func newGate(cfg Config, start int64) gate {
 	r := rate.New(cfg.Rate).WithOverhead(cfg.Overhead).WithMPU(cfg.MPU)
 	buffer := int64(r.TimeNS(cfg.Burst))
+	desc := cfg.bucketsString()
 	if cfg.PeakRate == 0 && cfg.PacketRate == 0 {
-		b := &rateBucket{rate: r, buffer: buffer}
+		b := &rateBucket{rate: r, buffer: buffer, desc: desc}
 		b.t0.Store(start - buffer)
 		return b
 	}
-	b := &dualBucket{rate: r, buffer: buffer, tc: start, tokens: buffer}
+	b := &dualBucket{rate: r, buffer: buffer, tc: start, tokens: buffer, desc: desc}
 	if cfg.PeakRate != 0 {
 		b.peak = rate.New(cfg.PeakRate).WithOverhead(cfg.Overhead).WithMPU(cfg.MPU)
 		b.mtu = int64(b.peak.TimeNS(cfg.MTU))
@@ -60,7 +64,11 @@ type rateBucket struct {
 	_      [56]byte
 	rate   rate.Rate
 	buffer int64
+	desc   string
 }
+
+// String implements gate.String.
+func (b *rateBucket) String() string { return b.desc }
 
 // BookAll implements dispatch.Gate.BookAll: the packets' bookings one
 // after another, with one compare-and-swap for them all. Each departs, in
@@ -104,6 +112,7 @@ type dualBucket struct {
 	mtu       int64     // +checklocksignore
 	pktCost   int64     // +checklocksignore
 	pktBuffer int64     // +checklocksignore
+	desc      string    // +checklocksignore
 
 	mu sync.Mutex
 	// +checklocks:mu
@@ -115,6 +124,9 @@ type dualBucket struct {
 	// +checklocks:mu
 	pktTokens int64
 }
+
+// String implements gate.String.
+func (b *dualBucket) String() string { return b.desc }
 
 // BookAll implements dispatch.Gate.BookAll: tbf_dequeue for each packet
 // in turn, under one lock, at s, the earliest time, not before seen nor
@@ -145,3 +157,6 @@ func (b *dualBucket) BookAll(seen []int64, sizes []uint32, departures []int64) {
 	}
 	b.mu.Unlock()
 }
+
+// nowNS reads clock in nanoseconds, the gates' time.
+func nowNS(clock tcpip.Clock) int64 { return int64(clock.NowMonotonic().Sub(tcpip.MonotonicTime{})) }

@@ -114,10 +114,14 @@ func (c Config) validate(link *linkBounds) (Config, uint32, error) {
 	if link != nil {
 		atLeast = fmt.Sprintf("at least %d bytes, %s", link.max, link.what)
 	}
+	if c.Rate == 0 && c.PacketRate != 0 {
+		return c.validatePacketOnly(link)
+	}
 	switch {
-	// tc's tbf_parse_opt: rate is mandatory.
+	// tc's tbf_parse_opt: rate is mandatory. Ours: unless a packet rate
+	// is the ceiling.
 	case c.Rate == 0:
-		return c, 0, configErr("rate", "the rate is 0; set a rate in bytes per second (for example 1250000, or 10mbit)")
+		return c, 0, configErr("rate", "the rate is 0; set a rate in bytes per second (for example 1250000, or 10mbit), or a pkt_rate")
 	// tc's tbf_parse_opt: burst is mandatory (and tbf_change refuses a
 	// max_size of 0 with -EINVAL).
 	case c.Burst == 0:
@@ -241,6 +245,9 @@ func (c Config) validate(link *linkBounds) (Config, uint32, error) {
 	// on top of its bytes.
 	packets := float64(max(c.Queues, 1)) * float64(uint64(c.Limit)/minPacketBytes+1)
 	wait := (float64(c.Limit) + packets*float64(uint64(c.Overhead)+uint64(c.MPU))) * rate.NanosPerSecond / float64(c.Rate)
+	if c.PacketRate != 0 {
+		wait += packets * rate.NanosPerSecond / float64(c.PacketRate)
+	}
 	if wait > maxBacklogNS {
 		const year = 365.25 * 24 * float64(time.Hour)
 		return c, 0, configErr(limitField, "a full backlog of %d bytes (up to %.0f packets, each charged overhead %d and at least mpu %d bytes) takes %.3g years at rate %s, more than the %.0f years (2^62 ns) departures can be booked ahead; lower %s, overhead or mpu, or raise rate", c.Limit, packets, c.Overhead, c.MPU, wait/year, rate.FormatRate(c.Rate), maxBacklogNS/year, limitField)
@@ -254,4 +261,39 @@ func addSat(a, b uint64) uint64 {
 		return s
 	}
 	return math.MaxUint64
+}
+
+// validatePacketOnly is validate for a ceiling of packets alone (Rate 0,
+// PacketRate set): the byte buckets' settings must be unset, the limit
+// is in bytes as ever, and the largest packet is the link's.
+func (c Config) validatePacketOnly(link *linkBounds) (Config, uint32, error) {
+	switch {
+	case c.Burst != 0 || c.PeakRate != 0 || c.MTU != 0:
+		return c, 0, configErr("burst", "burst, peakrate and mtu shape a byte rate, and the rate is unset (a pkt_rate alone is the ceiling); set a rate or leave them unset")
+	case c.Overhead != 0 || c.MPU != 0:
+		return c, 0, configErr("overhead", "overhead and mpu are charged against a byte rate, and the rate is unset; set a rate or leave them unset")
+	case c.Latency != 0:
+		return c, 0, configErr("latency", "latency is converted to a limit at the byte rate, and the rate is unset; give a limit in bytes instead")
+	}
+	// The other checks do not involve the byte buckets: run them with a
+	// byte rate that never binds, and keep the packet bucket as given.
+	wide := c
+	wide.Burst = math.MaxUint32
+	if link != nil {
+		wide.Burst = uint32(min(link.max, math.MaxUint32))
+	}
+	wide.Rate = uint64(wide.Burst) // the bucket lasts 1 s: valid, and far above any packet rate's bytes
+	v, maxSize, err := wide.validate(link)
+	if err != nil {
+		return c, 0, err
+	}
+	c.Limit = v.Limit
+	if link == nil {
+		maxSize = 0 // any packet: the limit bounds it
+	}
+	packets := float64(max(c.Queues, 1)) * float64(uint64(c.Limit)/minPacketBytes+1)
+	if packets*rate.NanosPerSecond/float64(c.PacketRate) > maxBacklogNS {
+		return c, 0, configErr("limit", "a full backlog of %.0f packets takes more than 2^62 ns at pkt_rate %d; lower limit or raise pkt_rate", packets, c.PacketRate)
+	}
+	return c, maxSize, nil
 }

@@ -49,8 +49,10 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync/atomic"
 	"time"
 
+	"gvisor.dev/gvisor/pkg/sync"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 
@@ -149,9 +151,21 @@ type Config struct {
 
 // Discipline is a token bucket filter qdisc.
 type Discipline struct {
-	cfg   Config // as given, with Limit filled in
 	child *fqcodel.Child
 	lanes dispatch.Group
+	// link, clock and splitsGSO are what New was given, for Change.
+	link      stack.LinkEndpoint
+	clock     tcpip.Clock
+	splitsGSO bool
+	// maxSize is the largest packet the buckets pass, for the receive
+	// path's charge (receivedSize); Change moves it.
+	maxSize atomic.Uint32
+
+	mu sync.Mutex
+	// cfg is the configuration in force: as given, with Limit and Slack
+	// filled in.
+	// +checklocks:mu
+	cfg Config
 }
 
 var _ stack.QueueingDiscipline = (*Discipline)(nil)
@@ -190,29 +204,32 @@ func newTo(out stack.LinkWriter, link stack.LinkEndpoint, clock tcpip.Clock, cfg
 	if err != nil {
 		return nil, err
 	}
-	d := &Discipline{cfg: cfg}
+	d := &Discipline{link: link, clock: clock, splitsGSO: splitsGSO}
+	d.maxSize.Store(maxSize)
 	if cfg.FQCoDel != nil {
 		if d.child, err = fqcodel.NewChild(*cfg.FQCoDel, uint32(min(linkMaxOf(link), math.MaxUint32)), nil); err != nil {
 			return nil, err
 		}
 		c := d.child.Config()
-		d.cfg.FQCoDel = &c
+		cfg.FQCoDel = &c
 	}
-	g := newGate(cfg, int64(clock.NowMonotonic().Sub(tcpip.MonotonicTime{})))
-	slack := d.cfg.slackInForce()
-	if d.cfg.Slack == 0 {
-		d.cfg.Slack = slack // the Slack in force
+	slack := cfg.slackInForce()
+	if cfg.Slack == 0 {
+		cfg.Slack = slack // the Slack in force
 	}
+	d.mu.Lock()
+	d.cfg = cfg
+	d.mu.Unlock()
 	lanes := dispatch.Config{
 		Lower:          out,
 		MaxPackets:     int(cfg.Limit/minPacketBytes) + 1,
 		MaxPacketBytes: maxSize,
-		Gate:           g,
+		Gate:           newGate(cfg, nowNS(clock)),
 		Clock:          clock,
 		Slack:          slack,
 	}
 	if !splitsGSO {
-		lanes.Size = receivedSize(link.MTU(), maxSize)
+		lanes.Size = receivedSize(link.MTU(), &d.maxSize)
 	}
 	switch {
 	case d.child != nil:
@@ -236,9 +253,9 @@ func newTo(out stack.LinkWriter, link stack.LinkEndpoint, clock tcpip.Clock, cfg
 // a received packet is not cut here; dropping it instead would drop every
 // large aggregate under a bucket that holds just the link's host-GSO
 // maximum, which NewTo accepts (Kubernetes' 64 KiB + 14 burst).
-func receivedSize(mtu, maxSize uint32) func(*stack.PacketBuffer) uint64 {
-	bound := uint64(maxSize)
+func receivedSize(mtu uint32, maxSize *atomic.Uint32) func(*stack.PacketBuffer) uint64 {
 	return func(pkt *stack.PacketBuffer) uint64 {
+		bound := uint64(maxSize.Load())
 		size := gso.ReceivedWireSize(pkt, mtu)
 		if size > bound && uint64(pkt.Size()) <= bound {
 			return bound
@@ -328,14 +345,29 @@ func (d *Discipline) ChildStats() (x fqcodel.XStats, ok bool) {
 
 // Config returns the configuration in force, with Limit (and, when 0 was
 // given, Slack) computed.
-func (d *Discipline) Config() Config { return d.cfg }
+func (d *Discipline) Config() Config {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.cfg
+}
 
 // String prints the configuration as `tc qdisc show` does:
 // "tbf rate 10Mbit burst 12500b lat 50ms" or "... limit 75000b".
-func (d *Discipline) String() string {
-	c := d.cfg
+func (d *Discipline) String() string { return d.Config().String() }
+
+// String prints c as `tc qdisc show` prints a tbf (see Discipline.String);
+// with neither a rate nor a packet rate (a ceiling removed by Change),
+// "tbf rate none".
+func (c Config) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "tbf rate %s burst %s", rate.FormatRate(c.Rate), rate.FormatSize(uint64(c.Burst)))
+	switch {
+	case c.Rate != 0:
+		fmt.Fprintf(&b, "tbf rate %s burst %s", rate.FormatRate(c.Rate), rate.FormatSize(uint64(c.Burst)))
+	case c.PacketRate != 0:
+		b.WriteString("tbf") // a packet-only ceiling
+	default:
+		b.WriteString("tbf rate none")
+	}
 	if c.PeakRate != 0 {
 		fmt.Fprintf(&b, " peakrate %s minburst %s", rate.FormatRate(c.PeakRate), rate.FormatSize(uint64(c.MTU)))
 	}

@@ -1,0 +1,167 @@
+package tbf
+
+import (
+	"math"
+
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
+
+	"github.com/netqdisc/netqdisc/pkg/qdisc/dispatch"
+)
+
+// Change changes the tbf's settings in place, as `tc qdisc change ... tbf`
+// does (Linux's tbf_change): what is queued stays queued, in order, and
+// leaves under the new buckets; the statistics go on.
+//
+// Tokens follow tbf_change: it sets tokens = buffer and ptokens = mtu and
+// keeps t_c, so the next dequeue finds every bucket full. Here too each
+// new bucket (and the packet bucket) starts full at the change: a burst
+// of the new size may leave at once. The limit is set as
+// fifo_set_limit sets the child's: packets already queued past a lower
+// limit stay, and new ones are dropped until the backlog is under it.
+//
+// A ceiling may be removed (Rate and PacketRate both 0, as Firecracker's
+// 0-sized bucket: packets then leave as they come, within the limit) and
+// set again. cfg is checked as New checks it, on the same link; the
+// settings that shape the qdisc itself cannot change (Queues, Slack, the
+// fq_codel child and its settings): such a change is a *ConfigError
+// naming the field, and nothing changes.
+func (d *Discipline) Change(cfg Config) error {
+	p, err := d.prepare(cfg)
+	if err != nil {
+		return err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.child == nil {
+		d.lanes.SetLimits(int(p.cfg.Limit/minPacketBytes)+1, uint64(p.cfg.Limit))
+	}
+	d.maxSize.Store(d.bound(p.maxSize))
+	d.lanes.SetGate(p.gate, p.maxSize)
+	d.cfg = p.cfg
+	return nil
+}
+
+// CheckChange reports whether Change would accept cfg, changing nothing:
+// a caller that changes several qdiscs as one (all or none) checks them
+// all first.
+func (d *Discipline) CheckChange(cfg Config) error {
+	_, err := d.prepare(cfg)
+	return err
+}
+
+// change is a checked Change: the configuration to put in force, its
+// buckets (nil: no ceiling) and the largest packet they pass.
+type change struct {
+	cfg     Config
+	gate    dispatch.Gate
+	maxSize uint32
+}
+
+// prepare checks cfg for Change and builds its buckets, full now.
+func (d *Discipline) prepare(cfg Config) (change, error) {
+	cur := d.Config()
+	if cfg.Queues == 0 {
+		cfg.Queues = 1
+	}
+	if curQueues := max(cur.Queues, 1); cfg.Queues != curQueues {
+		return change{}, configErr("queues", "queues is %d and cannot change on a running qdisc; leave it at %d", cfg.Queues, curQueues)
+	}
+	if cfg.Slack != 0 && cfg.Slack != cur.Slack && !(cfg.Slack == NoSlack && cur.Slack == 0) {
+		return change{}, configErr("slack", "slack %v cannot change on a running qdisc (%v in force); leave it unset", cfg.Slack, cur.Slack)
+	}
+	if err := d.sameChild(cfg, cur); err != nil {
+		return change{}, err
+	}
+	cfg.Slack, cfg.FQCoDel = cur.Slack, cur.FQCoDel
+	if cfg.Rate == 0 && cfg.PacketRate == 0 {
+		v, err := d.checkNoCeiling(cfg)
+		return change{cfg: v}, err
+	}
+	v, maxSize, err := check(d.link, cfg, d.splitsGSO)
+	if err != nil {
+		return change{}, err
+	}
+	return change{cfg: v, gate: newGate(v, nowNS(d.clock)), maxSize: maxSize}, nil
+}
+
+// checkNoCeiling checks a Config with no ceiling (see Change): only the
+// queue's limit is left, which Latency cannot give without a rate.
+func (d *Discipline) checkNoCeiling(cfg Config) (Config, error) {
+	if cfg.Burst != 0 || cfg.PeakRate != 0 || cfg.MTU != 0 || cfg.PacketBurst != 0 || cfg.Overhead != 0 || cfg.MPU != 0 {
+		return cfg, configErr("rate", "the rate and pkt_rate are 0, which removes the ceiling; leave burst, peakrate, mtu, pkt_burst, overhead and mpu unset with it")
+	}
+	if cfg.Latency != 0 {
+		return cfg, configErr("latency", "latency needs a rate to give a limit, and the ceiling is removed; give a limit in bytes, or none")
+	}
+	if cfg.FQCoDel != nil {
+		return cfg, nil // fq_codel bounds the queue
+	}
+	b := boundsOf(d.link, d.splitsGSO)
+	if cfg.Limit == 0 {
+		cfg.Limit = uint32(min(DefaultLimitPackets*b.mtu, math.MaxUint32))
+	}
+	if uint64(cfg.Limit) < b.max {
+		return cfg, configErr("limit", "limit %d bytes cannot hold one packet of %d bytes, %s; raise limit to at least %d", cfg.Limit, b.max, b.what, b.max)
+	}
+	return cfg, nil
+}
+
+// bound is what the receive path charges a GRO aggregate at most (see
+// receivedSize): the buckets' largest packet, or with no ceiling the
+// largest there is.
+func (d *Discipline) bound(maxSize uint32) uint32 {
+	if maxSize == 0 {
+		return math.MaxUint32
+	}
+	return maxSize
+}
+
+// sameChild refuses a change of the fq_codel child: its presence, or any
+// setting given that differs from the one in force (0 is the default).
+func (d *Discipline) sameChild(cfg, cur Config) error {
+	switch {
+	case cfg.FQCoDel == nil && cur.FQCoDel == nil:
+		return nil
+	case cfg.FQCoDel == nil || cur.FQCoDel == nil:
+		return configErr("child", "the tbf's child (its byte FIFO or fq_codel) cannot change on a running qdisc")
+	case !cfg.FQCoDel.SameAs(*cur.FQCoDel, uint32(min(linkMaxOf(d.link), math.MaxUint32))):
+		return configErr("child", "the fq_codel child's settings (%v in force) cannot change on a running qdisc", cur.FQCoDel)
+	}
+	return nil
+}
+
+// CheckOn reports whether New (NewTo when splitsGSO is false) would
+// accept cfg on link: nil, or the *ConfigError naming the setting.
+func CheckOn(link stack.LinkEndpoint, cfg Config, splitsGSO bool) error {
+	_, _, err := check(link, cfg, splitsGSO)
+	return err
+}
+
+// NewGate returns the buckets cfg describes (its rate, burst, peak rate,
+// MTU, packet rate and burst, overhead and MPU; not its queue's settings)
+// for lanes whose packets cross link, full now, and the largest packet
+// they pass: a ceiling to set in place on a running fifo or fq_codel
+// (dispatch.Group.SetGate), which makes that queue a tbf's child, as `tc
+// qdisc replace dev eth0 root tbf ...` puts a tbf over it. splitsGSO says
+// the lanes cut host-GSO packets larger than the bucket (the send path).
+// The gate is a fmt.Stringer that describes itself as `tc qdisc show`
+// does a tbf's buckets.
+func NewGate(link stack.LinkEndpoint, clock tcpip.Clock, cfg Config, splitsGSO bool) (dispatch.Gate, uint32, error) {
+	cfg.Limit, cfg.Latency, cfg.Queues, cfg.Slack, cfg.FQCoDel = 0, 0, 0, 0, nil
+	if cfg.Rate == 0 && cfg.PacketRate == 0 {
+		return nil, 0, nil
+	}
+	v, maxSize, err := check(link, cfg, splitsGSO)
+	if err != nil {
+		return nil, 0, err
+	}
+	return newGate(v, nowNS(clock)), maxSize, nil
+}
+
+// bucketsString describes c's buckets alone, as String does with no
+// queue settings.
+func (c Config) bucketsString() string {
+	c.Limit, c.Latency, c.FQCoDel = 0, 0, nil
+	return c.String()
+}
