@@ -50,6 +50,13 @@
 // the timer's goroutine or an enqueuer's) are marked inPass, so that
 // Close waits for them before it releases the queue.
 //
+// # Changes in place
+//
+// SetGate and SetLimits change a running group's gate and bounds under
+// each lane's lock, as Linux's tbf_change swaps buckets under the qdisc's:
+// the queue keeps its packets, in order, and they are booked anew with
+// the new gate; a lane waiting for the old gate runs a pass at once.
+//
 // # Lock order
 //
 // A lane's lock, then the Alarm's lock or the gate's (tbf's dual bucket);

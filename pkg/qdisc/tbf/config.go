@@ -34,10 +34,10 @@ const (
 
 // ConfigError says which setting of a Config is wrong and what to change.
 // Field is one of "rate", "burst", "peakrate", "mtu", "limit", "latency",
-// "queues", "slack", "overhead", "mpu", "pkt_rate", "pkt_burst": the names
-// of tc's tbf options (of tc police's for the packet bucket, and of this
-// package's own, queues and slack), so that a caller can map it to its own
-// flag. Msg names the bound.
+// "queues", "slack", "overhead", "mpu", "pkt_rate", "pkt_burst", "child":
+// the names of tc's tbf options (of tc police's for the packet bucket, and
+// of this package's own, queues, slack and, from Change, the child), so
+// that a caller can map it to its own flag. Msg names the bound.
 type ConfigError struct {
 	Field string
 	Msg   string

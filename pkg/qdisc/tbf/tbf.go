@@ -38,6 +38,11 @@
 // single word moved by compare-and-swap without a peak rate, a short lock
 // with one) and one byte limit (dispatch.Budget).
 //
+// Changes in place: Change is Linux's tbf_change (`tc qdisc change`): the
+// buckets and the limit change under the queue, which keeps what it holds,
+// in order; a ceiling can be removed and set again. NewGate gives a
+// running fifo or fq_codel a ceiling the same way (runsc qdisc change).
+//
 // Where this differs from gVisor's upstream tbf: the peak-rate bucket; a
 // backlog bound in bytes or time, not packets; no division on the packet
 // path (rate.Rate); one timer for the qdisc's life, rationed; `tc
