@@ -76,6 +76,9 @@ type Sandbox struct {
 	root     string
 	id       string
 	debugLog string
+	// flags are runsc's flags the sandbox was started with, to restore
+	// it with (see Restore).
+	flags []string
 
 	mu sync.Mutex
 	// +checklocks:mu
@@ -90,7 +93,7 @@ func (l *Lab) StartSandbox(o SandboxOptions) (_ *Sandbox, err error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Sandbox{lab: l, runsc: o.Runsc, dir: dir, root: filepath.Join(dir, "root"), id: filepath.Base(dir), debugLog: filepath.Join(dir, "logs") + "/"}
+	s := &Sandbox{lab: l, runsc: o.Runsc, dir: dir, root: filepath.Join(dir, "root"), id: filepath.Base(dir), debugLog: filepath.Join(dir, "logs") + "/", flags: o.Flags}
 	l.mu.Lock()
 	l.closers = append(l.closers, s.Close)
 	l.mu.Unlock()
@@ -102,28 +105,34 @@ func (l *Lab) StartSandbox(o SandboxOptions) (_ *Sandbox, err error) {
 	if err := s.writeBundle(o); err != nil {
 		return nil, err
 	}
+	if err := s.launch("run", "--detach", "--bundle", filepath.Join(dir, "bundle"), s.id); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// launch runs runsc with the sandbox's flags and the command given (run,
+// or restore), and waits until the sandbox answers ping.
+func (s *Sandbox) launch(command ...string) error {
 	// runsc takes the namespace's address off the veth as it starts (and
 	// a previous sandbox took it): put it back.
-	Run(l.NSN, "ip", "addr", "replace", NetstackAddr+"/24", "dev", l.VethN)
-	args := append([]string{"--root", s.root, "--network", "sandbox", "--debug", "--debug-log", s.debugLog}, o.Flags...)
-	args = append(args, "run", "--detach", "--bundle", filepath.Join(dir, "bundle"), s.id)
+	Run(s.lab.NSN, "ip", "addr", "replace", NetstackAddr+"/24", "dev", s.lab.VethN)
+	args := append([]string{"--root", s.root, "--network", "sandbox", "--debug", "--debug-log", s.debugLog}, s.flags...)
+	args = append(args, command...)
 	// The sandbox keeps runsc's stdout and stderr as the container's: a
 	// file, not a pipe that would stay open.
-	out, err := os.Create(filepath.Join(dir, "run.out"))
+	out, err := os.Create(filepath.Join(s.dir, command[0]+".out"))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer out.Close()
 	run := exec.Command(s.runsc, args...)
 	run.Stdout, run.Stderr = out, out
 	if err := run.Run(); err != nil {
 		said, _ := os.ReadFile(out.Name())
-		return nil, fmt.Errorf("runsc run: %v: %s", err, strings.TrimSpace(string(said)))
+		return fmt.Errorf("runsc %s: %v: %s", command[0], err, strings.TrimSpace(string(said)))
 	}
-	if err := s.waitAnswers(10 * time.Second); err != nil {
-		return nil, err
-	}
-	return s, nil
+	return s.waitAnswers(10 * time.Second)
 }
 
 // writeBundle writes the OCI bundle: runsc's own default spec with the

@@ -27,6 +27,12 @@ type Config struct {
 	TBFLimit    uint64
 	// TBFLatency bounds the time a packet may wait; 0 means unset.
 	TBFLatency time.Duration
+	// TBFPacketRate (packets per second) and TBFPacketBurst (packets) are
+	// the tbf's packet bucket (package tbf's PacketRate, PacketBurst); 0
+	// means none. With a packet rate the byte rate may be 0: a ceiling of
+	// packets alone.
+	TBFPacketRate  uint64
+	TBFPacketBurst uint64
 	// IngressRate (bytes per second), IngressBurst and IngressLimit
 	// (bytes) and IngressLatency shape what the sandbox receives, as a tbf
 	// on an ifb device does (package ingress). IngressRate 0 means the
@@ -35,6 +41,10 @@ type Config struct {
 	IngressBurst   uint64
 	IngressLimit   uint64
 	IngressLatency time.Duration
+	// IngressPacketRate and IngressPacketBurst are the receive
+	// direction's packet bucket, as TBFPacketRate and TBFPacketBurst.
+	IngressPacketRate  uint64
+	IngressPacketBurst uint64
 	// TBFChild is the tbf's queue: "" (its byte FIFO) or "fq_codel".
 	TBFChild string
 	// fq_codel's knobs, for --qdisc=fq_codel and --qdisc-tbf-child=fq_codel
@@ -114,10 +124,10 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if c.QDisc == QDiscTBF {
-		if c.TBFRate == 0 {
-			return fmt.Errorf("--%s=tbf requires --%s (bytes/s, or with units such as 10mbit)", FlagQDisc, FlagTBFRate)
+		if c.TBFRate == 0 && c.TBFPacketRate == 0 {
+			return fmt.Errorf("--%s=tbf requires --%s (bytes/s, or with units such as 10mbit) or --%s (packets/s)", FlagQDisc, FlagTBFRate, FlagTBFPacketRate)
 		}
-		if c.TBFBurst == 0 {
+		if c.TBFRate != 0 && c.TBFBurst == 0 {
 			return fmt.Errorf("--%s=tbf requires --%s (bytes, at least the NIC's MTU plus header, such as 1514)", FlagQDisc, FlagTBFBurst)
 		}
 		// Every bound of tbf's that does not depend on the NIC (New
@@ -127,7 +137,7 @@ func (c *Config) Validate() error {
 			return flagError(err, tbfFlags)
 		}
 	}
-	if c.IngressRate != 0 {
+	if c.IngressShaped() {
 		if err := c.IngressConfig().Check(); err != nil {
 			return flagError(err, ingressFlags)
 		}
@@ -160,8 +170,8 @@ func (c *Config) validateIngress() error {
 		return fmt.Errorf("--%s=%v: latency must be positive", FlagIngressLatency, c.IngressLatency)
 	case c.IngressLimit != 0 && c.IngressLatency != 0:
 		return fmt.Errorf("--%s and --%s both bound the queue; give one of them", FlagIngressLimit, FlagIngressLatency)
-	case c.IngressRate == 0 && (c.IngressBurst != 0 || c.IngressLimit != 0 || c.IngressLatency != 0):
-		return fmt.Errorf("--%s, --%s and --%s shape the receive direction and need --%s (bytes/s, or with units such as 10mbit)", FlagIngressBurst, FlagIngressLimit, FlagIngressLatency, FlagIngressRate)
+	case !c.IngressShaped() && (c.IngressBurst != 0 || c.IngressLimit != 0 || c.IngressLatency != 0 || c.IngressPacketBurst != 0):
+		return fmt.Errorf("--%s, --%s, --%s and --%s shape the receive direction and need --%s (bytes/s, or with units such as 10mbit) or --%s", FlagIngressBurst, FlagIngressLimit, FlagIngressLatency, FlagIngressPacketBurst, FlagIngressRate, FlagIngressPacketRate)
 	case c.IngressRate != 0 && c.IngressBurst == 0:
 		return fmt.Errorf("--%s requires --%s (bytes, at least the NIC's MTU plus header, such as 1514)", FlagIngressRate, FlagIngressBurst)
 	}
@@ -194,6 +204,9 @@ func (c *Config) TBFConfig() tbf.Config {
 		Limit:    uint32(c.TBFLimit),
 		Latency:  c.TBFLatency,
 		Queues:   min(runtime.GOMAXPROCS(0), tbf.MaxQueues),
+		// Validate bounds both to 32 bits' worth of packets.
+		PacketRate:  c.TBFPacketRate,
+		PacketBurst: sat32(c.TBFPacketBurst),
 	}
 	if c.TBFChild == ChildFQCoDel {
 		fq := c.FQCoDelConfig()
@@ -206,13 +219,19 @@ func (c *Config) TBFConfig() tbf.Config {
 // describe, with one queue per GOMAXPROCS. Validate first.
 func (c *Config) IngressConfig() tbf.Config {
 	return tbf.Config{
-		Rate:    c.IngressRate,
-		Burst:   uint32(c.IngressBurst),
-		Limit:   uint32(c.IngressLimit),
-		Latency: c.IngressLatency,
-		Queues:  min(runtime.GOMAXPROCS(0), tbf.MaxQueues),
+		Rate:        c.IngressRate,
+		Burst:       uint32(c.IngressBurst),
+		Limit:       uint32(c.IngressLimit),
+		Latency:     c.IngressLatency,
+		Queues:      min(runtime.GOMAXPROCS(0), tbf.MaxQueues),
+		PacketRate:  c.IngressPacketRate,
+		PacketBurst: sat32(c.IngressPacketBurst),
 	}
 }
+
+// IngressShaped says whether the flags shape the receive direction: a
+// rate or a packet rate.
+func (c *Config) IngressShaped() bool { return c.IngressRate != 0 || c.IngressPacketRate != 0 }
 
 // FQCoDelConfig returns the fqcodel.Config the flags describe. Validate
 // first: a value past 32 bits is held as the largest 32-bit one.

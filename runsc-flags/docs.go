@@ -33,6 +33,8 @@ func (f *Flag) unitDoc() string {
 		return f.Unit
 	case KindDuration:
 		return "duration (`" + f.Example + "`)"
+	case KindPacketRate:
+		return "packets/s (`20000`, `20kpps`)"
 	}
 	return "bool"
 }

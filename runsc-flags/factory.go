@@ -61,14 +61,13 @@ func (c *Config) NewQueueingDiscipline(lower stack.LinkEndpoint, clock tcpip.Clo
 
 // NewIngress wraps child in the receive-direction shaper the Config
 // describes (package ingress), for a runtime to use as the NIC's link
-// endpoint in place of child; it returns nil when the receive direction is
-// not shaped. An error names the flag to change.
+// endpoint in place of child. When the receive direction is not shaped
+// the Endpoint passes packets up as they come, counted, with no queue,
+// until a ceiling is set in place (ingress.Endpoint.Change, runsc qdisc
+// change). An error names the flag to change.
 func (c *Config) NewIngress(child stack.LinkEndpoint, clock tcpip.Clock) (*ingress.Endpoint, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
-	}
-	if c.IngressRate == 0 {
-		return nil, nil
 	}
 	e, err := ingress.New(child, clock, c.IngressConfig())
 	if err != nil {
@@ -81,8 +80,10 @@ func (c *Config) NewIngress(child stack.LinkEndpoint, clock tcpip.Clock) (*ingre
 // ingressFlags) or an fqcodel.ConfigError (fqCoDelFlags), by the fields'
 // tc names (Flag.Linux), and the fields no flag stands for.
 var (
-	tbfFlags     = paramFlags("tbf", map[string]string{"queues": FlagQDisc, "overhead": FlagTBFBurst})
-	ingressFlags = paramFlags("ifb tbf", map[string]string{"queues": FlagIngressRate, "overhead": FlagIngressBurst})
+	tbfFlags = paramFlags("tbf", map[string]string{"queues": FlagQDisc, "overhead": FlagTBFBurst,
+		"pkt_rate": FlagTBFPacketRate, "pkt_burst": FlagTBFPacketBurst})
+	ingressFlags = paramFlags("ifb tbf", map[string]string{"queues": FlagIngressRate, "overhead": FlagIngressBurst,
+		"pkt_rate": FlagIngressPacketRate, "pkt_burst": FlagIngressPacketBurst})
 	fqCoDelFlags = paramFlags("fq_codel", nil)
 )
 
@@ -136,7 +137,7 @@ func (c *Config) Warnings() []string {
 		}
 	}
 	if c.IngressRate != 0 {
-		if err := c.IngressConfig().CheckPrecision(); err != nil {
+		if err := c.IngressConfig().CheckPrecision(); err != nil { // the byte bucket's
 			w = append(w, fmt.Sprintf("--%s: %v", FlagIngressBurst, err))
 		}
 	}

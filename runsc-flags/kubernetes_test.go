@@ -116,13 +116,16 @@ func TestKubeAnnotations(t *testing.T) {
 	}
 }
 
-// TestNewIngress: the factory wraps the link only when the receive
-// direction is shaped, and its errors name the flag to change.
+// TestNewIngress: the factory wraps the link in a shaper whose ceiling the
+// flags give (none: it passes packets up until one is set in place), and
+// its errors name the flag to change.
 func TestNewIngress(t *testing.T) {
 	clock := faketime.NewManualClock()
 	c, _ := parse(t)
-	if e, err := c.NewIngress(qdisctest.NewLink(clock), clock); e != nil || err != nil {
-		t.Errorf("no ingress flags: %v, %v; want nil, nil", e, err)
+	if e, err := c.NewIngress(qdisctest.NewLink(clock), clock); err != nil || e.String() != "none" || e.Queues() != 0 {
+		t.Errorf("no ingress flags: %v, %v; want an Endpoint with no ceiling", e, err)
+	} else {
+		e.Close()
 	}
 	c, _ = parse(t, "--qdisc-ingress-rate=10mbit", "--qdisc-ingress-burst=12500", "--qdisc-ingress-latency=25ms")
 	e, err := c.NewIngress(qdisctest.NewLink(clock), clock)

@@ -67,7 +67,8 @@ func TestSetGet(t *testing.T) {
 
 // roundTripBase is a valid Config on which each flag's sample is valid.
 var roundTripBase = []string{"--qdisc=tbf", "--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500", "--qdisc-tbf-peakrate=100mbit", "--qdisc-tbf-mtu=1514",
-	"--qdisc-ingress-rate=10mbit", "--qdisc-ingress-burst=12500"}
+	"--qdisc-ingress-rate=10mbit", "--qdisc-ingress-burst=12500", "--qdisc-tbf-pkt-rate=10000", "--qdisc-tbf-pkt-burst=16",
+	"--qdisc-ingress-pkt-rate=10000", "--qdisc-ingress-pkt-burst=16"}
 
 // roundTripSamples is a value for every flag that differs from
 // roundTripBase's and keeps it valid.
@@ -77,6 +78,7 @@ var roundTripSamples = map[string]string{
 	FlagIngressLimit: "1mb", FlagIngressLatency: "25ms", FlagTBFChild: "fq_codel", FlagFQCoDelLimit: "1000",
 	FlagFQCoDelFlows: "256", FlagFQCoDelQuantum: "300", FlagFQCoDelMemLimit: "4mb", FlagFQCoDelDropBatch: "16",
 	FlagFQCoDelTarget: "2ms", FlagFQCoDelInterval: "50ms", FlagFQCoDelECN: "false", FlagAllowFlagOverride: "true",
+	FlagTBFPacketRate: "20kpps", FlagTBFPacketBurst: "32", FlagIngressPacketRate: "1.5mpps", FlagIngressPacketBurst: "8",
 }
 
 // TestRoundTrip: for every flag of the table, Set(Get()) changes nothing,

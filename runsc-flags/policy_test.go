@@ -44,6 +44,12 @@ func randomOperator(rng *rand.Rand) []string {
 	if rng.Intn(2) == 0 {
 		args = append(args, fmt.Sprintf("--qdisc-fq-codel-limit=%d", 1+rng.Intn(20000)), fmt.Sprintf("--qdisc-fq-codel-target=%dms", 1+rng.Intn(10)))
 	}
+	if rng.Intn(3) == 0 {
+		args = append(args, fmt.Sprintf("--qdisc-tbf-pkt-rate=%d", 1+rng.Intn(1_000_000)), fmt.Sprintf("--qdisc-tbf-pkt-burst=%d", 1+rng.Intn(1000)))
+	}
+	if rng.Intn(3) == 0 {
+		args = append(args, fmt.Sprintf("--qdisc-ingress-pkt-rate=%d", 1+rng.Intn(1_000_000)), fmt.Sprintf("--qdisc-ingress-pkt-burst=%d", 1+rng.Intn(1000)))
+	}
 	if rng.Intn(2) == 0 {
 		args = append(args, fmt.Sprintf("--qdisc-ingress-rate=%d", uint64(1+rng.Intn(1000))*125_000), fmt.Sprintf("--qdisc-ingress-burst=%d", 1514+rng.Intn(1<<20)))
 		switch rng.Intn(3) {

@@ -6,31 +6,36 @@ import (
 	"time"
 
 	"github.com/netqdisc/netqdisc/pkg/qdisc/fqcodel"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/tbf"
 )
 
 // Flag names.
 const (
-	FlagQDisc             = "qdisc"
-	FlagTBFRate           = "qdisc-tbf-rate"
-	FlagTBFBurst          = "qdisc-tbf-burst"
-	FlagTBFPeakRate       = "qdisc-tbf-peakrate"
-	FlagTBFMTU            = "qdisc-tbf-mtu"
-	FlagTBFLimit          = "qdisc-tbf-limit"
-	FlagTBFLatency        = "qdisc-tbf-latency"
-	FlagIngressRate       = "qdisc-ingress-rate"
-	FlagIngressBurst      = "qdisc-ingress-burst"
-	FlagIngressLimit      = "qdisc-ingress-limit"
-	FlagIngressLatency    = "qdisc-ingress-latency"
-	FlagTBFChild          = "qdisc-tbf-child"
-	FlagFQCoDelLimit      = "qdisc-fq-codel-limit"
-	FlagFQCoDelFlows      = "qdisc-fq-codel-flows"
-	FlagFQCoDelTarget     = "qdisc-fq-codel-target"
-	FlagFQCoDelInterval   = "qdisc-fq-codel-interval"
-	FlagFQCoDelQuantum    = "qdisc-fq-codel-quantum"
-	FlagFQCoDelMemLimit   = "qdisc-fq-codel-memory-limit"
-	FlagFQCoDelDropBatch  = "qdisc-fq-codel-drop-batch"
-	FlagFQCoDelECN        = "qdisc-fq-codel-ecn"
-	FlagAllowFlagOverride = "allow-flag-override"
+	FlagQDisc              = "qdisc"
+	FlagTBFRate            = "qdisc-tbf-rate"
+	FlagTBFBurst           = "qdisc-tbf-burst"
+	FlagTBFPeakRate        = "qdisc-tbf-peakrate"
+	FlagTBFMTU             = "qdisc-tbf-mtu"
+	FlagTBFLimit           = "qdisc-tbf-limit"
+	FlagTBFLatency         = "qdisc-tbf-latency"
+	FlagTBFPacketRate      = "qdisc-tbf-pkt-rate"
+	FlagTBFPacketBurst     = "qdisc-tbf-pkt-burst"
+	FlagIngressRate        = "qdisc-ingress-rate"
+	FlagIngressBurst       = "qdisc-ingress-burst"
+	FlagIngressLimit       = "qdisc-ingress-limit"
+	FlagIngressLatency     = "qdisc-ingress-latency"
+	FlagIngressPacketRate  = "qdisc-ingress-pkt-rate"
+	FlagIngressPacketBurst = "qdisc-ingress-pkt-burst"
+	FlagTBFChild           = "qdisc-tbf-child"
+	FlagFQCoDelLimit       = "qdisc-fq-codel-limit"
+	FlagFQCoDelFlows       = "qdisc-fq-codel-flows"
+	FlagFQCoDelTarget      = "qdisc-fq-codel-target"
+	FlagFQCoDelInterval    = "qdisc-fq-codel-interval"
+	FlagFQCoDelQuantum     = "qdisc-fq-codel-quantum"
+	FlagFQCoDelMemLimit    = "qdisc-fq-codel-memory-limit"
+	FlagFQCoDelDropBatch   = "qdisc-fq-codel-drop-batch"
+	FlagFQCoDelECN         = "qdisc-fq-codel-ecn"
+	FlagAllowFlagOverride  = "allow-flag-override"
 )
 
 // Flag is one flag of the table: everything registration, parsing, Args,
@@ -138,6 +143,7 @@ type Linux struct {
 
 const (
 	rateHelp = "bytes/s as a bare number (as runsc), or with tc's units: 10mbit, 1gbit, 125kbps"
+	pktHelp  = "packets/s as a bare number, or with units: 20000pps, 20kpps, 1mpps"
 	sizeHelp = "bytes as a bare number (as runsc), or with tc's units: 64kb, 1mb, 1mbit"
 )
 
@@ -204,6 +210,20 @@ var Flags = []Flag{
 		Linux:      Linux{Qdisc: "tbf", Param: "latency", Bound: "the limit it gives, rate*latency + burst, is a u32", Checked: true},
 	},
 	{
+		Name: FlagTBFPacketRate, Kind: KindPacketRate, Field: "TBFPacketRate", field: func(c *Config) any { return &c.TBFPacketRate },
+		Default: "0", Unset: "unset: no packet ceiling",
+		Usage:      "tbf: packets-per-second ceiling, a bucket beside the bytes' (a packet leaves when both allow it); " + pktHelp + ". Needs --qdisc-tbf-pkt-burst; with it --qdisc-tbf-rate may be unset.",
+		Annotation: Rule{Permit: Lower, Note: "may add a packet ceiling where the operator has none"},
+		Linux:      Linux{Qdisc: "police", Param: "pkt_rate", Max: tbf.MaxPacketRate, Bound: "ours: a packet costs at least 1 ns (TCA_POLICE_PKTRATE64 is a u64)"},
+	},
+	{
+		Name: FlagTBFPacketBurst, Kind: KindCount, Unit: "packets", Field: "TBFPacketBurst", field: func(c *Config) any { return &c.TBFPacketBurst },
+		Default: "0", Unset: "unset; required with `--qdisc-tbf-pkt-rate`",
+		Usage:      "tbf: the packet bucket's depth, the most packets sent at once. Required with --qdisc-tbf-pkt-rate.",
+		Annotation: lower,
+		Linux:      Linux{Qdisc: "police", Param: "pkt_burst", Max: math.MaxUint32, Bound: "ours: 32 bits (TCA_POLICE_PKTBURST64 is a u64)"},
+	},
+	{
 		Name: FlagIngressRate, Kind: KindRate, Field: "IngressRate", field: func(c *Config) any { return &c.IngressRate },
 		Default: "0", Unset: "unset: not shaped",
 		Usage:      "ingress: rate limit on what the sandbox receives (a tbf on the receive path, as Linux's ifb); " + rateHelp + ". Default: not shaped.",
@@ -230,6 +250,20 @@ var Flags = []Flag{
 		Usage:      "ingress: most time a received packet may wait, e.g. 25ms. Excludes --qdisc-ingress-limit.",
 		Annotation: lower,
 		Linux:      Linux{Qdisc: "ifb tbf", Param: "latency", Bound: "the limit it gives, rate*latency + burst, is a u32", Checked: true},
+	},
+	{
+		Name: FlagIngressPacketRate, Kind: KindPacketRate, Field: "IngressPacketRate", field: func(c *Config) any { return &c.IngressPacketRate },
+		Default: "0", Unset: "unset: no packet ceiling",
+		Usage:      "ingress: packets-per-second ceiling on what the sandbox receives; " + pktHelp + ". Needs --qdisc-ingress-pkt-burst; with it --qdisc-ingress-rate may be unset.",
+		Annotation: Rule{Permit: Lower, Note: "may add a packet ceiling where the operator has none"},
+		Linux:      Linux{Qdisc: "ifb police", Param: "pkt_rate", Max: tbf.MaxPacketRate, Bound: "ours: a packet costs at least 1 ns (TCA_POLICE_PKTRATE64 is a u64)"},
+	},
+	{
+		Name: FlagIngressPacketBurst, Kind: KindCount, Unit: "packets", Field: "IngressPacketBurst", field: func(c *Config) any { return &c.IngressPacketBurst },
+		Default: "0", Unset: "unset; required with `--qdisc-ingress-pkt-rate`",
+		Usage:      "ingress: the packet bucket's depth. Required with --qdisc-ingress-pkt-rate.",
+		Annotation: lower,
+		Linux:      Linux{Qdisc: "ifb police", Param: "pkt_burst", Max: math.MaxUint32, Bound: "ours: 32 bits (TCA_POLICE_PKTBURST64 is a u64)"},
 	},
 	{
 		Name: FlagTBFChild, Kind: KindChild, Field: "TBFChild", field: func(c *Config) any { return &c.TBFChild },

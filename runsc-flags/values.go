@@ -2,7 +2,9 @@ package runscflags
 
 import (
 	"fmt"
+	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/netqdisc/netqdisc/pkg/qdisc/rate"
@@ -68,6 +70,8 @@ const (
 	KindDuration
 	// KindBool is true or false.
 	KindBool
+	// KindPacketRate is packets per second, bare or with units ("20kpps").
+	KindPacketRate
 )
 
 // parse reads flag text s as a value of the kind, of the field's type.
@@ -95,6 +99,8 @@ func (k Kind) parse(s string) (any, error) {
 		return time.ParseDuration(s)
 	case KindBool:
 		return strconv.ParseBool(s)
+	case KindPacketRate:
+		return parsePacketRate(s)
 	}
 	return nil, fmt.Errorf("unknown kind %d", k)
 }
@@ -169,6 +175,8 @@ func (f *Flag) show(n uint64) string {
 		return time.Duration(n).String()
 	case KindCount:
 		return fmt.Sprintf("%d %s", n, f.Unit)
+	case KindPacketRate:
+		return fmt.Sprintf("%d packets/s", n)
 	}
 	return fmt.Sprint(n)
 }
@@ -216,4 +224,26 @@ func deref(p any) any {
 		return *p
 	}
 	return nil
+}
+
+// parsePacketRate reads a packet rate: a whole number of packets per
+// second, with an optional k, m or g (thousands, millions, billions) and
+// an optional "pps": 20000, 20000pps, 20kpps, 1.5mpps.
+func parsePacketRate(s string) (uint64, error) {
+	t := strings.TrimSuffix(strings.ToLower(strings.TrimSpace(s)), "pps")
+	mult := 1.0
+	switch {
+	case strings.HasSuffix(t, "k"):
+		mult, t = 1e3, t[:len(t)-1]
+	case strings.HasSuffix(t, "m"):
+		mult, t = 1e6, t[:len(t)-1]
+	case strings.HasSuffix(t, "g"):
+		mult, t = 1e9, t[:len(t)-1]
+	}
+	v, err := strconv.ParseFloat(t, 64)
+	n := v * mult
+	if err != nil || t == "" || n < 0 || n != math.Trunc(n) || n > math.MaxUint64/2 {
+		return 0, fmt.Errorf("invalid packet rate %q: give whole packets per second, such as 20000, 20kpps or 1.5mpps", s)
+	}
+	return uint64(n), nil
 }

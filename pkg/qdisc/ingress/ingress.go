@@ -146,12 +146,6 @@ func (e *Endpoint) DeliverNetworkPacket(protocol tcpip.NetworkProtocolNumber, pk
 // deliver is DeliverNetworkPacket, with the shaper's answer: nil when the
 // packet went up or was queued.
 func (e *Endpoint) deliver(protocol tcpip.NetworkProtocolNumber, pkt *stack.PacketBuffer) tcpip.Error {
-	if isControl(protocol, pkt) && !e.closed.Load() && e.control.take() {
-		e.controlPackets.Add(1)
-		e.controlBytes.Add(uint64(pkt.Size()))
-		e.Endpoint.DeliverNetworkPacket(protocol, pkt)
-		return nil
-	}
 	s := e.shaper.Load()
 	if s == nil { // no ceiling yet
 		if e.closed.Load() {
@@ -159,6 +153,12 @@ func (e *Endpoint) deliver(protocol tcpip.NetworkProtocolNumber, pkt *stack.Pack
 		}
 		e.passPackets.Add(1)
 		e.passBytes.Add(uint64(pkt.Size()))
+		e.Endpoint.DeliverNetworkPacket(protocol, pkt)
+		return nil
+	}
+	if isControl(protocol, pkt) && !e.closed.Load() && e.control.take() {
+		e.controlPackets.Add(1)
+		e.controlBytes.Add(uint64(pkt.Size()))
 		e.Endpoint.DeliverNetworkPacket(protocol, pkt)
 		return nil
 	}

@@ -1,0 +1,126 @@
+// Command sequdp sends and receives numbered UDP datagrams, to check that
+// a path neither reorders nor loses them beyond what a qdisc counts as
+// dropped (e2e's TestLive*).
+//
+//	sequdp send -to 10.0.0.1:9000 -pps 2000 -size 1000 -for 3s
+//	sequdp recv -port 9000 -for 5s
+//
+// Each prints one JSON line when it is done: the sender what it sent and
+// how many sends failed, the receiver what it received, how many arrived
+// after a higher number (reordered) or twice, and the highest number.
+package main
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"time"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: sequdp send|recv [flags]")
+		os.Exit(2)
+	}
+	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
+	to := fs.String("to", "", "send: the receiver's address:port")
+	port := fs.Int("port", 9000, "recv: the port to listen on")
+	pps := fs.Int("pps", 1000, "send: datagrams a second")
+	size := fs.Int("size", 1000, "send: payload bytes (at least 8)")
+	dur := fs.Duration("for", 3*time.Second, "how long to send, or to listen")
+	fs.Parse(os.Args[2:])
+	var out any
+	var err error
+	switch os.Args[1] {
+	case "send":
+		out, err = send(*to, *pps, max(*size, 8), *dur)
+	case "recv":
+		out, err = recv(*port, *dur)
+	default:
+		err = fmt.Errorf("unknown verb %q: send or recv", os.Args[1])
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "sequdp:", err)
+		os.Exit(1)
+	}
+	json.NewEncoder(os.Stdout).Encode(out)
+}
+
+// sent is what send reports.
+type sent struct {
+	Sent   uint64 `json:"sent"`
+	Errors uint64 `json:"errors"`
+}
+
+// send sends datagrams numbered from 1 at pps a second for dur.
+func send(to string, pps, size int, dur time.Duration) (sent, error) {
+	var s sent
+	conn, err := net.Dial("udp", to)
+	if err != nil {
+		return s, err
+	}
+	defer conn.Close()
+	buf := make([]byte, size)
+	start := time.Now()
+	total := uint64(float64(pps) * dur.Seconds())
+	for n := uint64(1); n <= total; n++ {
+		if due := start.Add(time.Duration(float64(n-1) / float64(pps) * float64(time.Second))); time.Until(due) > 0 {
+			time.Sleep(time.Until(due))
+		}
+		binary.BigEndian.PutUint64(buf, n)
+		s.Sent++
+		if _, err := conn.Write(buf); err != nil {
+			s.Errors++
+		}
+	}
+	return s, nil
+}
+
+// received is what recv reports.
+type received struct {
+	Received   uint64 `json:"received"`
+	Reordered  uint64 `json:"reordered"`
+	Duplicates uint64 `json:"duplicates"`
+	Highest    uint64 `json:"highest"`
+}
+
+// recv counts the datagrams that arrive on port within dur.
+func recv(port int, dur time.Duration) (received, error) {
+	var r received
+	conn, err := net.ListenUDP("udp", &net.UDPAddr{Port: port})
+	if err != nil {
+		return r, err
+	}
+	defer conn.Close()
+	seen := map[uint64]bool{}
+	buf := make([]byte, 65536)
+	conn.SetReadDeadline(time.Now().Add(dur))
+	for {
+		n, err := conn.Read(buf)
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			return r, nil
+		}
+		if err != nil {
+			return r, err
+		}
+		if n < 8 {
+			continue
+		}
+		seq := binary.BigEndian.Uint64(buf)
+		switch {
+		case seen[seq]:
+			r.Duplicates++
+			continue
+		case seq < r.Highest:
+			r.Reordered++
+		}
+		seen[seq] = true
+		r.Received++
+		r.Highest = max(r.Highest, seq)
+	}
+}

@@ -1,0 +1,299 @@
+package runscflags
+
+import (
+	"fmt"
+	"strings"
+
+	"gvisor.dev/gvisor/pkg/sync"
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
+
+	"github.com/netqdisc/netqdisc/pkg/qdisc"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/dispatch"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/fifo"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/fqcodel"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/ingress"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/tbf"
+)
+
+// liveFlags are the flags `runsc qdisc change` may give a running
+// sandbox: the ceilings of both directions. The rest shape the qdisc
+// itself (its kind, queues, fq_codel's knobs), which Linux's `tc qdisc
+// change` cannot change either.
+var liveFlags = map[string]bool{
+	FlagTBFRate: true, FlagTBFBurst: true, FlagTBFPeakRate: true, FlagTBFMTU: true,
+	FlagTBFLimit: true, FlagTBFLatency: true, FlagTBFPacketRate: true, FlagTBFPacketBurst: true,
+	FlagIngressRate: true, FlagIngressBurst: true, FlagIngressLimit: true, FlagIngressLatency: true,
+	FlagIngressPacketRate: true, FlagIngressPacketBurst: true,
+}
+
+// NIC is one NIC's shaping as a runtime built it (NewQueueingDiscipline,
+// NewIngress), with the Config in force, for `runsc qdisc show` and
+// `runsc qdisc change`.
+type NIC struct {
+	// Name is the NIC's name.
+	Name string
+	// link is what the qdisc writes to, and clock its clock: a ceiling
+	// set on a fifo or fq_codel is checked against the link.
+	link  stack.LinkEndpoint
+	clock tcpip.Clock
+	// qdisc is the egress qdisc (nil: --qdisc=none), ingress the ingress
+	// shaper.
+	qdisc   stack.QueueingDiscipline
+	ingress *ingress.Endpoint
+
+	mu sync.Mutex
+	// +checklocks:mu
+	config Config
+}
+
+// NewNIC returns the NIC named name whose qdisc (nil for none) writes to
+// link, timed by clock, and whose ingress shaper is in (nil: the receive
+// direction cannot be shaped), both built from cfg.
+func NewNIC(name string, cfg *Config, link stack.LinkEndpoint, clock tcpip.Clock, q stack.QueueingDiscipline, in *ingress.Endpoint) *NIC {
+	n := &NIC{Name: name, link: link, clock: clock, qdisc: q, ingress: in}
+	n.config = *cfg.snapshot()
+	return n
+}
+
+// Config returns the Config in force on the NIC.
+func (n *NIC) Config() Config {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.config
+}
+
+// Show returns what `tc -s qdisc show dev NAME` prints, for the NIC's
+// egress qdisc and its ingress shaper: each one's configuration and
+// counters.
+func (n *NIC) Show() string {
+	var b strings.Builder
+	if q, ok := n.qdisc.(QDisc); ok {
+		fmt.Fprintf(&b, "qdisc %v dev %s root\n %s\n", q, n.Name, tcStats(q))
+	} else {
+		fmt.Fprintf(&b, "qdisc noqueue dev %s root\n", n.Name)
+	}
+	if n.ingress != nil {
+		fmt.Fprintf(&b, "qdisc ingress dev %s: %v\n %s\n", n.Name, n.ingress, n.ingress.Stats())
+	}
+	return b.String()
+}
+
+// Stats returns the NIC's egress and ingress counters.
+func (n *NIC) Stats() (egress, in qdisc.Stats) {
+	if q, ok := n.qdisc.(QDisc); ok {
+		egress = q.Stats()
+	}
+	if n.ingress != nil {
+		in = n.ingress.Stats()
+	}
+	return egress, in
+}
+
+// tcStats is a qdisc's `tc -s` counters, with fq_codel's own where it has
+// them.
+func tcStats(q QDisc) string {
+	if t, ok := q.(interface{ TCStats() string }); ok {
+		return t.TCStats()
+	}
+	return q.Stats().String()
+}
+
+// Changed returns c with the changes args give ("--name=value" for the
+// flags in liveFlags), as `runsc qdisc change` reads them, validated. A
+// rate and a packet rate both 0 removes that direction's ceiling, as a
+// 0-sized bucket does in Firecracker, and clears the settings that shape
+// it with it (burst, peak rate, packet burst, latency); a packet rate of
+// 0 clears the packet burst, and a byte rate of 0 with a packet rate left
+// leaves a packet-only ceiling.
+func (c *Config) Changed(args []string) (*Config, error) {
+	next := c.snapshot()
+	next.Notices = nil
+	if len(args) == 0 {
+		return nil, fmt.Errorf("no change given: give the --qdisc-tbf-* or --qdisc-ingress-* flags to change")
+	}
+	for _, a := range args {
+		name, value, ok := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !ok || !strings.HasPrefix(a, "-") {
+			return nil, fmt.Errorf("%q: give each change as --flag=value", a)
+		}
+		if lookup(name) == nil {
+			return nil, fmt.Errorf("--%s: no such qdisc flag", name)
+		}
+		if !liveFlags[name] {
+			return nil, fmt.Errorf("--%s cannot change on a running sandbox (it shapes the qdisc itself, as with Linux's tc qdisc change); the ceilings can: --qdisc-tbf-* rates, bursts, limit and latency, and --qdisc-ingress-*", name)
+		}
+		if err := next.Set(name, value); err != nil {
+			return nil, err
+		}
+	}
+	next.clearRemoved()
+	check := *next
+	if check.QDisc == QDiscTBF && check.TBFRate == 0 && check.TBFPacketRate == 0 {
+		// A tbf whose ceiling a change removed: valid on a running
+		// sandbox (its queue stays), not as a sandbox's start.
+		check.QDisc = QDiscFIFO
+	}
+	if err := check.Validate(); err != nil {
+		return nil, err
+	}
+	return next, nil
+}
+
+// clearRemoved clears the settings of buckets whose rate a change set to
+// 0 (see Changed).
+func (c *Config) clearRemoved() {
+	if c.TBFPacketRate == 0 {
+		c.TBFPacketBurst = 0
+	}
+	if c.TBFRate == 0 {
+		c.TBFBurst, c.TBFPeakRate, c.TBFMTU, c.TBFLatency = 0, 0, 0, 0
+	}
+	if c.IngressPacketRate == 0 {
+		c.IngressPacketBurst = 0
+	}
+	if c.IngressRate == 0 {
+		c.IngressBurst, c.IngressLatency = 0, 0
+		if c.IngressPacketRate == 0 {
+			c.IngressLimit = 0
+		}
+	}
+}
+
+// step is a checked change of one NIC, to apply.
+type step struct {
+	nic           *NIC
+	next          *Config
+	send, receive func() error // the two directions' changes (nil: none)
+}
+
+// Change changes the shaping of every NIC as args say (see Changed), in
+// place, as one: every NIC's change is checked first, against its own
+// link, and if any is refused nothing changes and the error names the
+// flag (and the NIC). What is queued stays queued, in order; token state
+// follows Linux's tbf_change (package tbf's Change: the buckets start
+// full). It returns the Config now in force on each NIC. The NICs are
+// locked in the order given for the whole change, so concurrent Changes
+// must give them in the same order.
+func Change(nics []*NIC, args []string) ([]Config, error) {
+	for _, n := range nics {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+	}
+	steps := make([]step, 0, len(nics))
+	for _, n := range nics {
+		s, err := n.planLocked(args)
+		if err != nil {
+			if len(nics) > 1 {
+				return nil, fmt.Errorf("NIC %q: %w", n.Name, err)
+			}
+			return nil, err
+		}
+		steps = append(steps, s)
+	}
+	out := make([]Config, 0, len(steps))
+	for _, s := range steps {
+		// A checked change is applied with the same check: it is not
+		// refused now (an error here would be a bug, and is returned).
+		for _, apply := range []func() error{s.send, s.receive} {
+			if apply == nil {
+				continue
+			}
+			if err := apply(); err != nil {
+				return nil, fmt.Errorf("NIC %q: applying a checked change: %w", s.nic.Name, err)
+			}
+		}
+		s.nic.config = *s.next
+		out = append(out, *s.next)
+	}
+	return out, nil
+}
+
+// planLocked checks the change args make to n and returns it, to apply.
+// +checklocks:n.mu
+func (n *NIC) planLocked(args []string) (step, error) {
+	cur := n.config
+	next, err := cur.Changed(args)
+	if err != nil {
+		return step{}, err
+	}
+	s := step{nic: n, next: next}
+	if s.send, err = n.planEgress(&cur, next); err != nil {
+		return step{}, err
+	}
+	if s.receive, err = n.planIngress(&cur, next); err != nil {
+		return step{}, err
+	}
+	return s, nil
+}
+
+// planEgress checks the egress part of a change: a tbf changes in place
+// (tbf_change); a fifo or fq_codel takes the ceiling over its queue, or
+// loses it.
+func (n *NIC) planEgress(cur, next *Config) (func() error, error) {
+	if sameTBF(cur, next) {
+		return nil, nil
+	}
+	ceiling := next.TBFConfig()
+	switch q := n.qdisc.(type) {
+	case *tbf.Discipline:
+		if err := q.CheckChange(ceiling); err != nil {
+			return nil, flagError(err, tbfFlags)
+		}
+		return func() error { return q.Change(ceiling) }, nil
+	case *fifo.Discipline, *fqcodel.Discipline:
+		if next.TBFLimit != 0 || next.TBFLatency != 0 {
+			return nil, fmt.Errorf("--%s and --%s bound a tbf's own queue; the sandbox's qdisc is --%s=%v, whose queue keeps its bounds under a ceiling: leave them unset", FlagTBFLimit, FlagTBFLatency, FlagQDisc, cur.QDisc)
+		}
+		g, maxSize, err := tbf.NewGate(n.link, n.clock, ceiling, true)
+		if err != nil {
+			return nil, flagError(err, tbfFlags)
+		}
+		return func() error {
+			q.(interface{ SetCeiling(dispatch.Gate, uint32) }).SetCeiling(g, maxSize)
+			return nil
+		}, nil
+	}
+	return nil, fmt.Errorf("the sandbox has no qdisc (--%s=none): there is no queue to shape; start it with --%s=fifo (the default) or tbf", FlagQDisc, FlagQDisc)
+}
+
+// planIngress checks the ingress part of a change.
+func (n *NIC) planIngress(cur, next *Config) (func() error, error) {
+	if sameIngress(cur, next) {
+		return nil, nil
+	}
+	if n.ingress == nil {
+		return nil, fmt.Errorf("the sandbox's NIC has no ingress shaper to change")
+	}
+	cfg := next.IngressConfig()
+	if err := n.ingress.CheckChange(cfg); err != nil {
+		return nil, flagError(err, ingressFlags)
+	}
+	return func() error { return n.ingress.Change(cfg) }, nil
+}
+
+// sameTBF and sameIngress say whether a change leaves a direction's
+// ceiling as it is.
+func sameTBF(a, b *Config) bool {
+	return a.TBFRate == b.TBFRate && a.TBFBurst == b.TBFBurst && a.TBFPeakRate == b.TBFPeakRate && a.TBFMTU == b.TBFMTU &&
+		a.TBFLimit == b.TBFLimit && a.TBFLatency == b.TBFLatency && a.TBFPacketRate == b.TBFPacketRate && a.TBFPacketBurst == b.TBFPacketBurst
+}
+
+func sameIngress(a, b *Config) bool {
+	return a.IngressRate == b.IngressRate && a.IngressBurst == b.IngressBurst && a.IngressLimit == b.IngressLimit &&
+		a.IngressLatency == b.IngressLatency && a.IngressPacketRate == b.IngressPacketRate && a.IngressPacketBurst == b.IngressPacketBurst
+}
+
+// LiveArgs returns c's values of the flags `runsc qdisc change` may give,
+// every one of them ("--qdisc-tbf-rate=1250000", "--qdisc-tbf-pkt-rate=0",
+// ...), in the table's order: Changed(c.LiveArgs()) on any Config of the
+// same qdisc gives c's ceilings. A checkpoint saves them.
+func (c *Config) LiveArgs() []string {
+	var args []string
+	for i := range Flags {
+		if f := &Flags[i]; liveFlags[f.Name] {
+			args = append(args, "--"+f.Name+"="+f.get(c))
+		}
+	}
+	return args
+}
