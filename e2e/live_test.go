@@ -138,8 +138,11 @@ func measureAt(t *testing.T, r *runscRig, s *lab.Sandbox, what string, rate floa
 // 12 Mbit/s for 4 s, above the 10 Mbit/s in force, changing the rate to
 // 100 Mbit/s after 1 s (the standing queue drains) and back after 2 s.
 func checkIntegrity(t *testing.T, r *runscRig, s *lab.Sandbox, bin string) {
+	// What the last iperf run left (its queue, its connections' ends)
+	// must be gone first, or it counts at one end and not the other.
+	waitQuiet(t, s)
 	sentBefore, dropsBefore := egressCounters(t, s)
-	rxBefore := peerRxPackets(t, r)
+	rxBefore, rxDropBefore := peerRxPackets(t, r)
 	var recvOut, sendOut strings.Builder
 	recv, err := r.Start(r.NSP, &recvOut, bin, "recv", "-port", "9100", "-for", "7s")
 	if err != nil {
@@ -168,22 +171,22 @@ func checkIntegrity(t *testing.T, r *runscRig, s *lab.Sandbox, bin string) {
 	if err := json.Unmarshal([]byte(recvOut.String()), &got); err != nil {
 		t.Fatalf("sequdp recv said %q: %v", recvOut.String(), err)
 	}
+	waitQuiet(t, s)
 	sentAfter, dropsAfter := egressCounters(t, s)
-	rxAfter := peerRxPackets(t, r)
+	rxAfter, rxDropAfter := peerRxPackets(t, r)
 	lost := sent.Sent - got.Received
 	drops := dropsAfter - dropsBefore
-	t.Logf("sent %d datagrams (%d sends refused), received %d (%d reordered, %d twice), lost %d; the qdisc dropped %d; runsc qdisc show counts %d sent, the peer's veth received %d",
-		sent.Sent, sent.Errors, got.Received, got.Reordered, got.Duplicates, lost, drops, sentAfter-sentBefore, rxAfter-rxBefore)
+	t.Logf("sent %d datagrams (%d sends refused), received %d (%d reordered, %d twice), lost %d; the qdisc dropped %d; runsc qdisc show counts %d sent, the peer's veth received %d (and dropped %d)",
+		sent.Sent, sent.Errors, got.Received, got.Reordered, got.Duplicates, lost, drops, sentAfter-sentBefore, rxAfter-rxBefore, rxDropAfter-rxDropBefore)
 	if got.Reordered != 0 || got.Duplicates != 0 {
 		t.Errorf("%d datagrams arrived reordered and %d twice; want none", got.Reordered, got.Duplicates)
 	}
 	if lost > drops {
 		t.Errorf("%d datagrams lost, more than the %d the qdisc dropped", lost, drops)
 	}
-	// The sandbox's only other packets are ARP and neighbour discovery,
-	// which pass the qdisc too: the two counts match, but for a packet
-	// in flight as they are read.
-	if d := int64(sentAfter-sentBefore) - int64(rxAfter-rxBefore); d < -2 || d > 2 {
+	// Both ends were read quiet, and the sandbox's only other packets
+	// (ARP, neighbour discovery) pass the qdisc too: the counts match.
+	if sentAfter-sentBefore != rxAfter-rxBefore {
 		t.Errorf("runsc qdisc show counts %d packets sent, the peer's veth received %d", sentAfter-sentBefore, rxAfter-rxBefore)
 	}
 }
@@ -208,6 +211,22 @@ func buildSequdp(t *testing.T) string {
 	return bin
 }
 
+// waitQuiet waits, for 10 s at most, until the sandbox's egress qdisc has
+// sent nothing for 300 ms.
+func waitQuiet(t *testing.T, s *lab.Sandbox) {
+	t.Helper()
+	last, _ := egressCounters(t, s)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		time.Sleep(300 * time.Millisecond)
+		sent, _ := egressCounters(t, s)
+		if sent == last {
+			return
+		}
+		last = sent
+	}
+	t.Fatalf("the sandbox kept sending for 10 s after its last load")
+}
+
 // egressCounters returns the packets sent and dropped that `runsc qdisc
 // show` prints for the sandbox's egress qdisc (its first Sent line).
 func egressCounters(t *testing.T, s *lab.Sandbox) (sent, dropped uint64) {
@@ -225,16 +244,20 @@ func egressCounters(t *testing.T, s *lab.Sandbox) (sent, dropped uint64) {
 	return sent, dropped
 }
 
-// peerRxPackets returns the packets the peer's veth has received.
-func peerRxPackets(t *testing.T, r *runscRig) uint64 {
+// peerRxPackets returns the packets the peer's veth has received, and
+// those it dropped as they came (its backlog full).
+func peerRxPackets(t *testing.T, r *runscRig) (rx, dropped uint64) {
 	t.Helper()
-	out, err := lab.Run(r.NSP, "cat", "/sys/class/net/"+r.VethP1+"/statistics/rx_packets")
-	if err != nil {
-		t.Fatal(err)
+	read := func(stat string) uint64 {
+		out, err := lab.Run(r.NSP, "cat", "/sys/class/net/"+r.VethP1+"/statistics/"+stat)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := strconv.ParseUint(strings.TrimSpace(out), 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
 	}
-	n, err := strconv.ParseUint(strings.TrimSpace(out), 10, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
+	return read("rx_packets"), read("rx_dropped")
 }
