@@ -56,7 +56,8 @@ type sent struct {
 	Errors uint64 `json:"errors"`
 }
 
-// send sends datagrams numbered from 1 at pps a second for dur.
+// send sends datagrams numbered from 1 at pps a second for dur (as fast
+// as it can, if that is slower), and stops when dur is up.
 func send(to string, pps, size int, dur time.Duration) (sent, error) {
 	var s sent
 	conn, err := net.Dial("udp", to)
@@ -67,7 +68,7 @@ func send(to string, pps, size int, dur time.Duration) (sent, error) {
 	buf := make([]byte, size)
 	start := time.Now()
 	total := uint64(float64(pps) * dur.Seconds())
-	for n := uint64(1); n <= total; n++ {
+	for n := uint64(1); n <= total && time.Since(start) < dur; n++ {
 		if due := start.Add(time.Duration(float64(n-1) / float64(pps) * float64(time.Second))); time.Until(due) > 0 {
 			time.Sleep(time.Until(due))
 		}
