@@ -5,6 +5,8 @@
 package tbftest
 
 import (
+	"math"
+
 	"github.com/netqdisc/netqdisc/pkg/qdisc/rate"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/tbf"
 )
@@ -75,6 +77,9 @@ func NewModel(cfg tbf.Config, limit uint32, start int64) *Model {
 		tc:       start,
 		Watchdog: -1,
 	}
+	if cfg.Burst == 0 { // a packet-only ceiling, or none: the limit bounds packets
+		m.maxSize = math.MaxUint32
+	}
 	m.buffer = int64(m.rate.TimeNS(cfg.Burst))
 	m.tokens = m.buffer
 	if cfg.PeakRate != 0 {
@@ -91,6 +96,19 @@ func NewModel(cfg tbf.Config, limit uint32, start int64) *Model {
 		m.pktTokens = m.pktBuffer
 	}
 	return m
+}
+
+// Change is tbf_change at now (`tc qdisc change`): the buckets become
+// cfg's and the limit limit, and the queue stays. tbf_change sets tokens =
+// buffer and ptokens = mtu and keeps t_c, so the next dequeue finds each
+// bucket full; the packet bucket starts full too. Then the queue is
+// dequeued at now, as the shaper books its queue anew at once. A cfg with
+// neither a rate nor a packet rate has no ceiling: every packet is due.
+func (m *Model) Change(cfg tbf.Config, limit uint32, now int64) {
+	n := NewModel(cfg, limit, m.tc)
+	n.queue, n.backlog, n.child, n.Sent, n.Drops = m.queue, m.backlog, m.child, m.Sent, m.Drops
+	*m = *n
+	m.Dequeue(now)
 }
 
 // Enqueue is tbf_enqueue (packets over max_size dropped, as tbf does for
