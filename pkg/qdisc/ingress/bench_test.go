@@ -48,3 +48,28 @@ func BenchmarkDeliver(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDeliverNoCeiling is the receive path's cost per packet with no
+// ceiling: what every runsc NIC pays for an ingress endpoint that
+// `runsc qdisc change` can later shape (README: Changing a running
+// sandbox's shaping).
+func BenchmarkDeliverNoCeiling(b *testing.B) {
+	link := qdisctest.NewLink(nil)
+	link.Discard = true
+	e, err := ingress.New(link, tcpip.NewStdClock(), tbf.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	e.Attach(link)
+	defer e.Close()
+	pkt := received(false, 1448, 1)
+	defer pkt.DecRef()
+	proto := pkt.NetworkProtocolNumber
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if err := e.Deliver(proto, pkt); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
