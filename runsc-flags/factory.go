@@ -44,7 +44,7 @@ func (c *Config) NewQueueingDiscipline(lower stack.LinkEndpoint, clock tcpip.Clo
 	case QDiscNone:
 		return nil, nil
 	case QDiscFIFO:
-		return fifo.New(lower, runtime.GOMAXPROCS(0), FIFOQueueLen), nil
+		return fifo.NewWithClock(lower, clock, runtime.GOMAXPROCS(0), FIFOQueueLen), nil
 	case QDiscFQCoDel:
 		q, err := fqcodel.New(lower, clock, c.FQCoDelConfig())
 		if err != nil {

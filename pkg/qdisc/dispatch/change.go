@@ -1,5 +1,12 @@
 package dispatch
 
+// Starter is a Gate that wants to know when SetGate puts it in force, on
+// the lanes' clock: tbf's buckets are full from then, as tbf_change fills
+// them. (Packets queued before a change may have been seen earlier.)
+type Starter interface {
+	Start(now int64)
+}
+
 // SetGate replaces the lane's gate (nil: every packet is due at once, no
 // ceiling) and the largest packet it takes (0: any), in place, as Linux's
 // tbf_change swaps a tbf's buckets under its lock: what is queued stays,
@@ -11,6 +18,9 @@ package dispatch
 // full.
 func (l *Lane) SetGate(g Gate, maxPacketBytes uint32) {
 	l.mu.Lock()
+	if s, ok := g.(Starter); ok {
+		s.Start(l.now())
+	}
 	l.gate = g
 	l.timed = g != nil || l.stamped
 	l.maxPacket.Store(uint64(maxPacketBytes))

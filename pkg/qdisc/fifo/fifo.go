@@ -41,8 +41,15 @@ var _ stack.QueueingDiscipline = (*Discipline)(nil)
 // (at least 1) of at most queueLen packets each (at least 1), and starts
 // their dispatchers.
 func New(lower stack.LinkWriter, queues, queueLen int) *Discipline {
+	return NewWithClock(lower, nil, queues, queueLen)
+}
+
+// NewWithClock is New with the clock that times a full link's retries and
+// a ceiling set in place (SetCeiling); nil is the system's. A fifo reads
+// it only then.
+func NewWithClock(lower stack.LinkWriter, clock tcpip.Clock, queues, queueLen int) *Discipline {
 	d := &Discipline{queueLen: max(queueLen, 1)}
-	d.lanes.Init(queues, dispatch.Config{Lower: lower, MaxPackets: d.queueLen})
+	d.lanes.Init(queues, dispatch.Config{Lower: lower, MaxPackets: d.queueLen, Clock: clock})
 	d.lanes.Start()
 	return d
 }

@@ -54,10 +54,12 @@ import (
 // as the NIC's link endpoint in place of the child.
 type Endpoint struct {
 	nested.Endpoint
-	child stack.LinkEndpoint
-	clock tcpip.Clock
-	// shaper is nil until a ceiling is first set (see Change).
-	shaper atomic.Pointer[tbf.Discipline]
+	// child and clock are New's, for the shaper Change creates.
+	child stack.LinkEndpoint // +checklocksignore: set once, by New
+	clock tcpip.Clock        // +checklocksignore: set once, by New
+	// shaper is nil until a ceiling is first set (see Change, which
+	// stores it under mu; the packet path loads it without).
+	shaper atomic.Pointer[tbf.Discipline] // +checklocksignore
 	hash   flowhash.Hasher
 	// passPackets and passBytes count what went up with no shaper.
 	passPackets atomic.Uint64

@@ -1,10 +1,10 @@
 package tbf
 
 import (
+	"math"
 	"sync/atomic"
 
 	"gvisor.dev/gvisor/pkg/sync"
-	"gvisor.dev/gvisor/pkg/tcpip"
 
 	"github.com/netqdisc/netqdisc/pkg/qdisc/rate"
 )
@@ -16,18 +16,24 @@ type gate interface {
 	String() string
 }
 
-// newGate returns the bucket for cfg, full at time start: lock-free when
-// there is no peak rate.
-func newGate(cfg Config, start int64) gate {
+// fresh is a bucket's time before its first booking: the bucket is full
+// at the first packet's time, whatever the epoch of the clock that times
+// the lanes, as Linux's tbf is full after tbf_init and after tbf_change
+// (tokens = buffer).
+const fresh = math.MinInt64
+
+// newGate returns the bucket for cfg, full until its first booking:
+// lock-free when there is no peak rate nor packet rate.
+func newGate(cfg Config) gate {
 	r := rate.New(cfg.Rate).WithOverhead(cfg.Overhead).WithMPU(cfg.MPU)
 	buffer := int64(r.TimeNS(cfg.Burst))
 	desc := cfg.bucketsString()
 	if cfg.PeakRate == 0 && cfg.PacketRate == 0 {
 		b := &rateBucket{rate: r, buffer: buffer, desc: desc}
-		b.t0.Store(start - buffer)
+		b.t0.Store(fresh)
 		return b
 	}
-	b := &dualBucket{rate: r, buffer: buffer, tc: start, tokens: buffer, desc: desc}
+	b := &dualBucket{rate: r, buffer: buffer, tc: fresh, tokens: buffer, desc: desc}
 	if cfg.PeakRate != 0 {
 		b.peak = rate.New(cfg.PeakRate).WithOverhead(cfg.Overhead).WithMPU(cfg.MPU)
 		b.mtu = int64(b.peak.TimeNS(cfg.MTU))
@@ -70,6 +76,10 @@ type rateBucket struct {
 // String implements gate.String.
 func (b *rateBucket) String() string { return b.desc }
 
+// Start implements dispatch.Starter: the bucket is full from now, if no
+// packet was booked yet (the lanes sharing it each call Start).
+func (b *rateBucket) Start(now int64) { b.t0.CompareAndSwap(fresh, now-b.buffer) }
+
 // BookAll implements dispatch.Gate.BookAll: the packets' bookings one
 // after another, with one compare-and-swap for them all. Each departs, in
 // the bucket's books, at s: when its tokens suffice, but not before it was
@@ -81,6 +91,9 @@ func (b *rateBucket) BookAll(seen []int64, sizes []uint32, departures []int64) {
 	for {
 		t0 := b.t0.Load()
 		t := t0
+		if t == fresh {
+			t = seen[0] - buffer // full
+		}
 		var size uint32
 		var cost int64
 		for i, sz := range sizes {
@@ -128,12 +141,24 @@ type dualBucket struct {
 // String implements gate.String.
 func (b *dualBucket) String() string { return b.desc }
 
+// Start implements dispatch.Starter, as rateBucket.Start.
+func (b *dualBucket) Start(now int64) {
+	b.mu.Lock()
+	if b.tc == fresh {
+		b.tc = now
+	}
+	b.mu.Unlock()
+}
+
 // BookAll implements dispatch.Gate.BookAll: tbf_dequeue for each packet
 // in turn, under one lock, at s, the earliest time, not before seen nor
 // the last departure, at which both buckets hold enough (see
 // rateBucket.BookAll).
 func (b *dualBucket) BookAll(seen []int64, sizes []uint32, departures []int64) {
 	b.mu.Lock()
+	if b.tc == fresh && len(seen) > 0 {
+		b.tc = seen[0] // every bucket is full
+	}
 	for i, size := range sizes {
 		cost := int64(b.rate.TimeNS(size))
 		var pcost int64
@@ -157,6 +182,3 @@ func (b *dualBucket) BookAll(seen []int64, sizes []uint32, departures []int64) {
 	}
 	b.mu.Unlock()
 }
-
-// nowNS reads clock in nanoseconds, the gates' time.
-func nowNS(clock tcpip.Clock) int64 { return int64(clock.NowMonotonic().Sub(tcpip.MonotonicTime{})) }

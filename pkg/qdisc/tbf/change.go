@@ -3,7 +3,6 @@ package tbf
 import (
 	"math"
 
-	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 
 	"github.com/netqdisc/netqdisc/pkg/qdisc/dispatch"
@@ -82,7 +81,7 @@ func (d *Discipline) prepare(cfg Config) (change, error) {
 	if err != nil {
 		return change{}, err
 	}
-	return change{cfg: v, gate: newGate(v, nowNS(d.clock)), maxSize: maxSize}, nil
+	return change{cfg: v, gate: newGate(v), maxSize: maxSize}, nil
 }
 
 // checkNoCeiling checks a Config with no ceiling (see Change): only the
@@ -140,14 +139,14 @@ func CheckOn(link stack.LinkEndpoint, cfg Config, splitsGSO bool) error {
 
 // NewGate returns the buckets cfg describes (its rate, burst, peak rate,
 // MTU, packet rate and burst, overhead and MPU; not its queue's settings)
-// for lanes whose packets cross link, full now, and the largest packet
+// for lanes whose packets cross link, full, and the largest packet
 // they pass: a ceiling to set in place on a running fifo or fq_codel
 // (dispatch.Group.SetGate), which makes that queue a tbf's child, as `tc
 // qdisc replace dev eth0 root tbf ...` puts a tbf over it. splitsGSO says
 // the lanes cut host-GSO packets larger than the bucket (the send path).
 // The gate is a fmt.Stringer that describes itself as `tc qdisc show`
 // does a tbf's buckets.
-func NewGate(link stack.LinkEndpoint, clock tcpip.Clock, cfg Config, splitsGSO bool) (dispatch.Gate, uint32, error) {
+func NewGate(link stack.LinkEndpoint, cfg Config, splitsGSO bool) (dispatch.Gate, uint32, error) {
 	cfg.Limit, cfg.Latency, cfg.Queues, cfg.Slack, cfg.FQCoDel = 0, 0, 0, 0, nil
 	if cfg.Rate == 0 && cfg.PacketRate == 0 {
 		return nil, 0, nil
@@ -156,7 +155,7 @@ func NewGate(link stack.LinkEndpoint, clock tcpip.Clock, cfg Config, splitsGSO b
 	if err != nil {
 		return nil, 0, err
 	}
-	return newGate(v, nowNS(clock)), maxSize, nil
+	return newGate(v), maxSize, nil
 }
 
 // bucketsString describes c's buckets alone, as String does with no

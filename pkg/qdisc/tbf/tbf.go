@@ -158,13 +158,13 @@ type Config struct {
 type Discipline struct {
 	child *fqcodel.Child
 	lanes dispatch.Group
-	// link, clock and splitsGSO are what New was given, for Change.
+	// link and splitsGSO are what New was given, for Change.
 	link      stack.LinkEndpoint
-	clock     tcpip.Clock
 	splitsGSO bool
 	// maxSize is the largest packet the buckets pass, for the receive
-	// path's charge (receivedSize); Change moves it.
-	maxSize atomic.Uint32
+	// path's charge (receivedSize); Change moves it, under mu, and the
+	// packet path reads it without.
+	maxSize atomic.Uint32 // +checklocksignore
 
 	mu sync.Mutex
 	// cfg is the configuration in force: as given, with Limit and Slack
@@ -209,7 +209,7 @@ func newTo(out stack.LinkWriter, link stack.LinkEndpoint, clock tcpip.Clock, cfg
 	if err != nil {
 		return nil, err
 	}
-	d := &Discipline{link: link, clock: clock, splitsGSO: splitsGSO}
+	d := &Discipline{link: link, splitsGSO: splitsGSO}
 	d.maxSize.Store(maxSize)
 	if cfg.FQCoDel != nil {
 		if d.child, err = fqcodel.NewChild(*cfg.FQCoDel, uint32(min(linkMaxOf(link), math.MaxUint32)), nil); err != nil {
@@ -229,7 +229,7 @@ func newTo(out stack.LinkWriter, link stack.LinkEndpoint, clock tcpip.Clock, cfg
 		Lower:          out,
 		MaxPackets:     int(cfg.Limit/minPacketBytes) + 1,
 		MaxPacketBytes: maxSize,
-		Gate:           newGate(cfg, nowNS(clock)),
+		Gate:           newGate(cfg),
 		Clock:          clock,
 		Slack:          slack,
 	}
