@@ -11,6 +11,10 @@
 // (MarkdownTable) are made. Rates and sizes take runsc's bare numbers
 // (bytes/s, bytes) or tc's units ("10mbit", "64kb"; package rate).
 //
+// NIC and Change are `runsc qdisc`: a running sandbox's NICs, each with
+// the Config in force, shown as `tc -s qdisc show` shows them (Show) and
+// their ceilings changed in place, all NICs or none (live.go).
+//
 // # The annotation policy
 //
 // Flags belong to the operator; annotations belong to whoever writes the
