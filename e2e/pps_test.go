@@ -70,7 +70,10 @@ func TestPacketRateFlood(t *testing.T) {
 			fmt.Fprintf(&table, "| %s | %s | %.0f | %.0f | %s | %.2f |\n", tc.direction, shown, res.Offered, res.Passed, of, res.CPU)
 			t.Logf("%s: offered %.0f pps, passed %.0f pps, sandbox CPU %.2f cores", name, res.Offered, res.Passed, res.CPU)
 			if !tc.ceiling {
-				if res.Passed < 2*floodCeiling {
+				// The unshaped flood varies with the VM's load (16,600 to
+				// 57,000 pps egress): it must be above the ceiling for the
+				// ceiling's run to measure the ceiling, not the flood.
+				if res.Passed < 1.2*floodCeiling {
 					t.Errorf("the flood passed %.0f pps with no ceiling: not clearly above the %d pps ceiling the test holds it to", res.Passed, floodCeiling)
 				}
 				return
