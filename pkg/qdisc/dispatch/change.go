@@ -10,12 +10,16 @@ type Starter interface {
 // SetGate replaces the lane's gate (nil: every packet is due at once, no
 // ceiling) and the largest packet it takes (0: any), in place, as Linux's
 // tbf_change swaps a tbf's buckets under its lock: what is queued stays,
-// in order, and is booked anew with the new gate. A lane waiting for the
-// old gate's departure runs a pass at once, on the caller's goroutine (or
-// on the alarm's, if a pass is just finishing), so that it waits for the
-// new gate's instead. Packets queued before the
-// change that are larger than the new bound still leave, each charged in
-// full.
+// in order, and is booked anew with the new gate. Packets queued before
+// the change that are larger than the new bound still leave, each charged
+// in full.
+//
+// SetGate never runs a pass on the caller's goroutine: the caller holds
+// the control path's locks (see Lock order), and a pass writes to the
+// lower link or delivers to the stack. A lane waiting for the old gate's
+// departure stops waiting on the Alarm and its dispatcher is woken, to
+// book the queue with the new gate on its own goroutine; until that pass
+// has run the lane is not Quiescent.
 func (l *Lane) SetGate(g Gate, maxPacketBytes uint32) {
 	l.mu.Lock()
 	if s, ok := g.(Starter); ok {
@@ -27,21 +31,18 @@ func (l *Lane) SetGate(g Gate, maxPacketBytes uint32) {
 	l.booked.clear()
 	l.lastWait = 0
 	if l.closed || l.state != throttled {
+		// An idle lane has nothing booked; a running one's pass books
+		// with the new gate when it next looks at the queue.
 		l.mu.Unlock()
 		return
 	}
-	if l.inPass { // the pass that throttled it is finishing: leave it to the alarm
-		now := l.now()
-		l.deadline = now
-		l.alarm.arm(now, now)
-		l.mu.Unlock()
-		return
-	}
+	// The pass that throttled the lane has ended (it may still be
+	// leaving runInline: one pass at a time holds, since a pass ends
+	// before it makes the lane throttled).
 	l.alarm.leave()
 	l.state = running
-	l.inPass = true
 	l.mu.Unlock()
-	l.runInline()
+	l.wake.Assert()
 }
 
 // SetGate gives every lane of the group the gate g (shared, as New

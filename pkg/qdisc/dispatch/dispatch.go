@@ -33,36 +33,58 @@
 //
 //   - idle: the queue is empty, nobody runs a pass. An enqueuer that finds
 //     the lane idle makes it running and wakes the lane's dispatcher
-//     goroutine; if the lane had to wait for its gate in the last 100 ms
-//     (it is shaping), the enqueuer runs the pass itself instead, saving a
-//     goroutine hand-off.
+//     goroutine; on the send path, if the lane had to wait for its gate in
+//     the last 100 ms (it is shaping), the enqueuer runs the pass itself
+//     instead, saving a goroutine hand-off, as Linux's __dev_xmit_skb runs
+//     qdisc_run on the sending CPU.
 //   - running: a pass runs, or the dispatcher is about to start one.
 //     Enqueuers only queue.
 //   - throttled: the lane waits on the Alarm for a deadline (the head's
 //     departure, or a retry after the link took nothing). Enqueuers only
 //     queue. Whoever serves the Alarm when the deadline has come (its
-//     timer's goroutine, or an enqueuer on any lane of the qdisc that
-//     finds it due) makes the lane running and runs the pass itself.
+//     timer's goroutine, Linux's qdisc watchdog, or on the send path an
+//     enqueuer on any lane of the qdisc that finds it due) makes the lane
+//     running and runs the pass itself.
 //   - stopped: closed and drained.
 //
-// A fifo lane's dispatcher runs every pass and never reads the clock
-// unless the link refuses packets. Passes that run off the dispatcher (on
-// the timer's goroutine or an enqueuer's) are marked inPass, so that
-// Close waits for them before it releases the queue.
+// So a pass runs on the lane's dispatcher, on the Alarm's timer, or on
+// the send path on an enqueuer's goroutine; never on a control call's
+// (SetGate, SetLimits) and, on the receive path (Config.QueueOnly), never
+// on an enqueuer's: there the enqueuer is a link's delivering goroutine,
+// which the link may join while the stack holds its locks, so it only
+// queues, as Linux's ifb runs its queue from its own tasklet. A fifo
+// lane's dispatcher runs every pass and never reads the clock unless the
+// link refuses packets. Passes that run off the dispatcher are marked
+// inPass, so that Close waits for them before it releases the queue.
 //
 // # Changes in place
 //
 // SetGate and SetLimits change a running group's gate and bounds under
 // each lane's lock, as Linux's tbf_change swaps buckets under the qdisc's:
 // the queue keeps its packets, in order, and they are booked anew with
-// the new gate; a lane waiting for the old gate runs a pass at once.
+// the new gate. A lane waiting for the old gate's departure stops waiting
+// and its dispatcher is woken to book them; the caller runs no pass.
 //
 // # Lock order
 //
-// A lane's lock, then the Alarm's lock or the gate's (tbf's dual bucket);
-// the Alarm releases its lock before it runs lanes' passes, and a Budget
-// reclaims other lanes' credit holding no lane's lock. The Queue has no
-// lock of its own: the lane's guards it.
+// The one order of netqdisc's locks, outermost first (each holder may
+// take those after it, never those before):
+//
+//	runscflags.NIC.mu           a sandbox NIC's control (runsc qdisc change)
+//	ingress.Endpoint.mu         the receive shaper's control
+//	tbf.Discipline.mu           a tbf's configuration
+//	dispatch.Lane.mu            a lane's queue and state
+//	leaves: dispatch.Alarm.mu, tbf's bucket lock (a Gate with a peak
+//	rate), ingress's control-frame allowance
+//
+// No pass runs, and nothing is written to a lower link or delivered to a
+// stack, while any of them is held: a pass takes a lane's lock to take
+// packets and releases it to write them. So a link or a stack that calls
+// back into netqdisc from a write (a stack answering a delivered packet,
+// a control query) takes the order from the top. The Alarm releases its
+// lock before it runs lanes' passes, and a Budget reclaims other lanes'
+// credit holding no lane's lock. The Queue has no lock of its own: the
+// lane's guards it. runscflags' TestLockOrder holds the order.
 //
 // # Where this differs from gVisor's upstream qdiscs
 //
@@ -146,6 +168,14 @@ type Config struct {
 	Size func(*stack.PacketBuffer) uint64
 	// Gate, if not nil, is asked before each packet leaves.
 	Gate Gate
+	// QueueOnly says enqueuers only queue and, when the lane is idle, wake
+	// its dispatcher: they never run a pass or serve the Alarm, so that
+	// what the lane writes is written only by the dispatcher and the
+	// Alarm's timer. The receive path sets it (package ingress, through
+	// tbf.NewTo): its enqueuer is a link's delivering goroutine, which a
+	// link may join while the stack holds its locks (fdbased's Attach(nil)
+	// under RemoveNIC), and a pass on it would deliver to that stack.
+	QueueOnly bool
 	// Clock gives the gate and the queue the time and runs the Alarm; nil
 	// is the system's clock.
 	Clock tcpip.Clock

@@ -61,7 +61,7 @@ func (l *Lane) Enqueue(pkt *stack.PacketBuffer) tcpip.Error {
 		l.mu.Unlock()
 		return &tcpip.ErrNoBufferSpace{}
 	}
-	if l.gate == nil && l.state != idle { // a fifo's pass will see it
+	if l.state != idle && (l.gate == nil || l.queueOnly) { // its pass or its alarm will see it
 		l.mu.Unlock()
 		return nil
 	}
@@ -115,13 +115,15 @@ func (l *Lane) admitBudgetLocked(size uint64) tcpip.Error {
 // kickLocked sees that a pass will send the packet just queued (arrived at
 // now, Unstamped if the clock was not read), then releases the lock: an
 // idle lane is made running and its dispatcher woken, or, when it is
-// shaping, the enqueuer runs the pass itself; a running or throttled lane
-// is left to its pass or its alarm. Then, with a gate, it serves the
-// lanes whose deadline has come.
+// shaping, the enqueuer runs the pass itself (as Linux's __dev_xmit_skb
+// runs qdisc_run on the sending CPU); a running or throttled lane is left
+// to its pass or its alarm. Then, with a gate, it serves the lanes whose
+// deadline has come. A QueueOnly lane's enqueuer does neither: it only
+// wakes the dispatcher.
 // +checklocksrelease:l.mu
 func (l *Lane) kickLocked(now int64) {
 	inline := false
-	if l.state == idle && l.lastWait != 0 {
+	if l.state == idle && l.lastWait != 0 && !l.queueOnly {
 		if now == qdisc.Unstamped {
 			now = l.now()
 		}
@@ -135,7 +137,7 @@ func (l *Lane) kickLocked(now int64) {
 	if wake {
 		l.state = running
 	}
-	gated := l.gate != nil
+	serve := l.gate != nil && !l.queueOnly // a fifo's only waits are a full link's, left to the timer
 	l.mu.Unlock()
 	if wake {
 		l.wake.Assert()
@@ -143,7 +145,7 @@ func (l *Lane) kickLocked(now int64) {
 	if inline {
 		l.runInline()
 	}
-	if gated { // a fifo's only waits are a full link's, left to the timer
+	if serve {
 		l.serveDue(now)
 	}
 }

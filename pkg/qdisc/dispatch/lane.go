@@ -28,6 +28,8 @@ type Lane struct {
 	// FIFO without a gate never needs the clock. Without it the queue is
 	// the lane's own fifo, which the packet path calls directly.
 	stamped bool
+	// queueOnly is Config.QueueOnly: no pass on an enqueuer's goroutine.
+	queueOnly bool
 
 	wake    sleep.Waker
 	closing sleep.Waker
@@ -120,6 +122,7 @@ func (l *Lane) Init(cfg Config) {
 		l.clock = tcpip.NewStdClock()
 	}
 	l.stamped = cfg.Queue != nil
+	l.queueOnly = cfg.QueueOnly
 	l.alarm = cfg.alarm
 	if l.alarm == nil {
 		l.alarm = newAlarm(l.clock, cfg.Slack, []*Lane{l})

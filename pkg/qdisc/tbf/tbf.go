@@ -186,7 +186,9 @@ func New(lower stack.LinkEndpoint, clock tcpip.Clock, cfg Config) (*Discipline, 
 
 // NewTo is New with the departures going to out rather than to a link's
 // WritePackets: the receive-path shaper (package ingress) delivers them to
-// the stack. link is the link the packets cross, whose MTU, header and
+// the stack. Its passes run only on its own goroutines, its dispatchers'
+// and its timer's, never on the goroutine that calls Enqueue (see
+// dispatch.Config.QueueOnly). link is the link the packets cross, whose MTU, header and
 // host-GSO size bound them (received packets cannot be cut into pieces),
 // and whose MTU, as it is now, tells a received GRO/GSO aggregate's
 // segments (see receivedSize).
@@ -233,8 +235,9 @@ func newTo(out stack.LinkWriter, link stack.LinkEndpoint, clock tcpip.Clock, cfg
 		Clock:          clock,
 		Slack:          slack,
 	}
-	if !splitsGSO {
+	if !splitsGSO { // the receive path
 		lanes.Size = receivedSize(link.MTU(), &d.maxSize)
+		lanes.QueueOnly = true
 	}
 	switch {
 	case d.child != nil:
