@@ -7,8 +7,8 @@
 //
 // Flags is the table of the flags: each one's name, unit, default, Config
 // field, annotation rule and Linux bound, from which registration,
-// parsing, Args, the per-flag policy and README's flag table
-// (MarkdownTable) are made. Rates and sizes take runsc's bare numbers
+// parsing, Args, the per-flag policy and the flag reference, docs/flags.md
+// (MarkdownTable), are made. Rates and sizes take runsc's bare numbers
 // (bytes/s, bytes) or tc's units ("10mbit", "64kb"; package rate).
 //
 // NIC and Change are `runsc qdisc`: a running sandbox's NICs, each with

@@ -6,7 +6,7 @@ import (
 )
 
 // MarkdownTable returns the flags table as Markdown, one row a flag, as
-// README.md shows it.
+// docs/flags.md shows it.
 func MarkdownTable() string {
 	var b strings.Builder
 	b.WriteString("| flag | unit | default | what an annotation may do (without `--allow-flag-override`) | Linux |\n")

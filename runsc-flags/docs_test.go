@@ -9,18 +9,18 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-var update = flag.Bool("update", false, "rewrite README.md's flag table from the table (TestREADMEFlagTable)")
+var update = flag.Bool("update", false, "rewrite docs/flags.md's flag table from the table (TestFlagReference)")
 
-// The markers around README.md's flag table.
+// The markers around the flag table in docs/flags.md.
 const (
-	tableBegin = "<!-- flags:begin (go test ./runsc-flags -run TestREADMEFlagTable -update) -->\n"
+	tableBegin = "<!-- flags:begin (go test ./runsc-flags -run TestFlagReference -update) -->\n"
 	tableEnd   = "<!-- flags:end -->\n"
 )
 
-// TestREADMEFlagTable: README.md's flag table is MarkdownTable's; with
-// -update the test writes it there.
-func TestREADMEFlagTable(t *testing.T) {
-	const readme = "../README.md"
+// TestFlagReference: the flag table in docs/flags.md is MarkdownTable's;
+// with -update the test writes it there.
+func TestFlagReference(t *testing.T) {
+	const readme = "../docs/flags.md"
 	b, err := os.ReadFile(readme)
 	if os.IsNotExist(err) && os.Getenv("TEST_SRCDIR") != "" {
 		t.Skipf("%s is not in Bazel's runfiles; go test checks it", readme)
@@ -44,7 +44,7 @@ func TestREADMEFlagTable(t *testing.T) {
 		}
 		return
 	}
-	t.Errorf("%s's flag table is not the table's; run go test ./runsc-flags -run TestREADMEFlagTable -update (-README +table):\n%s", readme, cmp.Diff(got, want))
+	t.Errorf("%s's flag table is not the table's; run go test ./runsc-flags -run TestFlagReference -update (-doc +table):\n%s", readme, cmp.Diff(got, want))
 }
 
 // TestMarkdownTable: a row a flag, each with as many cells as the header.

@@ -68,7 +68,7 @@ shopt -s nullglob
 patches=(patches/*.patch)
 if [ ${#patches[@]} -gt 0 ]; then
   if ! git am -q --3way "${patches[@]/#/$here/}"; then
-    echo "the patches do not apply to gvisor.dev/gvisor $version; see README 'Moving to a newer gVisor'" >&2
+    echo "the patches do not apply to gvisor.dev/gvisor $version; see docs/upgrading-gvisor.md" >&2
     exit 1
   fi
 fi
