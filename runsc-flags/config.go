@@ -132,7 +132,7 @@ func (c *Config) Validate() error {
 		}
 		// Every bound of tbf's that does not depend on the NIC (New
 		// checks the rest): a latency whose limit overflows 32 bits, a
-		// limit below one burst, a bucket shorter than 1 ns.
+		// bucket shorter than 1 ns.
 		if err := c.TBFConfig().Check(); err != nil {
 			return flagError(err, tbfFlags)
 		}

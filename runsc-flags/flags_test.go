@@ -92,12 +92,9 @@ func TestFlagErrors(t *testing.T) {
 		// tbf.Config.Check's bounds, at parse rather than at boot.
 		{"latency past a 32-bit limit", []string{"--qdisc=tbf", "--qdisc-tbf-rate=100gbit", "--qdisc-tbf-burst=12500", "--qdisc-tbf-latency=1h"}, []string{"--qdisc-tbf-latency: ", "4294967295", "u32"}},
 		{"latency past 2^64 bytes", []string{"--qdisc=tbf", "--qdisc-tbf-rate=8tbit", "--qdisc-tbf-burst=1mb", "--qdisc-tbf-latency=2540000h"}, []string{"--qdisc-tbf-latency: ", "4294967295"}},
-		{"limit below burst", []string{"--qdisc=tbf", "--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500", "--qdisc-tbf-limit=12499"}, []string{"--qdisc-tbf-limit: ", "at least 12500"}},
-		{"limit below mtu", []string{"--qdisc=tbf", "--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=1mb", "--qdisc-tbf-peakrate=1gbit", "--qdisc-tbf-mtu=9000", "--qdisc-tbf-limit=8999"}, []string{"--qdisc-tbf-limit: ", "at least 9000"}},
 		{"burst shorter than 1 ns", []string{"--qdisc=tbf", "--qdisc-tbf-rate=18446744073709551615", "--qdisc-tbf-burst=1514"}, []string{"--qdisc-tbf-burst: ", "less than 1 ns"}},
 		{"peak bucket shorter than 1 ns", []string{"--qdisc=tbf", "--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500", "--qdisc-tbf-peakrate=18446744073709551615", "--qdisc-tbf-mtu=1514"}, []string{"--qdisc-tbf-mtu: ", "less than 1 ns"}},
 		{"ingress latency past a 32-bit limit", []string{"--qdisc-ingress-rate=100gbit", "--qdisc-ingress-burst=12500", "--qdisc-ingress-latency=1h"}, []string{"--qdisc-ingress-latency: ", "u32"}},
-		{"ingress limit below burst", []string{"--qdisc-ingress-rate=10mbit", "--qdisc-ingress-burst=12500", "--qdisc-ingress-limit=5000"}, []string{"--qdisc-ingress-limit: ", "at least 12500"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := parse(t, tc.args...)
@@ -255,12 +252,14 @@ func TestApplyAnnotations(t *testing.T) {
 		// tbf.Config.Check's bounds hold for what annotations give.
 		{"pick tbf with a latency past a 32-bit limit", nil, a("qdisc", "tbf", "qdisc-tbf-rate", "100gbit", "qdisc-tbf-burst", "12500", "qdisc-tbf-latency", "1h"), nil,
 			[]string{"invalid configuration", "--qdisc-tbf-latency: ", "u32"}},
-		{"a limit below the operator's burst", []string{"--qdisc=tbf", "--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500"}, a("qdisc-tbf-limit", "5000"), nil,
-			[]string{"invalid configuration", "--qdisc-tbf-limit: ", "at least 12500"}},
+		// A limit below the burst is Linux's to take (bfifo drops what
+		// does not fit), and lowering it tightens.
+		{"a limit below the operator's burst", []string{"--qdisc=tbf", "--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500"}, a("qdisc-tbf-limit", "5000"),
+			&Config{QDisc: QDiscTBF, TBFRate: 1_250_000, TBFBurst: 12500, TBFLimit: 5000}, nil},
 		{"override: a burst shorter than 1 ns", append([]string{"--allow-flag-override"}, operatorTBF...), a("qdisc-tbf-rate", "18446744073709551615"), nil,
 			[]string{"invalid configuration", "--qdisc-tbf-burst: ", "less than 1 ns"}},
-		{"ingress limit below its burst", []string{"--qdisc-ingress-rate=10mbit", "--qdisc-ingress-burst=12500"}, a("qdisc-ingress-limit", "5000"), nil,
-			[]string{"invalid configuration", "--qdisc-ingress-limit: ", "at least 12500"}},
+		{"ingress limit below its burst", []string{"--qdisc-ingress-rate=10mbit", "--qdisc-ingress-burst=12500"}, a("qdisc-ingress-limit", "5000"),
+			&Config{QDisc: QDiscFIFO, IngressRate: 1_250_000, IngressBurst: 12500, IngressLimit: 5000}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := annotate(t, tc.flags, tc.annotations, tc.says)
@@ -353,7 +352,6 @@ func TestNewQueueingDiscipline(t *testing.T) {
 	}{
 		{"burst below the link's packets", []string{"--qdisc=tbf", "--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=1000"}, false, "--qdisc-tbf-burst: "},
 		{"mtu below the link's packets", []string{"--qdisc=tbf", "--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500", "--qdisc-tbf-peakrate=1gbit", "--qdisc-tbf-mtu=1000"}, false, "--qdisc-tbf-mtu: "},
-		{"limit below a packet", []string{"--qdisc=tbf", "--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500", "--qdisc-tbf-limit=5000"}, true, "--qdisc-tbf-limit: "},
 		{"latency too long", []string{"--qdisc=tbf", "--qdisc-tbf-rate=100gbit", "--qdisc-tbf-burst=12500", "--qdisc-tbf-latency=1h"}, true, "--qdisc-tbf-latency: "},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

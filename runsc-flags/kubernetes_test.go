@@ -144,7 +144,6 @@ func TestNewIngress(t *testing.T) {
 		flag    string
 	}{
 		{[]string{"--qdisc-ingress-rate=10mbit", "--qdisc-ingress-burst=1000"}, false, "--qdisc-ingress-burst: "},
-		{[]string{"--qdisc-ingress-rate=10mbit", "--qdisc-ingress-burst=12500", "--qdisc-ingress-limit=5000"}, true, "--qdisc-ingress-limit: "},
 		{[]string{"--qdisc-ingress-rate=100gbit", "--qdisc-ingress-burst=12500", "--qdisc-ingress-latency=1h"}, true, "--qdisc-ingress-latency: "},
 	} {
 		c, err := parse(t, tc.args...)

@@ -22,14 +22,16 @@ import (
 
 // joiningLink is a child link that delivers from a goroutine of its own
 // and joins it on Attach(nil), as fdbased does with its processors: a
-// flood of ICMP echo requests, at most floodPackets, to whatever is
-// attached. What the stack sends back is discarded.
+// flood of ICMP echo requests, one for each credit the test gives (at
+// most floodPackets), to whatever is attached. What the stack sends back
+// is discarded.
 type joiningLink struct {
 	*qdisctest.Link
-	mu   sync.Mutex
-	stop chan struct{} // closed by Attach(nil); nil while detached
-	done chan struct{} // closed when the goroutine has returned
-	sent atomic.Int64
+	mu      sync.Mutex
+	stop    chan struct{} // closed by Attach(nil); nil while detached
+	done    chan struct{} // closed when the goroutine has returned
+	sent    atomic.Int64
+	credits chan struct{}
 	// flooding says the goroutine runs.
 	flooding atomic.Bool
 }
@@ -58,6 +60,7 @@ func (l *joiningLink) Attach(d stack.NetworkDispatcher) {
 		return
 	}
 	l.stop, l.done = make(chan struct{}), make(chan struct{})
+	l.flooding.Store(true)
 	go l.flood(d, l.stop, l.done)
 }
 
@@ -70,7 +73,6 @@ func (l *joiningLink) IsAttached() bool {
 
 // flood delivers echo requests to d until stopped or floodPackets are sent.
 func (l *joiningLink) flood(d stack.NetworkDispatcher, stop, done chan struct{}) {
-	l.flooding.Store(true)
 	defer func() {
 		l.flooding.Store(false)
 		close(done)
@@ -79,15 +81,12 @@ func (l *joiningLink) flood(d stack.NetworkDispatcher, stop, done chan struct{})
 		select {
 		case <-stop:
 			return
-		default:
+		case <-l.credits:
 		}
 		pkt := echoRequest(uint16(i))
 		d.DeliverNetworkPacket(header.IPv4ProtocolNumber, pkt)
 		pkt.DecRef()
 		l.sent.Add(1)
-		if i%16 == 0 {
-			runtime.Gosched()
-		}
 	}
 }
 
@@ -111,14 +110,19 @@ func echoRequest(seq uint16) *stack.PacketBuffer {
 	return stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: buffer.MakeWithData(b)})
 }
 
-// step lets 10 µs pass once the link has delivered 10 more packets (or
-// has stopped delivering).
+// step gives the link 20 packets to deliver and lets 100 µs (10 packets'
+// worth of the rate) pass once it has (or has stopped delivering).
 func step(clock *faketime.ManualClock, l *joiningLink) {
-	from := l.sent.Load()
-	for k := 0; k < 1000 && l.sent.Load() < from+10 && l.flooding.Load(); k++ {
+	for k := 0; k < cap(l.credits); k++ {
+		select {
+		case l.credits <- struct{}{}:
+		default:
+		}
+	}
+	for k := 0; k < 1000 && len(l.credits) > 0 && l.flooding.Load(); k++ {
 		runtime.Gosched()
 	}
-	clock.Advance(10 * time.Microsecond)
+	clock.Advance(100 * time.Microsecond)
 }
 
 // TestDetachUnderFlood: a child link that joins its delivering goroutine
@@ -154,7 +158,7 @@ func detachOnce(t *testing.T, trial int, stop func(*stack.Stack)) {
 		NetworkProtocols: []stack.NetworkProtocolFactory{ipv4.NewProtocol},
 		Clock:            clock,
 	})
-	child := &joiningLink{Link: qdisctest.NewLink(clock)}
+	child := &joiningLink{Link: qdisctest.NewLink(clock), credits: make(chan struct{}, 20)}
 	child.Discard = true
 	e, err := ingress.New(child, clock, tbf.Config{Rate: 10_000_000, Burst: 3000, Limit: 30000, Slack: time.Millisecond})
 	if err != nil {
@@ -170,12 +174,13 @@ func detachOnce(t *testing.T, trial int, stop func(*stack.Stack)) {
 	s.SetICMPLimit(1e12) // answer every ping: the reply path takes the stack's lock
 	s.SetICMPBurst(1 << 30)
 
-	// Time passes 10 µs (one packet's worth of the rate) for every 10
+	// Time passes 100 µs (10 packets' worth of the rate) for every 20
 	// packets the link delivers, so that the shaper soon waits for its
 	// bucket, and goes on so while stop runs (the Alarm's timer fires on
 	// the goroutine that moves it).
 	for i := 0; i < 10000 && e.Stats().Overlimits < 2; i++ {
 		step(clock, child)
+		qdisctest.WaitQuiescent(t, e)
 	}
 	if st := e.Stats(); st.Overlimits == 0 || st.Packets == 0 {
 		t.Fatalf("trial %d: the shaper never waited for its bucket (%v): the flood did not fill it", trial, st)

@@ -96,14 +96,10 @@ func (d *Discipline) checkNoCeiling(cfg Config) (Config, error) {
 	if cfg.FQCoDel != nil {
 		return cfg, nil // fq_codel bounds the queue
 	}
-	b := boundsOf(d.link, d.splitsGSO)
 	if cfg.Limit == 0 {
-		cfg.Limit = uint32(min(DefaultLimitPackets*b.mtu, math.MaxUint32))
+		cfg.Limit = uint32(min(DefaultLimitPackets*boundsOf(d.link, d.splitsGSO).mtu, math.MaxUint32))
 	}
-	if uint64(cfg.Limit) < b.max {
-		return cfg, configErr("limit", "limit %d bytes cannot hold one packet of %d bytes, %s; raise limit to at least %d", cfg.Limit, b.max, b.what, b.max)
-	}
-	return cfg, nil
+	return cfg, nil // any limit, as New takes (see validate)
 }
 
 // bound is what the receive path charges a GRO aggregate at most (see

@@ -234,10 +234,9 @@ func (c Config) validate(link *linkBounds) (Config, uint32, error) {
 		}
 		c.Limit = uint32(min(max(DefaultLimitPackets*link.mtu, uint64(maxSize)), math.MaxUint32))
 	}
-	// Ours: bfifo_enqueue would drop every packet too big for the limit.
-	if c.Limit < maxSize {
-		return c, 0, configErr("limit", "limit %d bytes cannot hold one packet of %d bytes; raise limit to at least %d", c.Limit, maxSize, maxSize)
-	}
+	// tbf_change takes any limit, below the burst too: bfifo_enqueue then
+	// drops (and counts) each packet larger than the limit, as the lane's
+	// byte bound does here, and passes the smaller ones.
 	// Ours: Linux charges a packet as it leaves; here departures are
 	// booked as packets queue, so the whole backlog's time must fit the
 	// int64 clock. A queue's ring holds at most Limit/minPacketBytes+1
