@@ -27,9 +27,13 @@ import (
 // is discarded.
 type joiningLink struct {
 	*qdisctest.Link
-	mu      sync.Mutex
-	stop    chan struct{} // closed by Attach(nil); nil while detached
-	done    chan struct{} // closed when the goroutine has returned
+	mu sync.Mutex
+	// stop is closed by Attach(nil); nil while detached.
+	// +checklocks:mu
+	stop chan struct{}
+	// done is closed when the goroutine has returned.
+	// +checklocks:mu
+	done    chan struct{}
 	sent    atomic.Int64
 	credits chan struct{}
 	// flooding says the goroutine runs.
