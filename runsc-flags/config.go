@@ -3,7 +3,6 @@ package runscflags
 import (
 	"fmt"
 	"math"
-	"runtime"
 	"strings"
 	"time"
 
@@ -170,9 +169,11 @@ func (c *Config) validateIngress() error {
 		return fmt.Errorf("--%s=%v: latency must be positive", FlagIngressLatency, c.IngressLatency)
 	case c.IngressLimit != 0 && c.IngressLatency != 0:
 		return fmt.Errorf("--%s and --%s both bound the queue; give one of them", FlagIngressLimit, FlagIngressLatency)
-	case !c.IngressShaped() && (c.IngressBurst != 0 || c.IngressLimit != 0 || c.IngressLatency != 0 || c.IngressPacketBurst != 0):
-		return fmt.Errorf("--%s, --%s, --%s and --%s shape the receive direction and need --%s (bytes/s, or with units such as 10mbit) or --%s", FlagIngressBurst, FlagIngressLimit, FlagIngressLatency, FlagIngressPacketBurst, FlagIngressRate, FlagIngressPacketRate)
-	case c.IngressRate != 0 && c.IngressBurst == 0:
+	}
+	if err := c.needsRate(IngressCeiling, "the receive direction"); err != nil {
+		return err
+	}
+	if c.IngressRate != 0 && c.IngressBurst == 0 {
 		return fmt.Errorf("--%s requires --%s (bytes, at least the NIC's MTU plus header, such as 1514)", FlagIngressRate, FlagIngressBurst)
 	}
 	return nil
@@ -196,18 +197,7 @@ func (c *Config) validateFQCoDel() error {
 // GOMAXPROCS, as runsc gives fifo. Validate first: it assumes sizes fit in
 // 32 bits.
 func (c *Config) TBFConfig() tbf.Config {
-	t := tbf.Config{
-		Rate:     c.TBFRate,
-		Burst:    uint32(c.TBFBurst),
-		PeakRate: c.TBFPeakRate,
-		MTU:      uint32(c.TBFMTU),
-		Limit:    uint32(c.TBFLimit),
-		Latency:  c.TBFLatency,
-		Queues:   min(runtime.GOMAXPROCS(0), tbf.MaxQueues),
-		// Validate bounds both to 32 bits' worth of packets.
-		PacketRate:  c.TBFPacketRate,
-		PacketBurst: sat32(c.TBFPacketBurst),
-	}
+	t := c.tbfConfig(EgressCeiling)
 	if c.TBFChild == ChildFQCoDel {
 		fq := c.FQCoDelConfig()
 		t.FQCoDel, t.Queues = &fq, 1 // fq_codel is one qdisc
@@ -217,21 +207,11 @@ func (c *Config) TBFConfig() tbf.Config {
 
 // IngressConfig returns the receive-direction tbf.Config the flags
 // describe, with one queue per GOMAXPROCS. Validate first.
-func (c *Config) IngressConfig() tbf.Config {
-	return tbf.Config{
-		Rate:        c.IngressRate,
-		Burst:       uint32(c.IngressBurst),
-		Limit:       uint32(c.IngressLimit),
-		Latency:     c.IngressLatency,
-		Queues:      min(runtime.GOMAXPROCS(0), tbf.MaxQueues),
-		PacketRate:  c.IngressPacketRate,
-		PacketBurst: sat32(c.IngressPacketBurst),
-	}
-}
+func (c *Config) IngressConfig() tbf.Config { return c.tbfConfig(IngressCeiling) }
 
 // IngressShaped says whether the flags shape the receive direction: a
 // rate or a packet rate.
-func (c *Config) IngressShaped() bool { return c.IngressRate != 0 || c.IngressPacketRate != 0 }
+func (c *Config) IngressShaped() bool { return c.shaped(IngressCeiling) }
 
 // FQCoDelConfig returns the fqcodel.Config the flags describe. Validate
 // first: a value past 32 bits is held as the largest 32-bit one.

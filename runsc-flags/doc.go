@@ -6,10 +6,15 @@
 // (NewQueueingDiscipline) and receive shaper (NewIngress).
 //
 // Flags is the table of the flags: each one's name, unit, default, Config
-// field, annotation rule and Linux bound, from which registration,
-// parsing, Args, the per-flag policy and the flag reference, docs/flags.md
-// (MarkdownTable), are made. Rates and sizes take runsc's bare numbers
-// (bytes/s, bytes) or tc's units ("10mbit", "64kb"; package rate).
+// field, annotation rule, Linux setting and bound, the direction whose
+// ceiling it sets (Ceiling) and the Kubernetes annotation that sets it
+// (Kube). Registration, parsing, Args, the per-flag policy, each
+// direction's tbf.Config, what `runsc qdisc change` may change, Kubernetes'
+// bandwidth annotations and the flag reference, docs/flags.md
+// (MarkdownTable), are made from it, and a runtime asks it (Owns,
+// MayAnnotate, CheckAnnotation) rather than list the flags again. Rates
+// and sizes take runsc's bare numbers (bytes/s, bytes) or tc's units
+// ("10mbit", "64kb"; package rate).
 //
 // NIC and Change are `runsc qdisc`: a running sandbox's NICs, each with
 // the Config in force, shown as `tc -s qdisc show` shows them (Show) and

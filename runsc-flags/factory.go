@@ -77,30 +77,21 @@ func (c *Config) NewIngress(child stack.LinkEndpoint, clock tcpip.Clock) (*ingre
 }
 
 // The flags that set the fields of a tbf.ConfigError (tbfFlags,
-// ingressFlags) or an fqcodel.ConfigError (fqCoDelFlags), by the fields'
-// tc names (Flag.Linux), and the fields no flag stands for.
+// ingressFlags: the ceilings' flags, paramFlags) or an fqcodel.ConfigError
+// (fqCoDelFlags), by the fields' tc names (Flag.Linux).
 var (
-	tbfFlags = paramFlags("tbf", map[string]string{"queues": FlagQDisc, "overhead": FlagTBFBurst,
-		"pkt_rate": FlagTBFPacketRate, "pkt_burst": FlagTBFPacketBurst})
-	ingressFlags = paramFlags("ifb tbf", map[string]string{"queues": FlagIngressRate, "overhead": FlagIngressBurst,
-		"pkt_rate": FlagIngressPacketRate, "pkt_burst": FlagIngressPacketBurst})
-	fqCoDelFlags = paramFlags("fq_codel", nil)
-)
-
-// paramFlags maps the tc names of qdisc's parameters to the flags of the
-// table that set them, and to those of more.
-func paramFlags(qdisc string, more map[string]string) map[string]string {
-	m := map[string]string{}
-	for _, f := range Flags {
-		if f.Linux.Qdisc == qdisc && f.Linux.Param != "" {
-			m[f.Linux.Param] = f.Name
+	tbfFlags     = paramFlags(EgressCeiling)
+	ingressFlags = paramFlags(IngressCeiling)
+	fqCoDelFlags = func() map[string]string {
+		m := map[string]string{}
+		for _, f := range Flags {
+			if f.Linux.Qdisc == "fq_codel" && f.Linux.Param != "" {
+				m[f.Linux.Param] = f.Name
+			}
 		}
-	}
-	for k, v := range more {
-		m[k] = v
-	}
-	return m
-}
+		return m
+	}()
+)
 
 // flagError names the flag, of those flags maps the fields of a
 // tbf.ConfigError to (fqCoDelFlags those of an fqcodel.ConfigError), that

@@ -88,12 +88,42 @@ func minSet[T uint64 | time.Duration](a, b T) T {
 	return a
 }
 
-// kubeShaper is the fields of a Config one bandwidth annotation sets.
+// kubeShaper is the fields of a Config one bandwidth annotation sets:
+// those of the flags whose Kube it is, by their Linux.Param, and the
+// qdisc's, which the egress one sets to tbf.
 type kubeShaper struct {
-	flag               string // the rate's flag, for errors
+	rateFlag           *Flag // for notices
 	rate, burst, limit *uint64
 	latency            *time.Duration
-	ceiling            uint64 // the operator's rate, 0 if none
+	qdisc              *QueueingDiscipline // nil: the annotation selects none
+}
+
+// kubeShaperOf returns the fields of c that the bandwidth annotation key
+// sets.
+func (c *Config) kubeShaperOf(key string) kubeShaper {
+	var s kubeShaper
+	for i := range Flags {
+		f := &Flags[i]
+		if f.Kube != key {
+			continue
+		}
+		switch p := f.field(c).(type) {
+		case *QueueingDiscipline:
+			s.qdisc = p
+		case *time.Duration:
+			s.latency = p
+		case *uint64:
+			switch f.Linux.Param {
+			case "rate":
+				s.rateFlag, s.rate = f, p
+			case "burst":
+				s.burst = p
+			case "limit":
+				s.limit = p
+			}
+		}
+	}
+	return s
 }
 
 // applyKube applies a bandwidth annotation of r bytes/s to c: the rate
@@ -104,20 +134,16 @@ type kubeShaper struct {
 // ceiling, and a notice (Notices) says so. With --allow-flag-override the
 // annotation's values are set as they are.
 func (c *Config) applyKube(op *Config, key, value string, r uint64) {
-	var s kubeShaper
-	switch key {
-	case AnnotationKubeEgress:
-		s = kubeShaper{FlagTBFRate, &c.TBFRate, &c.TBFBurst, &c.TBFLimit, &c.TBFLatency, op.TBFRate}
-		c.QDisc = QDiscTBF
-	case AnnotationKubeIngress:
-		s = kubeShaper{FlagIngressRate, &c.IngressRate, &c.IngressBurst, &c.IngressLimit, &c.IngressLatency, op.IngressRate}
+	s := c.kubeShaperOf(key)
+	if s.qdisc != nil {
+		*s.qdisc = QDiscTBF
 	}
 	if op.AllowFlagOverride { // as the annotation says, whatever is in force
 		*s.rate, *s.burst, *s.limit, *s.latency = r, kubeBurst(r), 0, KubeLatency
 		return
 	}
-	if s.ceiling != 0 && r > s.ceiling {
-		c.Notices = append(c.Notices, fmt.Sprintf("annotation %s=%q: %s is above the operator's ceiling --%s=%s; the pod gets the ceiling (a bandwidth annotation is a limit, not a reservation)", key, value, showRate(r), s.flag, showRate(s.ceiling)))
+	if ceiling := s.rateFlag.number(op); ceiling != 0 && r > ceiling {
+		c.Notices = append(c.Notices, fmt.Sprintf("annotation %s=%q: %s is above the operator's ceiling --%s=%s; the pod gets the ceiling (a bandwidth annotation is a limit, not a reservation)", key, value, showRate(r), s.rateFlag.Name, showRate(ceiling)))
 	}
 	*s.rate = minSet(*s.rate, r)
 	*s.burst = minSet(*s.burst, kubeBurst(r))

@@ -16,17 +16,6 @@ import (
 	"github.com/netqdisc/netqdisc/pkg/qdisc/tbf"
 )
 
-// liveFlags are the flags `runsc qdisc change` may give a running
-// sandbox: the ceilings of both directions. The rest shape the qdisc
-// itself (its kind, queues, fq_codel's knobs), which Linux's `tc qdisc
-// change` cannot change either.
-var liveFlags = map[string]bool{
-	FlagTBFRate: true, FlagTBFBurst: true, FlagTBFPeakRate: true, FlagTBFMTU: true,
-	FlagTBFLimit: true, FlagTBFLatency: true, FlagTBFPacketRate: true, FlagTBFPacketBurst: true,
-	FlagIngressRate: true, FlagIngressBurst: true, FlagIngressLimit: true, FlagIngressLatency: true,
-	FlagIngressPacketRate: true, FlagIngressPacketBurst: true,
-}
-
 // NIC is one NIC's shaping as a runtime built it (NewQueueingDiscipline,
 // NewIngress), with the Config in force, for `runsc qdisc show` and
 // `runsc qdisc change`.
@@ -100,7 +89,7 @@ func tcStats(q QDisc) string {
 }
 
 // Changed returns c with the changes args give ("--name=value" for the
-// flags in liveFlags), as `runsc qdisc change` reads them, validated. A
+// flags of a Ceiling), as `runsc qdisc change` reads them, validated. A
 // rate and a packet rate both 0 removes that direction's ceiling, as a
 // 0-sized bucket does in Firecracker, and clears the settings that shape
 // it with it (burst, peak rate, packet burst, latency); a packet rate of
@@ -117,11 +106,12 @@ func (c *Config) Changed(args []string) (*Config, error) {
 		if !ok || !strings.HasPrefix(a, "-") {
 			return nil, fmt.Errorf("%q: give each change as --flag=value", a)
 		}
-		if lookup(name) == nil {
+		f := lookup(name)
+		if f == nil {
 			return nil, fmt.Errorf("--%s: no such qdisc flag", name)
 		}
-		if !liveFlags[name] {
-			return nil, fmt.Errorf("--%s cannot change on a running sandbox (it shapes the qdisc itself, as with Linux's tc qdisc change); the ceilings can: --qdisc-tbf-* rates, bursts, limit and latency, and --qdisc-ingress-*", name)
+		if !f.live() {
+			return nil, fmt.Errorf("--%s cannot change on a running sandbox (it shapes the qdisc itself, as with Linux's tc qdisc change); the ceilings can: %s", name, liveFlags())
 		}
 		if err := next.Set(name, value); err != nil {
 			return nil, err
@@ -138,26 +128,6 @@ func (c *Config) Changed(args []string) (*Config, error) {
 		return nil, err
 	}
 	return next, nil
-}
-
-// clearRemoved clears the settings of buckets whose rate a change set to
-// 0 (see Changed).
-func (c *Config) clearRemoved() {
-	if c.TBFPacketRate == 0 {
-		c.TBFPacketBurst = 0
-	}
-	if c.TBFRate == 0 {
-		c.TBFBurst, c.TBFPeakRate, c.TBFMTU, c.TBFLatency = 0, 0, 0, 0
-	}
-	if c.IngressPacketRate == 0 {
-		c.IngressPacketBurst = 0
-	}
-	if c.IngressRate == 0 {
-		c.IngressBurst, c.IngressLatency = 0, 0
-		if c.IngressPacketRate == 0 {
-			c.IngressLimit = 0
-		}
-	}
 }
 
 // step is a checked change of one NIC, to apply.
@@ -234,7 +204,7 @@ func (n *NIC) planLocked(args []string) (step, error) {
 // (tbf_change); a fifo or fq_codel takes the ceiling over its queue, or
 // loses it.
 func (n *NIC) planEgress(cur, next *Config) (func() error, error) {
-	if sameTBF(cur, next) {
+	if sameCeiling(EgressCeiling, cur, next) {
 		return nil, nil
 	}
 	ceiling := next.TBFConfig()
@@ -262,7 +232,7 @@ func (n *NIC) planEgress(cur, next *Config) (func() error, error) {
 
 // planIngress checks the ingress part of a change.
 func (n *NIC) planIngress(cur, next *Config) (func() error, error) {
-	if sameIngress(cur, next) {
+	if sameCeiling(IngressCeiling, cur, next) {
 		return nil, nil
 	}
 	if n.ingress == nil {
@@ -275,18 +245,6 @@ func (n *NIC) planIngress(cur, next *Config) (func() error, error) {
 	return func() error { return n.ingress.Change(cfg) }, nil
 }
 
-// sameTBF and sameIngress say whether a change leaves a direction's
-// ceiling as it is.
-func sameTBF(a, b *Config) bool {
-	return a.TBFRate == b.TBFRate && a.TBFBurst == b.TBFBurst && a.TBFPeakRate == b.TBFPeakRate && a.TBFMTU == b.TBFMTU &&
-		a.TBFLimit == b.TBFLimit && a.TBFLatency == b.TBFLatency && a.TBFPacketRate == b.TBFPacketRate && a.TBFPacketBurst == b.TBFPacketBurst
-}
-
-func sameIngress(a, b *Config) bool {
-	return a.IngressRate == b.IngressRate && a.IngressBurst == b.IngressBurst && a.IngressLimit == b.IngressLimit &&
-		a.IngressLatency == b.IngressLatency && a.IngressPacketRate == b.IngressPacketRate && a.IngressPacketBurst == b.IngressPacketBurst
-}
-
 // LiveArgs returns c's values of the flags `runsc qdisc change` may give,
 // every one of them ("--qdisc-tbf-rate=1250000", "--qdisc-tbf-pkt-rate=0",
 // ...), in the table's order: Changed(c.LiveArgs()) on any Config of the
@@ -294,7 +252,7 @@ func sameIngress(a, b *Config) bool {
 func (c *Config) LiveArgs() []string {
 	var args []string
 	for i := range Flags {
-		if f := &Flags[i]; liveFlags[f.Name] {
+		if f := &Flags[i]; f.live() {
 			args = append(args, "--"+f.Name+"="+f.get(c))
 		}
 	}

@@ -154,9 +154,12 @@ func (r Rule) choices() string {
 }
 
 // orList is "a, b or c".
-func orList(s []string) string {
+func orList(s []string) string { return joinList(s, "or") }
+
+// joinList is "a, b or c", with conj in place of "or".
+func joinList(s []string, conj string) string {
 	if len(s) < 2 {
 		return strings.Join(s, "")
 	}
-	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
+	return strings.Join(s[:len(s)-1], ", ") + " " + conj + " " + s[len(s)-1]
 }

@@ -1,11 +1,20 @@
 package runscflags
 
 // What a runtime that applies the dev.gvisor.flag.* annotations itself,
-// flag by flag, needs besides CheckAnnotation: runsc's Override checks each
-// annotation with its overrideAllowlist, whose qdisc entries call
-// CheckAnnotation, and then applies Kubernetes' bandwidth annotations,
-// which depend on what those left in force, with
-// ApplyKubernetesAnnotations.
+// flag by flag, needs: runsc's Override hands each annotation for a flag
+// this package Owns to CheckAnnotation (one check for them all, no list of
+// its own), lists those MayAnnotate allows as safe to override, and then
+// applies Kubernetes' bandwidth annotations, which depend on what those
+// left in force, with ApplyKubernetesAnnotations.
+
+// MayAnnotate reports whether an annotation may set the flag called name
+// (without dashes) without --allow-flag-override, within its Rule (Select
+// or Lower): what a runtime lists as safe to override (runsc features).
+// CheckAnnotation says which values.
+func MayAnnotate(name string) bool {
+	f := lookup(name)
+	return f != nil && !f.runtime && (f.Annotation.Permit == Select || f.Annotation.Permit == Lower)
+}
 
 // ApplyKubernetesAnnotations applies Kubernetes' bandwidth annotations in
 // annotations (AnnotationKubeEgress and AnnotationKubeIngress; it ignores

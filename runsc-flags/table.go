@@ -57,17 +57,27 @@ type Flag struct {
 	Example string
 	// Usage is the flag's help text.
 	Usage string
-	// Field is the name of the Config field the flag sets.
-	Field string
 	// Annotation is what dev.gvisor.flag.<Name> may do without
 	// --allow-flag-override.
 	Annotation Rule
 	// Linux is the setting of Linux's qdisc the flag stands for, and its
 	// bound.
 	Linux Linux
+	// Ceiling is the direction whose ceiling, a tbf, the flag sets, as
+	// the setting tc calls Linux.Param: such a flag may change on a
+	// running sandbox (runsc qdisc change). NotCeiling for the flags that
+	// shape the qdisc itself.
+	Ceiling Ceiling
+	// Kube is the Kubernetes bandwidth annotation that sets the flag
+	// (AnnotationKubeEgress, AnnotationKubeIngress), "" for none: each
+	// sets its direction's rate, burst, and limit or latency, as
+	// Linux.Param says, and the egress one selects --qdisc=tbf.
+	Kube string
 
-	// field returns a pointer to the Config field: *QueueingDiscipline,
-	// *string, *uint64, *time.Duration or *bool.
+	// field returns a pointer to the Config field the flag sets:
+	// *QueueingDiscipline, *string, *uint64, *time.Duration or *bool. It
+	// is the one place a flag names its field, and the compiler checks
+	// it.
 	field func(*Config) any
 	// negated: the bool field holds the flag's negation (FQNoECN, tc's
 	// noecn, for --qdisc-fq-codel-ecn).
@@ -161,112 +171,135 @@ func lowerDefault[T uint64 | time.Duration](def T) Rule {
 // convention.
 var Flags = []Flag{
 	{
-		Name: FlagQDisc, Kind: KindQDisc, Field: "QDisc", field: func(c *Config) any { return &c.QDisc },
+		Name: FlagQDisc, Kind: KindQDisc, field: func(c *Config) any { return &c.QDisc },
 		Default:    "fifo",
 		Usage:      "queueing discipline on the sandbox's non-loopback NICs: none, fifo, tbf or fq_codel.",
 		Annotation: Rule{Permit: Select, Choices: []Choice{{Value: "tbf"}, {Value: "fq_codel", Over: []string{"none", "fifo", "fq_codel"}}}},
 		Linux:      Linux{Qdisc: "the root qdisc"},
+		Kube:       AnnotationKubeEgress,
 	},
 	{
-		Name: FlagTBFRate, Kind: KindRate, Field: "TBFRate", field: func(c *Config) any { return &c.TBFRate },
+		Name: FlagTBFRate, Kind: KindRate, field: func(c *Config) any { return &c.TBFRate },
 		Default: "0", Unset: "unset; required with `--qdisc=tbf`",
 		Usage:      "tbf: egress rate limit; " + rateHelp + ". Required with --qdisc=tbf.",
 		Annotation: lower,
 		Linux:      Linux{Qdisc: "tbf", Param: "rate", Bound: "TCA_TBF_RATE64 is a u64"},
+		Ceiling:    EgressCeiling,
+		Kube:       AnnotationKubeEgress,
 	},
 	{
-		Name: FlagTBFBurst, Kind: KindSize, Field: "TBFBurst", field: func(c *Config) any { return &c.TBFBurst },
+		Name: FlagTBFBurst, Kind: KindSize, field: func(c *Config) any { return &c.TBFBurst },
 		Default: "0", Unset: "unset; required with `--qdisc=tbf`",
 		Usage:      "tbf: bucket depth, the most sent at once; " + sizeHelp + ". Required with --qdisc=tbf; at least the NIC's MTU plus header.",
 		Annotation: lower,
 		Linux:      Linux{Qdisc: "tbf", Param: "burst", Max: math.MaxUint32, Bound: "4 GiB: TCA_TBF_BURST is a u32"},
+		Ceiling:    EgressCeiling,
+		Kube:       AnnotationKubeEgress,
 	},
 	{
-		Name: FlagTBFPeakRate, Kind: KindRate, Field: "TBFPeakRate", field: func(c *Config) any { return &c.TBFPeakRate },
+		Name: FlagTBFPeakRate, Kind: KindRate, field: func(c *Config) any { return &c.TBFPeakRate },
 		Default: "0", Unset: "unset",
 		Usage:      "tbf: optional peak rate of a second bucket that paces bursts, above --qdisc-tbf-rate; " + rateHelp + ".",
 		Annotation: Rule{Permit: Lower, Note: "may add a peak rate (with `--qdisc-tbf-mtu`)"},
 		Linux:      Linux{Qdisc: "tbf", Param: "peakrate", Bound: "TCA_TBF_PRATE64 is a u64"},
+		Ceiling:    EgressCeiling,
 	},
 	{
-		Name: FlagTBFMTU, Kind: KindSize, Field: "TBFMTU", field: func(c *Config) any { return &c.TBFMTU },
+		Name: FlagTBFMTU, Kind: KindSize, field: func(c *Config) any { return &c.TBFMTU },
 		Default: "0", Unset: "unset",
 		Usage:      "tbf: the peak bucket's depth (tc's mtu/minburst), required with --qdisc-tbf-peakrate; " + sizeHelp + ".",
 		Annotation: lower,
 		Linux:      Linux{Qdisc: "tbf", Param: "mtu", Max: math.MaxUint32, Bound: "4 GiB: TCA_TBF_PBURST is a u32"},
+		Ceiling:    EgressCeiling,
 	},
 	{
-		Name: FlagTBFLimit, Kind: KindSize, Field: "TBFLimit", field: func(c *Config) any { return &c.TBFLimit },
+		Name: FlagTBFLimit, Kind: KindSize, field: func(c *Config) any { return &c.TBFLimit },
 		Default: "0", Unset: "1000 full-size packets",
 		Usage:      "tbf: most bytes queued; " + sizeHelp + ". Default: 1000 full-size packets. Excludes --qdisc-tbf-latency.",
 		Annotation: lower,
 		Linux:      Linux{Qdisc: "tbf", Param: "limit", Max: math.MaxUint32, Bound: "4 GiB: tc_tbf_qopt.limit is a u32"},
+		Ceiling:    EgressCeiling,
+		Kube:       AnnotationKubeEgress,
 	},
 	{
-		Name: FlagTBFLatency, Kind: KindDuration, Field: "TBFLatency", field: func(c *Config) any { return &c.TBFLatency },
+		Name: FlagTBFLatency, Kind: KindDuration, field: func(c *Config) any { return &c.TBFLatency },
 		Default: "0s", Unset: "unset", Example: "50ms",
 		Usage:      "tbf: most time a packet may wait (limit = rate*latency + burst), e.g. 50ms. Excludes --qdisc-tbf-limit.",
 		Annotation: lower,
 		Linux:      Linux{Qdisc: "tbf", Param: "latency", Bound: "the limit it gives, rate*latency + burst, is a u32", Checked: true},
+		Ceiling:    EgressCeiling,
+		Kube:       AnnotationKubeEgress,
 	},
 	{
-		Name: FlagTBFPacketRate, Kind: KindPacketRate, Field: "TBFPacketRate", field: func(c *Config) any { return &c.TBFPacketRate },
+		Name: FlagTBFPacketRate, Kind: KindPacketRate, field: func(c *Config) any { return &c.TBFPacketRate },
 		Default: "0", Unset: "unset: no packet ceiling",
 		Usage:      "tbf: packets-per-second ceiling, a bucket beside the bytes' (a packet leaves when both allow it); " + pktHelp + ". Needs --qdisc-tbf-pkt-burst; with it --qdisc-tbf-rate may be unset.",
 		Annotation: Rule{Permit: Lower, Note: "may add a packet ceiling where the operator has none"},
 		Linux:      Linux{Qdisc: "police", Param: "pkt_rate", Max: tbf.MaxPacketRate, Bound: "ours: a packet costs at least 1 ns (TCA_POLICE_PKTRATE64 is a u64)"},
+		Ceiling:    EgressCeiling,
 	},
 	{
-		Name: FlagTBFPacketBurst, Kind: KindCount, Unit: "packets", Field: "TBFPacketBurst", field: func(c *Config) any { return &c.TBFPacketBurst },
+		Name: FlagTBFPacketBurst, Kind: KindCount, Unit: "packets", field: func(c *Config) any { return &c.TBFPacketBurst },
 		Default: "0", Unset: "unset; required with `--qdisc-tbf-pkt-rate`",
 		Usage:      "tbf: the packet bucket's depth, the most packets sent at once. Required with --qdisc-tbf-pkt-rate.",
 		Annotation: lower,
 		Linux:      Linux{Qdisc: "police", Param: "pkt_burst", Max: math.MaxUint32, Bound: "ours: 32 bits (TCA_POLICE_PKTBURST64 is a u64)"},
+		Ceiling:    EgressCeiling,
 	},
 	{
-		Name: FlagIngressRate, Kind: KindRate, Field: "IngressRate", field: func(c *Config) any { return &c.IngressRate },
+		Name: FlagIngressRate, Kind: KindRate, field: func(c *Config) any { return &c.IngressRate },
 		Default: "0", Unset: "unset: not shaped",
 		Usage:      "ingress: rate limit on what the sandbox receives (a tbf on the receive path, as Linux's ifb); " + rateHelp + ". Default: not shaped.",
 		Annotation: Rule{Permit: Lower, Note: "may add an ingress shaper where the operator has none"},
 		Linux:      Linux{Qdisc: "ifb tbf", Param: "rate", Bound: "TCA_TBF_RATE64 is a u64"},
+		Ceiling:    IngressCeiling,
+		Kube:       AnnotationKubeIngress,
 	},
 	{
-		Name: FlagIngressBurst, Kind: KindSize, Field: "IngressBurst", field: func(c *Config) any { return &c.IngressBurst },
+		Name: FlagIngressBurst, Kind: KindSize, field: func(c *Config) any { return &c.IngressBurst },
 		Default: "0", Unset: "unset; required with `--qdisc-ingress-rate`",
 		Usage:      "ingress: bucket depth; " + sizeHelp + ". Required with --qdisc-ingress-rate; at least the NIC's MTU plus header.",
 		Annotation: lower,
 		Linux:      Linux{Qdisc: "ifb tbf", Param: "burst", Max: math.MaxUint32, Bound: "4 GiB: TCA_TBF_BURST is a u32"},
+		Ceiling:    IngressCeiling,
+		Kube:       AnnotationKubeIngress,
 	},
 	{
-		Name: FlagIngressLimit, Kind: KindSize, Field: "IngressLimit", field: func(c *Config) any { return &c.IngressLimit },
+		Name: FlagIngressLimit, Kind: KindSize, field: func(c *Config) any { return &c.IngressLimit },
 		Default: "0", Unset: "1000 full-size packets",
 		Usage:      "ingress: most bytes queued; " + sizeHelp + ". Default: 1000 full-size packets. Excludes --qdisc-ingress-latency.",
 		Annotation: lower,
 		Linux:      Linux{Qdisc: "ifb tbf", Param: "limit", Max: math.MaxUint32, Bound: "4 GiB: tc_tbf_qopt.limit is a u32"},
+		Ceiling:    IngressCeiling,
+		Kube:       AnnotationKubeIngress,
 	},
 	{
-		Name: FlagIngressLatency, Kind: KindDuration, Field: "IngressLatency", field: func(c *Config) any { return &c.IngressLatency },
+		Name: FlagIngressLatency, Kind: KindDuration, field: func(c *Config) any { return &c.IngressLatency },
 		Default: "0s", Unset: "unset", Example: "25ms",
 		Usage:      "ingress: most time a received packet may wait, e.g. 25ms. Excludes --qdisc-ingress-limit.",
 		Annotation: lower,
 		Linux:      Linux{Qdisc: "ifb tbf", Param: "latency", Bound: "the limit it gives, rate*latency + burst, is a u32", Checked: true},
+		Ceiling:    IngressCeiling,
+		Kube:       AnnotationKubeIngress,
 	},
 	{
-		Name: FlagIngressPacketRate, Kind: KindPacketRate, Field: "IngressPacketRate", field: func(c *Config) any { return &c.IngressPacketRate },
+		Name: FlagIngressPacketRate, Kind: KindPacketRate, field: func(c *Config) any { return &c.IngressPacketRate },
 		Default: "0", Unset: "unset: no packet ceiling",
 		Usage:      "ingress: packets-per-second ceiling on what the sandbox receives; " + pktHelp + ". Needs --qdisc-ingress-pkt-burst; with it --qdisc-ingress-rate may be unset.",
 		Annotation: Rule{Permit: Lower, Note: "may add a packet ceiling where the operator has none"},
 		Linux:      Linux{Qdisc: "ifb police", Param: "pkt_rate", Max: tbf.MaxPacketRate, Bound: "ours: a packet costs at least 1 ns (TCA_POLICE_PKTRATE64 is a u64)"},
+		Ceiling:    IngressCeiling,
 	},
 	{
-		Name: FlagIngressPacketBurst, Kind: KindCount, Unit: "packets", Field: "IngressPacketBurst", field: func(c *Config) any { return &c.IngressPacketBurst },
+		Name: FlagIngressPacketBurst, Kind: KindCount, Unit: "packets", field: func(c *Config) any { return &c.IngressPacketBurst },
 		Default: "0", Unset: "unset; required with `--qdisc-ingress-pkt-rate`",
 		Usage:      "ingress: the packet bucket's depth. Required with --qdisc-ingress-pkt-rate.",
 		Annotation: lower,
 		Linux:      Linux{Qdisc: "ifb police", Param: "pkt_burst", Max: math.MaxUint32, Bound: "ours: 32 bits (TCA_POLICE_PKTBURST64 is a u64)"},
+		Ceiling:    IngressCeiling,
 	},
 	{
-		Name: FlagTBFChild, Kind: KindChild, Field: "TBFChild", field: func(c *Config) any { return &c.TBFChild },
+		Name: FlagTBFChild, Kind: KindChild, field: func(c *Config) any { return &c.TBFChild },
 		Default: "fifo", Unset: "the tbf's byte FIFO",
 		Usage: "tbf: the queue under the bucket: fifo (a byte FIFO, bounded by --qdisc-tbf-limit or -latency) or fq_codel (flow queues with CoDel: low latency for sparse flows under load; set no tbf limit or latency).",
 		Annotation: Rule{Permit: Select, Choices: []Choice{{Value: ChildFQCoDel}, {Value: "fifo", Over: []string{"fifo"}}},
@@ -274,63 +307,63 @@ var Flags = []Flag{
 		Linux: Linux{Qdisc: "the tbf's child qdisc"},
 	},
 	{
-		Name: FlagFQCoDelLimit, Kind: KindCount, Unit: "packets", Field: "FQLimit", field: func(c *Config) any { return &c.FQLimit },
+		Name: FlagFQCoDelLimit, Kind: KindCount, Unit: "packets", field: func(c *Config) any { return &c.FQLimit },
 		Default: "0", Unset: fmt.Sprintf("Linux's %d", fqcodel.DefaultLimit),
 		Usage:      fmt.Sprintf("fq_codel: most packets queued (default %d).", fqcodel.DefaultLimit),
 		Annotation: lowerDefault(uint64(fqcodel.DefaultLimit)),
 		Linux:      Linux{Qdisc: "fq_codel", Param: "limit", Max: math.MaxUint32, Bound: "TCA_FQ_CODEL_LIMIT is a u32"},
 	},
 	{
-		Name: FlagFQCoDelFlows, Kind: KindCount, Unit: "flows", Field: "FQFlows", field: func(c *Config) any { return &c.FQFlows },
+		Name: FlagFQCoDelFlows, Kind: KindCount, Unit: "flows", field: func(c *Config) any { return &c.FQFlows },
 		Default: "0", Unset: fmt.Sprintf("Linux's %d", fqcodel.DefaultFlows),
 		Usage:      fmt.Sprintf("fq_codel: flow queues (default %d, at most %d).", fqcodel.DefaultFlows, fqcodel.MaxFlows),
 		Annotation: operatorOnly,
 		Linux:      Linux{Qdisc: "fq_codel", Param: "flows", Max: fqcodel.MaxFlows, Bound: "fq_codel_change's bound", Checked: true},
 	},
 	{
-		Name: FlagFQCoDelQuantum, Kind: KindSize, Field: "FQQuantum", field: func(c *Config) any { return &c.FQQuantum },
+		Name: FlagFQCoDelQuantum, Kind: KindSize, field: func(c *Config) any { return &c.FQQuantum },
 		Default: "0", Unset: "the NIC's MTU plus header",
 		Usage:      "fq_codel: bytes a flow sends per round; " + sizeHelp + " (default the NIC's MTU plus header).",
 		Annotation: operatorOnly,
 		Linux:      Linux{Qdisc: "fq_codel", Param: "quantum", Max: fqcodel.MaxQuantum, Bound: "1 MiB, Linux's FQ_CODEL_QUANTUM_MAX", Checked: true},
 	},
 	{
-		Name: FlagFQCoDelMemLimit, Kind: KindSize, Field: "FQMemoryLimit", field: func(c *Config) any { return &c.FQMemoryLimit },
+		Name: FlagFQCoDelMemLimit, Kind: KindSize, field: func(c *Config) any { return &c.FQMemoryLimit },
 		Default: "0", Unset: "Linux's 32mb",
 		Usage:      "fq_codel: most memory the queued packets take; " + sizeHelp + " (default 32mb).",
 		Annotation: lowerDefault(uint64(fqcodel.DefaultMemoryLimit)),
 		Linux:      Linux{Qdisc: "fq_codel", Param: "memory_limit", Max: fqcodel.MaxMemoryLimit, Bound: "2 GiB, where Linux's fq_codel_change clamps it"},
 	},
 	{
-		Name: FlagFQCoDelDropBatch, Kind: KindCount, Unit: "packets", Field: "FQDropBatch", field: func(c *Config) any { return &c.FQDropBatch },
+		Name: FlagFQCoDelDropBatch, Kind: KindCount, Unit: "packets", field: func(c *Config) any { return &c.FQDropBatch },
 		Default: "0", Unset: fmt.Sprintf("Linux's %d", fqcodel.DefaultDropBatch),
 		Usage:      fmt.Sprintf("fq_codel: most packets dropped at once from the fattest flow at the limit (default %d).", fqcodel.DefaultDropBatch),
 		Annotation: operatorOnly,
 		Linux:      Linux{Qdisc: "fq_codel", Param: "drop_batch", Max: math.MaxUint32, Bound: "TCA_FQ_CODEL_DROP_BATCH_SIZE is a u32"},
 	},
 	{
-		Name: FlagFQCoDelTarget, Kind: KindDuration, Field: "FQTarget", field: func(c *Config) any { return &c.FQTarget },
+		Name: FlagFQCoDelTarget, Kind: KindDuration, field: func(c *Config) any { return &c.FQTarget },
 		Default: "0s", Unset: "Linux's " + fqcodel.DefaultTarget.String(), Example: "5ms",
 		Usage:      fmt.Sprintf("fq_codel: acceptable standing queue delay, e.g. 5ms (default %v).", fqcodel.DefaultTarget),
 		Annotation: lowerDefault(fqcodel.DefaultTarget),
 		Linux:      Linux{Qdisc: "fq_codel", Param: "target", Max: uint64(fqcodel.MaxInterval), Bound: "CoDel's 32-bit clock of 1024 ns units, compared signed", Checked: true},
 	},
 	{
-		Name: FlagFQCoDelInterval, Kind: KindDuration, Field: "FQInterval", field: func(c *Config) any { return &c.FQInterval },
+		Name: FlagFQCoDelInterval, Kind: KindDuration, field: func(c *Config) any { return &c.FQInterval },
 		Default: "0s", Unset: "Linux's " + fqcodel.DefaultInterval.String(), Example: "100ms",
 		Usage:      fmt.Sprintf("fq_codel: how long the delay may stay above target before CoDel drops, about a worst-case RTT, e.g. 100ms (default %v).", fqcodel.DefaultInterval),
 		Annotation: lowerDefault(fqcodel.DefaultInterval),
 		Linux:      Linux{Qdisc: "fq_codel", Param: "interval", Max: uint64(fqcodel.MaxInterval), Bound: "CoDel's 32-bit clock of 1024 ns units, compared signed", Checked: true},
 	},
 	{
-		Name: FlagFQCoDelECN, Kind: KindBool, Field: "FQNoECN (negated)", field: func(c *Config) any { return &c.FQNoECN }, negated: true,
+		Name: FlagFQCoDelECN, Kind: KindBool, field: func(c *Config) any { return &c.FQNoECN }, negated: true,
 		Default:    "true",
 		Usage:      "fq_codel: mark ECN-capable packets CE instead of dropping them (tc's ecn; false is noecn).",
 		Annotation: operatorOnly,
 		Linux:      Linux{Qdisc: "fq_codel", Param: "ecn"},
 	},
 	{
-		Name: FlagAllowFlagOverride, Kind: KindBool, Field: "AllowFlagOverride", field: func(c *Config) any { return &c.AllowFlagOverride }, runtime: true,
+		Name: FlagAllowFlagOverride, Kind: KindBool, field: func(c *Config) any { return &c.AllowFlagOverride }, runtime: true,
 		Default:    "false",
 		Usage:      "allow OCI annotations (dev.gvisor.flag.*) to set any qdisc flag, not only to tighten shaping.",
 		Annotation: Rule{Permit: Never, Note: "it is the operator's switch that turns this policy off"},
