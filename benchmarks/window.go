@@ -81,10 +81,8 @@ func (h *harness) measure() measure.Result {
 	switch q := h.q.(type) {
 	case interface{ XStats() fqcodel.XStats }:
 		res.ECNMarks = q.XStats().ECNMark
-	case interface {
-		ChildStats() (fqcodel.XStats, bool)
-	}:
-		x, _ := q.ChildStats()
+	case fqcodel.Parent:
+		x, _ := fqcodel.ChildXStats(q)
 		res.ECNMarks = x.ECNMark
 	}
 	if s, ok := h.q.(fmt.Stringer); ok {

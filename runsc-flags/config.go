@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/netqdisc/netqdisc/pkg/qdisc"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/fqcodel"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/rate"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/tbf"
@@ -194,15 +195,29 @@ func (c *Config) validateFQCoDel() error {
 }
 
 // TBFConfig returns the tbf.Config the flags describe, with one queue per
-// GOMAXPROCS, as runsc gives fifo. Validate first: it assumes sizes fit in
-// 32 bits.
+// GOMAXPROCS, as runsc gives fifo, or one with --qdisc-tbf-child=fq_codel
+// (fq_codel is one qdisc), whose child NewTBFChild makes. Validate first:
+// it assumes sizes fit in 32 bits.
 func (c *Config) TBFConfig() tbf.Config {
 	t := c.tbfConfig(EgressCeiling)
 	if c.TBFChild == ChildFQCoDel {
-		fq := c.FQCoDelConfig()
-		t.FQCoDel, t.Queues = &fq, 1 // fq_codel is one qdisc
+		t.Queues = 1
 	}
 	return t
+}
+
+// NewTBFChild returns the tbf's child the flags describe, for a link whose
+// MTU plus header is mtu: fq_codel (--qdisc-tbf-child=fq_codel), or nil
+// for the tbf's byte FIFO.
+func (c *Config) NewTBFChild(mtu uint32) (qdisc.Queue, error) {
+	if c.TBFChild != ChildFQCoDel {
+		return nil, nil
+	}
+	q, err := fqcodel.NewQueue(c.FQCoDelConfig(), mtu, nil)
+	if err != nil {
+		return nil, flagError(err, fqCoDelFlags)
+	}
+	return q, nil
 }
 
 // IngressConfig returns the receive-direction tbf.Config the flags

@@ -52,7 +52,13 @@ func (c *Config) NewQueueingDiscipline(lower stack.LinkEndpoint, clock tcpip.Clo
 		}
 		return q, nil
 	}
-	q, err := tbf.New(lower, clock, c.TBFConfig())
+	cfg := c.TBFConfig()
+	child, err := c.NewTBFChild(lower.MTU() + uint32(lower.MaxHeaderLength()))
+	if err != nil {
+		return nil, err
+	}
+	cfg.Child = child
+	q, err := tbf.New(lower, clock, cfg)
 	if err != nil {
 		return nil, flagError(err, tbfFlags)
 	}
@@ -123,7 +129,11 @@ func flagError(err error, flags map[string]string) error {
 func (c *Config) Warnings() []string {
 	w := append([]string(nil), c.Notices...)
 	if c.QDisc == QDiscTBF {
-		if err := c.TBFConfig().CheckPrecision(); err != nil {
+		t := c.TBFConfig()
+		if child, err := c.NewTBFChild(gsoPacket); err == nil {
+			t.Child = child // its Slack: fq_codel's bounds it
+		}
+		if err := t.CheckPrecision(); err != nil {
 			w = append(w, fmt.Sprintf("--%s: %v", FlagTBFBurst, err))
 		}
 	}

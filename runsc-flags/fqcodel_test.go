@@ -146,7 +146,7 @@ func TestNewFQCoDel(t *testing.T) {
 	if got, want := d.String(), "tbf rate 10Mbit burst 12500b; child fq_codel limit 10240p flows 1024 quantum 1514 target 5ms interval 100ms memory_limit 32Mb ecn drop_batch 64"; got != want || d.Queues() != 1 {
 		t.Errorf("%q with %d queues, want %q with 1", got, d.Queues(), want)
 	}
-	if _, ok := d.ChildStats(); !ok {
+	if _, ok := fqcodel.ChildXStats(d); !ok {
 		t.Errorf("no child statistics")
 	}
 }

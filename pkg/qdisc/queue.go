@@ -40,3 +40,11 @@ type Queue interface {
 	// full, or dropped by its own policy.
 	Drops() uint64
 }
+
+// XStatser is a Queue that keeps counters of its own (fq_codel's
+// maxpacket, drop_overlimit, ecn_mark, ...), which `tc -s qdisc show`
+// prints after the common ones. Like the rest of a Queue, TCXStats is
+// called under the lane's lock.
+type XStatser interface {
+	TCXStats() string
+}

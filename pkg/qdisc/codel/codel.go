@@ -104,9 +104,9 @@ type Packet interface {
 	MarkCE() bool
 }
 
-// Queue is the queue CoDel manages: it hands the head packet over and
-// drops it.
-type Queue[P Packet] interface {
+// Flow is the queue CoDel manages (one flow's, in fq_codel): it hands
+// the head packet over and drops it.
+type Flow[P Packet] interface {
 	// Dequeue removes and returns the head packet; ok is false when the
 	// queue is empty.
 	Dequeue() (p P, ok bool)
@@ -142,7 +142,7 @@ func shouldDrop[P Packet](v *Vars, p P, ok bool, backlog uint32, par *Params, st
 // while the queue is in dropping state and a drop is due, drops (or marks
 // and keeps) it and takes the next, entering or leaving dropping state as
 // the sojourn time says. ok is false when q ran empty.
-func Dequeue[P Packet](q Queue[P], v *Vars, par *Params, st *Stats, now Time) (p P, ok bool) {
+func Dequeue[P Packet](q Flow[P], v *Vars, par *Params, st *Stats, now Time) (p P, ok bool) {
 	p, ok = q.Dequeue()
 	if !ok {
 		v.Dropping = false

@@ -159,12 +159,3 @@ func (c Config) Check() error {
 	_, err := c.withDefaults(minQuantum)
 	return err
 }
-
-// SameAs reports whether c, where a 0 field means Linux's default, is
-// cur, a configuration in force (as Discipline.Config returns it) on a
-// link whose MTU plus header is mtu: a running fq_codel's settings cannot
-// change, and a caller that asks for them again asks for no change.
-func (c Config) SameAs(cur Config, mtu uint32) bool {
-	d, err := c.withDefaults(mtu)
-	return err == nil && d == cur
-}

@@ -14,7 +14,7 @@ import (
 )
 
 // TestConfigBounds: every Config outside Linux's bounds (or CoDel's clock)
-// is a *ConfigError from NewQueue, New and Check, naming the field and the
+// is a *ConfigError from NewScheduler, New and Check, naming the field and the
 // bound. A quantum of 2^31 or more once made a flow's int32 deficit never
 // positive, and the dequeue loop spin.
 func TestConfigBounds(t *testing.T) {
@@ -45,11 +45,11 @@ func TestConfigBounds(t *testing.T) {
 					t.Errorf("%s: error %q does not say %q", what, err, tc.says)
 				}
 			}
-			q, err := fqcodel.NewQueue(tc.cfg, 1514)
+			q, err := fqcodel.NewScheduler(tc.cfg, 1514)
 			if q != nil {
 				q.Purge()
 			}
-			check("NewQueue", err)
+			check("NewScheduler", err)
 			d, err := fqcodel.New(qdisctest.NewLink(nil), faketime.NewManualClock(), tc.cfg)
 			if d != nil {
 				d.Close()
@@ -81,7 +81,7 @@ func TestConfigAtBounds(t *testing.T) {
 		{"most flows, longest interval", fqcodel.Config{Flows: fqcodel.MaxFlows, Interval: fqcodel.MaxInterval, Target: fqcodel.MaxInterval}, 1514, fqcodel.Config{Quantum: 1514, MemoryLimit: fqcodel.DefaultMemoryLimit}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			q, err := fqcodel.NewQueue(tc.cfg, tc.mtu)
+			q, err := fqcodel.NewScheduler(tc.cfg, tc.mtu)
 			if err != nil {
 				t.Fatal(err)
 			}

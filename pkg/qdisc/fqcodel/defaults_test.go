@@ -58,7 +58,7 @@ func linuxConfig(cfg fqcodel.Config, mtu uint32) fqcodel.Config {
 // TestDefaults checks the zero Config against Linux's fq_codel defaults,
 // written here as literals from the kernel (see linuxConfig), not the
 // package's constants: on an Ethernet link of MTU 1500 (psched_mtu 1514)
-// and a loopback-like one of 65536 with no header, through NewQueue and
+// and a loopback-like one of 65536 with no header, through NewScheduler and
 // New (which takes psched_mtu from the link), and in what `tc qdisc show`
 // prints. ECN is on by default in fq_codel (unlike in CoDel's own
 // defaults); ce_threshold is disabled, which the package shows by having
@@ -80,12 +80,12 @@ func TestDefaults(t *testing.T) {
 			if got := linuxConfig(fqcodel.Config{}, psched); got != tc.want {
 				t.Fatalf("the test's Linux defaults %+v, want %+v", got, tc.want)
 			}
-			q, err := fqcodel.NewQueue(fqcodel.Config{}, psched)
+			q, err := fqcodel.NewScheduler(fqcodel.Config{}, psched)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if got := q.Config(); got != tc.want {
-				t.Errorf("NewQueue: %+v; Linux %+v", got, tc.want)
+				t.Errorf("NewScheduler: %+v; Linux %+v", got, tc.want)
 			}
 			if p := q.CoDelParams(); p.Target != 4882 || p.Interval != 97656 || p.MTU != psched || !p.ECN {
 				t.Errorf("CoDel params %+v; Linux: target 4882, interval 97656 (5 ms and 100 ms >> 10), mtu %d, ecn", p, psched)

@@ -6,10 +6,10 @@ import (
 )
 
 // PeekedSeq is the sequence number of the packet Peek holds.
-func (q *Queue) PeekedSeq() uint64 { return qdisctest.Seq(q.peeked.pkt) }
+func (q *Scheduler) PeekedSeq() uint64 { return qdisctest.Seq(q.peeked.pkt) }
 
 // MarkCE is markCE, for the header tests.
 var MarkCE = markCE
 
 // CoDelParams returns the CoDel parameters the queue's flows run with.
-func (q *Queue) CoDelParams() codel.Params { return q.params }
+func (q *Scheduler) CoDelParams() codel.Params { return q.params }

@@ -7,7 +7,8 @@
 // as a Config field with tc's name.
 //
 // It is the cure for the queue a shaper builds: alone (New) where the
-// link itself is the bottleneck, or as a tbf's child (tbf.Config.FQCoDel),
+// link itself is the bottleneck, or as a tbf's child (tbf.Config.Child, a
+// Queue),
 // where sparse flows (a ping, a request) no longer wait behind the bulk
 // ones, and CoDel keeps each bulk flow's standing queue near Target.
 //
@@ -31,72 +32,8 @@ import (
 
 	"github.com/netqdisc/netqdisc/pkg/qdisc"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/dispatch"
-	"github.com/netqdisc/netqdisc/pkg/qdisc/flowhash"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/rate"
 )
-
-// Classifier returns the flow hash of a packet (reduced to the flow count
-// by fq_codel).
-type Classifier func(pkt *stack.PacketBuffer) uint32
-
-// Child is a Queue as a dispatch lane's queue (qdisc.Queue): fq_codel
-// alone, or a tbf's child.
-type Child struct {
-	*Queue
-	classify Classifier
-}
-
-var _ qdisc.Queue = (*Child)(nil)
-
-// NewChild returns an fq_codel queue configured as cfg, on a link whose
-// MTU plus header is mtu, that classifies packets with classify (nil:
-// pkt.Hash if set, else a seeded hash of their headers).
-func NewChild(cfg Config, mtu uint32, classify Classifier) (*Child, error) {
-	q, err := NewQueue(cfg, mtu)
-	if err != nil {
-		return nil, err
-	}
-	if classify == nil {
-		h := flowhash.New()
-		classify = func(pkt *stack.PacketBuffer) uint32 {
-			if pkt.Hash != 0 {
-				return pkt.Hash
-			}
-			return h.Packet(pkt.NetworkProtocolNumber, pkt)
-		}
-	}
-	return &Child{Queue: q, classify: classify}, nil
-}
-
-// Enqueue implements qdisc.Queue.Enqueue: fq_codel makes room by
-// dropping from the fattest flow, so it takes every packet.
-func (c *Child) Enqueue(pkt *stack.PacketBuffer, size uint32, now int64) bool {
-	c.Queue.Enqueue(pkt, size, c.classify(pkt), now)
-	return true
-}
-
-// Peek implements qdisc.Queue.Peek: fq_codel decides at now which packet
-// leaves next (CoDel may drop others on the way) and keeps it.
-func (c *Child) Peek(now int64, sizes []uint32, arrived []int64) int {
-	if len(sizes) == 0 {
-		return 0
-	}
-	size, at, ok := c.Queue.Peek(now)
-	if !ok {
-		return 0
-	}
-	sizes[0], arrived[0] = size, at
-	return 1
-}
-
-// Len implements qdisc.Queue.Len.
-func (c *Child) Len() (int, uint64) {
-	n, b := c.Queue.Len()
-	return int(n), b
-}
-
-// Drops implements qdisc.Queue.Drops.
-func (c *Child) Drops() uint64 { return c.dropOverlimit + c.stats.Drops }
 
 // String describes the configuration as `tc qdisc show` does.
 func (c Config) String() string {
@@ -111,7 +48,7 @@ func (c Config) String() string {
 
 // Discipline is fq_codel as a NIC's qdisc.
 type Discipline struct {
-	child *Child
+	child *Queue
 	lanes dispatch.Group
 }
 
@@ -123,7 +60,7 @@ func New(lower stack.LinkEndpoint, clock tcpip.Clock, cfg Config) (*Discipline, 
 	if lower == nil || clock == nil {
 		return nil, fmt.Errorf("fq_codel: no lower link endpoint or clock")
 	}
-	c, err := NewChild(cfg, lower.MTU()+uint32(lower.MaxHeaderLength()), nil)
+	c, err := NewQueue(cfg, lower.MTU()+uint32(lower.MaxHeaderLength()), nil)
 	if err != nil {
 		return nil, err
 	}

@@ -52,7 +52,7 @@ func TestECN(t *testing.T) {
 		{"ECT(0) dropped with noecn", true, 0x2, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			q, err := fqcodel.NewQueue(fqcodel.Config{NoECN: tc.noECN}, 1514)
+			q, err := fqcodel.NewScheduler(fqcodel.Config{NoECN: tc.noECN}, 1514)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -138,12 +138,12 @@ func TestConfigErrors(t *testing.T) {
 		{fqcodel.Config{Target: -time.Millisecond}, "target"},
 		{fqcodel.Config{Interval: 2 * time.Hour, Target: time.Millisecond}, "interval"},
 	} {
-		_, err := fqcodel.NewQueue(tc.cfg, 1514)
+		_, err := fqcodel.NewScheduler(tc.cfg, 1514)
 		if ce, ok := err.(*fqcodel.ConfigError); !ok || ce.Field != tc.field {
 			t.Errorf("%+v: %v, want a ConfigError naming %s", tc.cfg, err, tc.field)
 		}
 	}
-	_, err := tbf.New(qdisctest.NewLink(nil), tcpip.NewStdClock(), tbf.Config{Rate: 125000, Burst: 3028, Latency: time.Millisecond, FQCoDel: &fqcodel.Config{}})
+	_, err := newTBF(qdisctest.NewLink(nil), tcpip.NewStdClock(), tbf.Config{Rate: 125000, Burst: 3028, Latency: time.Millisecond}, &fqcodel.Config{})
 	if ce, ok := err.(*tbf.ConfigError); !ok || ce.Field != "limit" {
 		t.Errorf("tbf with a child and a latency: %v, want a ConfigError naming limit", err)
 	}
@@ -158,7 +158,7 @@ func TestCloseRace(t *testing.T) {
 			return fqcodel.New(link, tcpip.NewStdClock(), fqcodel.Config{Limit: 100})
 		}},
 		{"under tbf", func(link *qdisctest.Link) (qdisctest.StatsQdisc, error) {
-			return tbf.New(link, tcpip.NewStdClock(), tbf.Config{Rate: 1_250_000, Burst: 3028, FQCoDel: &fqcodel.Config{Limit: 100}})
+			return newTBF(link, tcpip.NewStdClock(), tbf.Config{Rate: 1_250_000, Burst: 3028}, &fqcodel.Config{Limit: 100})
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -186,7 +186,7 @@ func TestNoAllocationPerPacket(t *testing.T) {
 			return fqcodel.New(link, tcpip.NewStdClock(), fqcodel.Config{})
 		}},
 		{"under tbf", func(link *qdisctest.Link) (qdisctest.StatsQdisc, error) {
-			return tbf.New(link, tcpip.NewStdClock(), tbf.Config{Rate: 10_000 * 125_000_000, Burst: 1000 * 1514, FQCoDel: &fqcodel.Config{}})
+			return newTBF(link, tcpip.NewStdClock(), tbf.Config{Rate: 10_000 * 125_000_000, Burst: 1000 * 1514}, &fqcodel.Config{})
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -218,7 +218,7 @@ func TestTBFSlackUnderTarget(t *testing.T) {
 		{&fqcodel.Config{Target: 30 * time.Millisecond, Interval: 300 * time.Millisecond}, 0, tbf.DefaultSlack},
 		{&fqcodel.Config{}, 4 * time.Millisecond, 4 * time.Millisecond}, // as given
 	} {
-		d, err := tbf.New(qdisctest.NewLink(nil), tcpip.NewStdClock(), tbf.Config{Rate: 1_250_000, Burst: 12500, FQCoDel: tc.child, Slack: tc.slack})
+		d, err := newTBF(qdisctest.NewLink(nil), tcpip.NewStdClock(), tbf.Config{Rate: 1_250_000, Burst: 12500, Slack: tc.slack}, tc.child)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,7 +5,7 @@ import "gvisor.dev/gvisor/pkg/tcpip/stack"
 // Peeked returns the packet Peek holds for the next Dequeue, nil if none:
 // FuzzFQCoDel accounts its memory apart (a peeked packet counts in Len,
 // not in XStats.MemoryUsage).
-func (q *Queue) Peeked() *stack.PacketBuffer {
+func (q *Scheduler) Peeked() *stack.PacketBuffer {
 	if !q.hasPeeked {
 		return nil
 	}

@@ -14,7 +14,7 @@ import (
 // fuzzOps bounds the operations one input runs, so that each runs fast.
 const fuzzOps = 200
 
-// FuzzFQCoDel drives a Queue, configured from the input with small
+// FuzzFQCoDel drives a Scheduler, configured from the input with small
 // limits, through operations the input chooses: enqueues of hostile
 // packets (0 to 65535 bytes, any header, on any hash), dequeues, peeks (as
 // a tbf parent does), clock steps from nanoseconds to minutes, and purges.
@@ -53,7 +53,7 @@ func FuzzFQCoDel(f *testing.F) {
 		cfg.Quantum = uint32(in.IntN([...]int{1, 512, 4096, 1<<20 + 1}[in.IntN(4)]))
 		cfg.Interval = time.Duration(1+in.IntN(1<<16)) << in.IntN(16)
 		cfg.Target = cfg.Interval * time.Duration(in.IntN(257)) / 256
-		q, err := fqcodel.NewQueue(cfg, mtu)
+		q, err := fqcodel.NewScheduler(cfg, mtu)
 		if err != nil {
 			t.Skip(err)
 		}
@@ -90,7 +90,7 @@ type fuzzPkt struct {
 // fuzzRun is one input's queue, what the test knows of it, and the model.
 type fuzzRun struct {
 	t   *testing.T
-	q   *fqcodel.Queue
+	q   *fqcodel.Scheduler
 	cfg fqcodel.Config
 	now int64
 
@@ -109,7 +109,7 @@ type fuzzRun struct {
 	m *linuxFQCoDel
 }
 
-func newFuzzRun(t *testing.T, q *fqcodel.Queue, cfg fqcodel.Config, mtu uint32) *fuzzRun {
+func newFuzzRun(t *testing.T, q *fqcodel.Scheduler, cfg fqcodel.Config, mtu uint32) *fuzzRun {
 	c := q.Config()
 	r := &fuzzRun{t: t, q: q, cfg: c, now: int64(time.Second), byPkt: map[*stack.PacketBuffer]*fuzzPkt{}, flows: map[int][]*fuzzPkt{}}
 	if c.NoECN {

@@ -1,13 +1,13 @@
 package fqcodel
 
-// fifo is a flow's packets, first in first out, in a ring that grows.
-type fifo struct {
+// packets is a flow's packets, first in first out, in a ring that grows.
+type packets struct {
 	buf  []entry
 	head int
 	n    int
 }
 
-func (f *fifo) push(e entry) {
+func (f *packets) push(e entry) {
 	if f.n == len(f.buf) {
 		grown := make([]entry, max(4, 2*len(f.buf)))
 		for i := 0; i < f.n; i++ {
@@ -19,7 +19,7 @@ func (f *fifo) push(e entry) {
 	f.n++
 }
 
-func (f *fifo) pop() entry {
+func (f *packets) pop() entry {
 	e := f.buf[f.head]
 	f.buf[f.head] = entry{}
 	f.head = (f.head + 1) % len(f.buf)

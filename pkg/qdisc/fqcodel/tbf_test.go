@@ -53,22 +53,23 @@ func TestConformanceUnderTBF(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		cfg      tbf.Config
+		fq       fqcodel.Config
 		flows    uint64
 		arrivals []tbftest.Arrival
 	}{
-		{"10mbit, 4 flows above the rate: CoDel drops", tbf.Config{Rate: 10 * mbit, Burst: 3028, FQCoDel: &fqcodel.Config{}}, 4,
+		{"10mbit, 4 flows above the rate: CoDel drops", tbf.Config{Rate: 10 * mbit, Burst: 3028}, fqcodel.Config{}, 4,
 			tbftest.Poisson(31, 0, 4000, 600_000, tbftest.Fixed(1514))},
-		{"10mbit, a bulk flow and a sparse one, odd sizes", tbf.Config{Rate: 10 * mbit, Burst: 12500, FQCoDel: &fqcodel.Config{}}, 2,
+		{"10mbit, a bulk flow and a sparse one, odd sizes", tbf.Config{Rate: 10 * mbit, Burst: 12500}, fqcodel.Config{}, 2,
 			tbftest.Concat(tbftest.Backlog(0, 300, tbftest.Odd(32)), tbftest.Poisson(33, 0, 2000, 400_000, tbftest.Odd(34)))},
-		{"100mbit, fq_codel's packet limit", tbf.Config{Rate: 100 * mbit, Burst: 3028, FQCoDel: &fqcodel.Config{Limit: 50, DropBatch: 4}}, 3,
+		{"100mbit, fq_codel's packet limit", tbf.Config{Rate: 100 * mbit, Burst: 3028}, fqcodel.Config{Limit: 50, DropBatch: 4}, 3,
 			tbftest.Poisson(35, 0, 3000, 60_000, tbftest.Odd(36))},
-		{"1mbit, short target, quantum 300", tbf.Config{Rate: mbit, Burst: 3028, FQCoDel: &fqcodel.Config{Target: time.Millisecond, Interval: 20 * time.Millisecond, Quantum: 300}}, 5,
+		{"1mbit, short target, quantum 300", tbf.Config{Rate: mbit, Burst: 3028}, fqcodel.Config{Target: time.Millisecond, Interval: 20 * time.Millisecond, Quantum: 300}, 5,
 			tbftest.Poisson(37, 0, 600, 5_000_000, tbftest.Odd(38))},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			hash := func(seq uint64) uint32 { return uint32(1 + seq%tc.flows*0x9e3779b1) }
 			mk := func(t *testing.T, cfg tbf.Config, clock tcpip.Clock, link *qdisctest.Link) tbftest.Shaper {
-				d, err := tbf.New(link, clock, cfg)
+				d, err := newTBF(link, clock, cfg, &tc.fq)
 				if err != nil {
 					t.Fatalf("tbf.New: %v", err)
 				}
@@ -77,7 +78,7 @@ func TestConformanceUnderTBF(t *testing.T) {
 			}
 			// The child's psched_mtu: the link's MTU, 1500, and its
 			// 14-byte header.
-			child := &childModel{m: newLinuxFQCoDel(*tc.cfg.FQCoDel, 1514), hash: hash}
+			child := &childModel{m: newLinuxFQCoDel(tc.fq, 1514), hash: hash}
 			ls := tbftest.NewLockstep(t, mk, tc.cfg, 1500, tbftest.WithChildModel(child))
 			ls.Run(t, tc.arrivals, hash, func(next int64) {
 				if got := len(ls.Link.Records()); got != len(ls.M.Sent) {
@@ -95,7 +96,7 @@ func TestConformanceUnderTBF(t *testing.T) {
 				}
 			}
 			st := ls.S.Stats()
-			x, _ := ls.S.(tbfShaper).ChildStats()
+			x, _ := fqcodel.ChildXStats(ls.S.(tbfShaper))
 			t.Logf("%d arrivals: %d sent, %d dropped (%d by CoDel, %d at the limit), %d overlimits", len(tc.arrivals), st.Packets, st.Drops, x.CoDelDrops, x.DropOverlimit, st.Overlimits)
 			if st.Drops != uint64(ls.M.AllDrops()) || st.Packets != uint64(len(ls.M.Sent)) || st.BacklogPackets != 0 {
 				t.Errorf("stats %+v; Linux: %d sent, %d dropped", st, len(ls.M.Sent), ls.M.AllDrops())

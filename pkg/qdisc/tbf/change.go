@@ -22,9 +22,9 @@ import (
 // A ceiling may be removed (Rate and PacketRate both 0, as Firecracker's
 // 0-sized bucket: packets then leave as they come, within the limit) and
 // set again. cfg is checked as New checks it, on the same link; the
-// settings that shape the qdisc itself cannot change (Queues, Slack, the
-// fq_codel child and its settings): such a change is a *ConfigError
-// naming the field, and nothing changes.
+// settings that shape the qdisc itself cannot change (Queues, Slack, and
+// the child, which a Change keeps: its Child is nil or the one in force):
+// such a change is a *ConfigError naming the field, and nothing changes.
 func (d *Discipline) Change(cfg Config) error {
 	p, err := d.prepare(cfg)
 	if err != nil {
@@ -72,7 +72,7 @@ func (d *Discipline) prepare(cfg Config) (change, error) {
 	if err := d.sameChild(cfg, cur); err != nil {
 		return change{}, err
 	}
-	cfg.Slack, cfg.FQCoDel = cur.Slack, cur.FQCoDel
+	cfg.Slack, cfg.Child = cur.Slack, cur.Child
 	if cfg.Rate == 0 && cfg.PacketRate == 0 {
 		v, err := d.checkNoCeiling(cfg)
 		return change{cfg: v}, err
@@ -93,8 +93,11 @@ func (d *Discipline) checkNoCeiling(cfg Config) (Config, error) {
 	if cfg.Latency != 0 {
 		return cfg, configErr("latency", "latency needs a rate to give a limit, and the ceiling is removed; give a limit in bytes, or none")
 	}
-	if cfg.FQCoDel != nil {
-		return cfg, nil // fq_codel bounds the queue
+	if cfg.Child != nil {
+		if cfg.Limit != 0 {
+			return cfg, configErr("limit", "with a child qdisc (%s), the child's limits bound the queue; leave limit unset", childName(cfg.Child))
+		}
+		return cfg, nil
 	}
 	if cfg.Limit == 0 {
 		cfg.Limit = uint32(min(DefaultLimitPackets*boundsOf(d.link, d.splitsGSO).mtu, math.MaxUint32))
@@ -112,16 +115,12 @@ func (d *Discipline) bound(maxSize uint32) uint32 {
 	return maxSize
 }
 
-// sameChild refuses a change of the fq_codel child: its presence, or any
-// setting given that differs from the one in force (0 is the default).
+// sameChild refuses a change of the child: a Change keeps the child in
+// force, as `tc qdisc change` of a tbf leaves its child alone, so its
+// Child is nil or that one.
 func (d *Discipline) sameChild(cfg, cur Config) error {
-	switch {
-	case cfg.FQCoDel == nil && cur.FQCoDel == nil:
-		return nil
-	case cfg.FQCoDel == nil || cur.FQCoDel == nil:
-		return configErr("child", "the tbf's child (its byte FIFO or fq_codel) cannot change on a running qdisc")
-	case !cfg.FQCoDel.SameAs(*cur.FQCoDel, uint32(min(linkMaxOf(d.link), math.MaxUint32))):
-		return configErr("child", "the fq_codel child's settings (%v in force) cannot change on a running qdisc", cur.FQCoDel)
+	if cfg.Child != nil && cfg.Child != cur.Child {
+		return configErr("child", "the tbf's child cannot change on a running qdisc; leave Child nil to keep the one in force")
 	}
 	return nil
 }
@@ -143,7 +142,7 @@ func CheckOn(link stack.LinkEndpoint, cfg Config, splitsGSO bool) error {
 // The gate is a fmt.Stringer that describes itself as `tc qdisc show`
 // does a tbf's buckets.
 func NewGate(link stack.LinkEndpoint, cfg Config, splitsGSO bool) (dispatch.Gate, uint32, error) {
-	cfg.Limit, cfg.Latency, cfg.Queues, cfg.Slack, cfg.FQCoDel = 0, 0, 0, 0, nil
+	cfg.Limit, cfg.Latency, cfg.Queues, cfg.Slack, cfg.Child = 0, 0, 0, 0, nil
 	if cfg.Rate == 0 && cfg.PacketRate == 0 {
 		return nil, 0, nil
 	}
@@ -157,6 +156,6 @@ func NewGate(link stack.LinkEndpoint, cfg Config, splitsGSO bool) (dispatch.Gate
 // bucketsString describes c's buckets alone, as String does with no
 // queue settings.
 func (c Config) bucketsString() string {
-	c.Limit, c.Latency, c.FQCoDel = 0, 0, nil
+	c.Limit, c.Latency, c.Child = 0, 0, nil
 	return c.String()
 }

@@ -73,7 +73,7 @@ func TestChangeRefused(t *testing.T) {
 		{"latency with no ceiling", tbf.Config{Latency: 50_000_000, Queues: 2}, "latency"},
 		{"burst with no ceiling", tbf.Config{Burst: 12500, Queues: 2}, "rate"},
 		{"burst with packets alone", tbf.Config{Burst: 12500, PacketRate: 100, PacketBurst: 4, Queues: 2}, "burst"},
-		{"an fq_codel child", tbf.Config{Rate: mbit, Burst: 12500, Queues: 2, FQCoDel: &fqcodel.Config{}}, "child"},
+		{"an fq_codel child", tbf.Config{Rate: mbit, Burst: 12500, Queues: 2, Child: fqChild(fqcodel.Config{})}, "child"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d, err := tbf.New(qdisctest.NewLink(nil), tcpip.NewStdClock(), start)

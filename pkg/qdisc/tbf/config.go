@@ -3,10 +3,12 @@ package tbf
 import (
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 
+	"github.com/netqdisc/netqdisc/pkg/qdisc"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/rate"
 )
 
@@ -50,17 +52,12 @@ func configErr(field, format string, args ...any) error {
 }
 
 // Check reports whether c is valid on some link: nil, or a *ConfigError
-// naming the setting to change (an *fqcodel.ConfigError for the child's
-// settings). It is New's check less what depends on the link: that Burst
-// (and MTU) hold the link's largest packet, and the default Limit.
+// naming the setting to change. It is New's check less what depends on
+// the link: that Burst (and MTU) hold the link's largest packet, and the
+// default Limit. (A Child was checked when it was made.)
 func (c Config) Check() error {
-	if _, _, err := c.validate(nil); err != nil {
-		return err
-	}
-	if c.FQCoDel != nil {
-		return c.FQCoDel.Check()
-	}
-	return nil
+	_, _, err := c.validate(nil)
+	return err
 }
 
 // linkBounds is what New checks a Config against on its link.
@@ -158,10 +155,10 @@ func (c Config) validate(link *linkBounds) (Config, uint32, error) {
 	case c.Latency < 0:
 		return c, 0, configErr("latency", "latency %v is negative; give a positive duration such as 50ms", c.Latency)
 	// Ours: the child's own limits bound the queue, and it is one queue.
-	case c.FQCoDel != nil && (c.Limit != 0 || c.Latency != 0):
-		return c, 0, configErr("limit", "with fq_codel as the child, fq_codel's limits bound the queue; leave limit and latency unset")
-	case c.FQCoDel != nil && c.Queues > 1:
-		return c, 0, configErr("queues", "a tbf with fq_codel as its child has one queue (fq_codel spreads flows itself); leave queues unset")
+	case c.Child != nil && (c.Limit != 0 || c.Latency != 0):
+		return c, 0, configErr("limit", "with a child qdisc (%s), the child's limits bound the queue; leave limit and latency unset", childName(c.Child))
+	case c.Child != nil && c.Queues > 1:
+		return c, 0, configErr("queues", "a tbf with a child qdisc (%s) has one queue (the child spreads flows itself); leave queues unset", childName(c.Child))
 	// Ours: Linux's tbf has one queue and its watchdog no slack.
 	case c.Queues < 0 || c.Queues > MaxQueues:
 		return c, 0, configErr("queues", "queues %d is out of range; give 1 to %d (0 means 1)", c.Queues, MaxQueues)
@@ -226,7 +223,7 @@ func (c Config) validate(link *linkBounds) (Config, uint32, error) {
 			return c, 0, configErr("latency", "latency %v at rate %s allows a backlog of %d bytes, more than the %d a limit can hold (Linux's tc_tbf_qopt.limit is u32); lower latency", c.Latency, rate.FormatRate(c.Rate), limit, uint32(math.MaxUint32))
 		}
 		c.Limit = uint32(limit)
-	case c.FQCoDel != nil:
+	case c.Child != nil:
 		return c, maxSize, nil // the child bounds the queue
 	case c.Limit == 0:
 		if link == nil {
@@ -295,4 +292,15 @@ func (c Config) validatePacketOnly(link *linkBounds) (Config, uint32, error) {
 		return c, 0, configErr("limit", "a full backlog of %.0f packets takes more than 2^62 ns at pkt_rate %d; lower limit or raise pkt_rate", packets, c.PacketRate)
 	}
 	return c, maxSize, nil
+}
+
+// childName names a child qdisc in an error: its first word as `tc qdisc
+// show` would print it ("fq_codel"), or its type.
+func childName(q qdisc.Queue) string {
+	if s, ok := q.(fmt.Stringer); ok {
+		if name, _, _ := strings.Cut(s.String(), " "); name != "" {
+			return name
+		}
+	}
+	return fmt.Sprintf("%T", q)
 }

@@ -73,7 +73,8 @@ func TestConfigBounds(t *testing.T) {
 }
 
 // TestConfigCheckLink: Check takes what only the link can refuse, New
-// refuses it; and Check passes an fq_codel child's errors on.
+// refuses it; a child's own settings are checked as it is made, and
+// Check refuses a limit beside one.
 func TestConfigCheckLink(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -93,10 +94,16 @@ func TestConfigCheckLink(t *testing.T) {
 			}
 		})
 	}
-	child := tbf.Config{Rate: mbit, Burst: 12500, FQCoDel: &fqcodel.Config{Quantum: 1 << 31}}
+	// A child is checked as it is made; the tbf checks what it holds
+	// with one.
 	var ce *fqcodel.ConfigError
-	if err := child.Check(); !errors.As(err, &ce) || ce.Field != "quantum" {
-		t.Errorf("Check() with an fq_codel child of quantum 2^31 = %v; want an fqcodel.ConfigError naming quantum", err)
+	if _, err := fqcodel.NewQueue(fqcodel.Config{Quantum: 1 << 31}, 1514, nil); !errors.As(err, &ce) || ce.Field != "quantum" {
+		t.Errorf("an fq_codel child of quantum 2^31: %v; want an fqcodel.ConfigError naming quantum", err)
+	}
+	child := tbf.Config{Rate: mbit, Burst: 12500, Limit: 100000, Child: fqChild(fqcodel.Config{})}
+	var te *tbf.ConfigError
+	if err := child.Check(); !errors.As(err, &te) || te.Field != "limit" || !strings.Contains(err.Error(), "fq_codel") {
+		t.Errorf("Check() with a limit and an fq_codel child = %v; want a ConfigError naming limit and the child", err)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/netqdisc/netqdisc/pkg/qdisc/fqcodel"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/qdisctest"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/tbf"
 )
@@ -26,7 +27,14 @@ func FuzzChange(f *testing.F) {
 func fuzzChange(t *testing.T, data []byte) {
 	in := qdisctest.NewInput(data)
 	linkMTU := [...]uint32{1500, 9000, 576}[in.IntN(3)]
-	cfg, _ := fuzzConfig(in, linkMTU)
+	cfg, fq, _ := fuzzConfig(in, linkMTU)
+	if fq != nil {
+		child, err := fqcodel.NewQueue(*fq, linkMTU+14, nil)
+		if err != nil {
+			t.Skip(err)
+		}
+		cfg.Child = child
+	}
 	before := runtime.NumGoroutine()
 	clock := qdisctest.NewStepClock()
 	link := qdisctest.NewLink(clock)
@@ -68,7 +76,12 @@ func fuzzChange(t *testing.T, data []byte) {
 // without a ceiling, sometimes one it must refuse.
 func fuzzChangeOnce(t *testing.T, d *tbf.Discipline, in *qdisctest.Input, linkMTU uint32) {
 	cur := d.Config()
-	next, _ := fuzzConfig(in, linkMTU)
+	next, fq, _ := fuzzConfig(in, linkMTU)
+	if fq != nil { // a new child: Change must refuse it
+		if child, err := fqcodel.NewQueue(*fq, linkMTU+14, nil); err == nil {
+			next.Child = child
+		}
+	}
 	switch in.IntN(4) {
 	case 0: // no ceiling
 		next = tbf.Config{Limit: next.Limit}
@@ -80,8 +93,8 @@ func fuzzChangeOnce(t *testing.T, d *tbf.Discipline, in *qdisctest.Input, linkMT
 	}
 	if in.IntN(4) != 1 {
 		next.Queues, next.Slack = cur.Queues, cur.Slack
-		next.FQCoDel = cur.FQCoDel
-		if cur.FQCoDel != nil {
+		next.Child = cur.Child
+		if cur.Child != nil {
 			next.Limit, next.Latency = 0, 0
 		}
 	}

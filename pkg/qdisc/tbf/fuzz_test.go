@@ -43,7 +43,15 @@ func FuzzTBF(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		in := qdisctest.NewInput(data)
 		linkMTU := [...]uint32{1500, 9000, 576, 65000}[in.IntN(4)]
-		cfg, closeEarly := fuzzConfig(in, linkMTU)
+		cfg, fq, closeEarly := fuzzConfig(in, linkMTU)
+		if fq != nil {
+			child, err := fqcodel.NewQueue(*fq, linkMTU+14, nil)
+			if err != nil {
+				t.Skip(err)
+			}
+			cfg.Child, fq = child, new(fqcodel.Config)
+			*fq = child.Config()
+		}
 		before := runtime.NumGoroutine()
 		clock := qdisctest.NewStepClock()
 		link := qdisctest.NewLink(clock)
@@ -54,7 +62,7 @@ func FuzzTBF(f *testing.F) {
 			t.Skip(err)
 		}
 		t.Cleanup(d.Close) // on failure; Close is idempotent
-		r := &fuzzTBF{t: t, cfg: d.Config(), d: d, clock: clock, link: link, start: start}
+		r := &fuzzTBF{t: t, cfg: d.Config(), fq: fq, d: d, clock: clock, link: link, start: start}
 		r.rate = rate.New(cfg.Rate).WithOverhead(cfg.Overhead).WithMPU(cfg.MPU)
 		r.buffer = int64(r.rate.TimeNS(cfg.Burst))
 		if cfg.PeakRate != 0 {
@@ -91,7 +99,7 @@ func FuzzTBF(f *testing.F) {
 		r.o.Release(t)
 		qdisctest.WaitGoroutines(t, before)
 
-		if cfg.Queues <= 1 && cfg.FQCoDel == nil {
+		if cfg.Queues <= 1 && cfg.Child == nil {
 			fuzzConformance(t, cfg, linkMTU, arrivals)
 		}
 	})
@@ -129,9 +137,9 @@ func fuzzConformance(t *testing.T, cfg tbf.Config, linkMTU uint32, arrivals []tb
 // 14-byte header) from in, mostly within the bounds New enforces (overhead
 // below the burst, an MPU of at most the burst and 65535, an fq_codel
 // quantum of at most 1 MiB), and whether to Close with a backlog.
-func fuzzConfig(in *qdisctest.Input, linkMTU uint32) (tbf.Config, bool) {
+func fuzzConfig(in *qdisctest.Input, linkMTU uint32) (cfg tbf.Config, fq *fqcodel.Config, closeEarly bool) {
 	linkMax := linkMTU + 14
-	cfg := tbf.Config{
+	cfg = tbf.Config{
 		Rate:   uint64(1+in.IntN(1<<16)) << in.IntN(32),
 		Burst:  linkMax + uint32(in.IntN(1<<16))<<in.IntN(8),
 		Queues: 1 + in.IntN(4),
@@ -173,19 +181,20 @@ func fuzzConfig(in *qdisctest.Input, linkMTU uint32) (tbf.Config, bool) {
 			Interval:    time.Duration(1+in.IntN(1<<16)) << in.IntN(16),
 		}
 		c.Target = c.Interval * time.Duration(in.IntN(257)) / 256
-		cfg.FQCoDel, cfg.Queues, cfg.Limit, cfg.Latency = c, 1, 0, 0
+		fq, cfg.Queues, cfg.Limit, cfg.Latency = c, 1, 0, 0
 	}
 	if in.IntN(4) == 0 {
 		cfg.PacketRate = uint64(1+in.IntN(1<<16)) << in.IntN(12)
 		cfg.PacketBurst = uint32(1 + in.IntN(64))
 	}
-	return cfg, in.IntN(4) == 0
+	return cfg, fq, in.IntN(4) == 0
 }
 
 // fuzzTBF is one input's tbf and what the test knows of it.
 type fuzzTBF struct {
 	t     *testing.T
-	cfg   tbf.Config // in force
+	cfg   tbf.Config      // in force
+	fq    *fqcodel.Config // the fq_codel child's, in force
 	d     *tbf.Discipline
 	clock *qdisctest.StepClock
 	link  *qdisctest.Link
@@ -210,9 +219,9 @@ func (r *fuzzTBF) check() {
 	if sent != st.Packets || bytes != st.Bytes {
 		t.Fatalf("the link has %d packets (%d bytes); Stats %+v", sent, bytes, st)
 	}
-	if x, ok := r.d.ChildStats(); ok {
-		if st.Drops != uint64(r.o.Refused)+x.Drops() || st.BacklogPackets > uint64(r.cfg.FQCoDel.Limit) || st.Bytes+st.BacklogBytes > r.o.AcceptedBytes {
-			t.Fatalf("%d packets (%d bytes) accepted, %d refused; Stats %+v; fq_codel (limit %d) %+v", r.o.Accepted, r.o.AcceptedBytes, r.o.Refused, st, r.cfg.FQCoDel.Limit, x)
+	if x, ok := fqcodel.ChildXStats(r.d); ok {
+		if st.Drops != uint64(r.o.Refused)+x.Drops() || st.BacklogPackets > uint64(r.fq.Limit) || st.Bytes+st.BacklogBytes > r.o.AcceptedBytes {
+			t.Fatalf("%d packets (%d bytes) accepted, %d refused; Stats %+v; fq_codel (limit %d) %+v", r.o.Accepted, r.o.AcceptedBytes, r.o.Refused, st, r.fq.Limit, x)
 		}
 	} else if st.Bytes+st.BacklogBytes != r.o.AcceptedBytes || st.Drops != uint64(r.o.Refused) || st.BacklogBytes > uint64(r.cfg.Limit) {
 		t.Fatalf("%d bytes accepted, %d packets refused, limit %d; Stats %+v", r.o.AcceptedBytes, r.o.Refused, r.cfg.Limit, st)

@@ -33,8 +33,8 @@ func TestHostilePackets(t *testing.T) {
 		{"4 queues, closed with a backlog", tbf.Config{Rate: 10 * mbit, Burst: 16000, Limit: 48000, Queues: 4}, false},
 		{"peak rate, 2 queues", tbf.Config{Rate: 10 * mbit, Burst: 32000, PeakRate: 100 * mbit, MTU: 9014, Limit: 64000, Queues: 2}, true},
 		{"overhead and mpu", tbf.Config{Rate: 10 * mbit, Burst: 16000, Limit: 48000, Overhead: 24, MPU: 64, Slack: tbf.NoSlack}, true},
-		{"fq_codel child", tbf.Config{Rate: 10 * mbit, Burst: 70000, FQCoDel: child}, true},
-		{"fq_codel child, closed with a backlog", tbf.Config{Rate: 10 * mbit, Burst: 70000, FQCoDel: child}, false},
+		{"fq_codel child", tbf.Config{Rate: 10 * mbit, Burst: 70000, Child: fqChild(*child)}, true},
+		{"fq_codel child, closed with a backlog", tbf.Config{Rate: 10 * mbit, Burst: 70000, Child: fqChild(*child)}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			const packets = 3000
@@ -58,7 +58,7 @@ func TestHostilePackets(t *testing.T) {
 				if sent != st.Packets || bytes != st.Bytes {
 					t.Fatalf("the link has %d packets (%d bytes), Stats %+v", sent, bytes, st)
 				}
-				x, ok := d.ChildStats()
+				x, ok := fqcodel.ChildXStats(d)
 				switch {
 				case !ok && (st.Bytes+st.BacklogBytes != o.AcceptedBytes || st.Drops != uint64(o.Refused) || st.BacklogBytes > uint64(limit)):
 					t.Fatalf("%d bytes accepted, %d packets refused, limit %d; Stats %+v", o.AcceptedBytes, o.Refused, limit, st)
@@ -95,7 +95,7 @@ func TestHostilePackets(t *testing.T) {
 			if st.BacklogPackets != 0 || st.BacklogBytes != 0 {
 				t.Errorf("backlog after Close: %+v", st)
 			}
-			if x, ok := d.ChildStats(); ok {
+			if x, ok := fqcodel.ChildXStats(d); ok {
 				if x.MemoryUsage != 0 {
 					t.Errorf("fq_codel holds %d bytes of packet memory after Close", x.MemoryUsage)
 				}
@@ -103,10 +103,10 @@ func TestHostilePackets(t *testing.T) {
 					t.Errorf("fq_codel %+v: the run did not reach its limits and CoDel", x)
 				}
 			}
-			if o.Refused == 0 && tc.cfg.FQCoDel == nil {
+			if o.Refused == 0 && tc.cfg.Child == nil {
 				t.Errorf("nothing refused: the run did not reach the bucket's size or the limit")
 			}
-			x, _ := d.ChildStats()
+			x, _ := fqcodel.ChildXStats(d)
 			t.Logf("%d accepted, %d refused; %v\n%+v", o.Accepted, o.Refused, st, x)
 			o.Release(t)
 			qdisctest.WaitGoroutines(t, before)

@@ -52,7 +52,6 @@ package tbf
 
 import (
 	"fmt"
-	"math"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -63,7 +62,6 @@ import (
 
 	"github.com/netqdisc/netqdisc/pkg/qdisc"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/dispatch"
-	"github.com/netqdisc/netqdisc/pkg/qdisc/fqcodel"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/gso"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/rate"
 )
@@ -134,11 +132,10 @@ type Config struct {
 	// back to back. Meanwhile a packet arriving on the same queue sends
 	// what is due from its own goroutine, with no wake-up. Nothing leaves
 	// earlier than Linux's tbf would send it, and what is sent late is
-	// caught up (see Late wake-ups). 0 means DefaultSlack, or with an
-	// fq_codel child the smaller of it and half fq_codel's target (a sparse
-	// flow's packet waiting a Slack would otherwise be over target, and
-	// CoDel would drop it); NoSlack wakes at every departure time, as
-	// Linux's watchdog does, for the smoothest wire at the most CPU.
+	// caught up (see Late wake-ups). 0 means DefaultSlack, or with a
+	// child that bounds it (a SlackBounder: fq_codel) the smaller of the
+	// two; NoSlack wakes at every departure time, as Linux's watchdog
+	// does, for the smoothest wire at the most CPU.
 	Slack time.Duration
 	// Overhead is added to every packet's length before it is charged, and
 	// MPU is the least a packet is charged, as tc's "overhead" and "mpu".
@@ -146,17 +143,28 @@ type Config struct {
 	// and smaller than Burst (and than MTU with a peak rate): see Check.
 	Overhead int32
 	MPU      uint32
-	// FQCoDel, if not nil, replaces the tbf's FIFO with fq_codel (as `tc
-	// qdisc add dev eth0 parent 1: fq_codel` under a tbf): the bucket
-	// charges each packet when fq_codel hands it over, and fq_codel's
+	// Child, if not nil, is the tbf's child qdisc in place of its byte
+	// FIFO, as `tc qdisc add dev eth0 parent 1: fq_codel` grafts one under
+	// a tbf: any qdisc.Queue (fq_codel's is fqcodel.NewQueue). The buckets
+	// charge each packet when the child hands it over, and the child's own
 	// limits bound the queue, so Limit and Latency must be 0 and there is
-	// one queue.
-	FQCoDel *fqcodel.Config
+	// one queue. New takes the child over (Close purges it); Change keeps
+	// it, so a Change's Child is nil or the one in force. A child that is
+	// a fmt.Stringer is shown by String, and one that keeps counters of
+	// its own (qdisc.XStatser) by TCStats.
+	Child qdisc.Queue
+}
+
+// SlackBounder is a child queue that bounds the Slack of the timer above
+// it: fq_codel, whose CoDel would drop a sparse flow's packet that waited
+// a Slack past its target.
+type SlackBounder interface {
+	MaxSlack() time.Duration
 }
 
 // Discipline is a token bucket filter qdisc.
 type Discipline struct {
-	child *fqcodel.Child
+	child qdisc.Queue
 	lanes dispatch.Group
 	// link and splitsGSO are what New was given, for Change.
 	link      stack.LinkEndpoint
@@ -213,13 +221,7 @@ func newTo(out stack.LinkWriter, link stack.LinkEndpoint, clock tcpip.Clock, cfg
 	}
 	d := &Discipline{link: link, splitsGSO: splitsGSO}
 	d.maxSize.Store(maxSize)
-	if cfg.FQCoDel != nil {
-		if d.child, err = fqcodel.NewChild(*cfg.FQCoDel, uint32(min(linkMaxOf(link), math.MaxUint32)), nil); err != nil {
-			return nil, err
-		}
-		c := d.child.Config()
-		cfg.FQCoDel = &c
-	}
+	d.child = cfg.Child
 	slack := cfg.slackInForce()
 	if cfg.Slack == 0 {
 		cfg.Slack = slack // the Slack in force
@@ -273,7 +275,7 @@ func receivedSize(mtu uint32, maxSize *atomic.Uint32) func(*stack.PacketBuffer) 
 }
 
 // slackInForce is the timer's Slack for c (see Config.Slack): as given,
-// 0 for NoSlack, and for 0 DefaultSlack, or with an fq_codel child at most
+// 0 for NoSlack, and for 0 DefaultSlack, or with a SlackBounder child at most
 // half its target.
 func (c Config) slackInForce() time.Duration {
 	switch {
@@ -281,12 +283,10 @@ func (c Config) slackInForce() time.Duration {
 		return 0
 	case c.Slack > 0:
 		return c.Slack
-	case c.FQCoDel != nil:
-		target := c.FQCoDel.Target
-		if target == 0 {
-			target = fqcodel.DefaultTarget
+	case c.Child != nil:
+		if b, ok := c.Child.(SlackBounder); ok {
+			return max(min(DefaultSlack, b.MaxSlack()), 0)
 		}
-		return min(DefaultSlack, target/2)
 	}
 	return DefaultSlack
 }
@@ -332,23 +332,26 @@ func (d *Discipline) Queues() int { return len(d.lanes.Lanes) }
 func (d *Discipline) Stats() qdisc.Stats { return d.lanes.Stats() }
 
 // TCStats is what `tc -s qdisc show` prints for the tbf: its counters
-// and, with a child, fq_codel's own.
+// and, with a child that keeps its own (qdisc.XStatser), those.
 func (d *Discipline) TCStats() string {
 	s := d.Stats().String()
-	if x, ok := d.ChildStats(); ok {
-		s += "\n" + x.String()
-	}
+	d.Child(func(c qdisc.Queue) {
+		if x, ok := c.(qdisc.XStatser); ok {
+			s += "\n" + x.TCXStats()
+		}
+	})
 	return s
 }
 
-// ChildStats returns the fq_codel child's own counters; ok is false
-// without one.
-func (d *Discipline) ChildStats() (x fqcodel.XStats, ok bool) {
+// Child calls f with the tbf's child (nil: its byte FIFO, which has no
+// counters of its own) under the lock its lane guards it with, to read
+// the child's own counters.
+func (d *Discipline) Child(f func(child qdisc.Queue)) {
 	if d.child == nil {
-		return x, false
+		f(nil)
+		return
 	}
-	d.lanes.Lanes[0].Locked(func() { x = d.child.XStats() })
-	return x, true
+	d.lanes.Lanes[0].Locked(func() { f(d.child) })
 }
 
 // Config returns the configuration in force, with Limit (and, when 0 was
@@ -394,8 +397,8 @@ func (c Config) String() string {
 	if c.MPU != 0 {
 		fmt.Fprintf(&b, " mpu %s", rate.FormatSize(uint64(c.MPU)))
 	}
-	if c.FQCoDel != nil {
-		fmt.Fprintf(&b, "; child %s", c.FQCoDel)
+	if s, ok := c.Child.(fmt.Stringer); ok {
+		fmt.Fprintf(&b, "; child %s", s)
 	}
 	return b.String()
 }

@@ -206,7 +206,7 @@ func TestCheckPrecision(t *testing.T) {
 		{"no slack: 1 ms is enough", tbf.Config{Rate: 10 * mbit, Burst: 1250, Slack: tbf.NoSlack}, false},
 		{"no slack: 0.5 ms is not", tbf.Config{Rate: 10 * mbit, Burst: 625, Slack: tbf.NoSlack}, true},
 		{"6 ms bucket: not with the default slack", tbf.Config{Rate: 10 * mbit, Burst: 7500}, true},
-		{"6 ms bucket: enough under fq_codel's 2.5 ms slack", tbf.Config{Rate: 10 * mbit, Burst: 7500, FQCoDel: &fqcodel.Config{}}, false},
+		{"6 ms bucket: enough under fq_codel's 2.5 ms slack", tbf.Config{Rate: 10 * mbit, Burst: 7500, Child: fqChild(fqcodel.Config{})}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.cfg.CheckPrecision()

@@ -23,7 +23,7 @@ func TestZeroLengthPacketsPastTheLimit(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			const limit = 4
-			q, err := fqcodel.NewQueue(fqcodel.Config{Limit: limit, Flows: 16}, 1514)
+			q, err := fqcodel.NewScheduler(fqcodel.Config{Limit: limit, Flows: 16}, 1514)
 			if err != nil {
 				t.Fatal(err)
 			}

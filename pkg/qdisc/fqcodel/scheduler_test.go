@@ -28,7 +28,7 @@ type traffic struct {
 	ecn     bool
 }
 
-// TestConformance runs Queue and the Linux model through the same
+// TestConformance runs Scheduler and the Linux model through the same
 // arrivals and departures: every departure is the same packet, marked CE
 // or not as in Linux, every enqueue drops as many, and the counters
 // agree. The model's defaults are the kernel's (linuxConfig), not the
@@ -60,7 +60,7 @@ func TestConformance(t *testing.T) {
 
 func runConformance(t *testing.T, cfg fqcodel.Config, tr traffic, seed int64) {
 	const mtu = 1514
-	q, err := fqcodel.NewQueue(cfg, mtu)
+	q, err := fqcodel.NewScheduler(cfg, mtu)
 	if err != nil {
 		t.Fatal(err)
 	}
