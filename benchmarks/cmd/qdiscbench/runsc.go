@@ -53,7 +53,7 @@ type runscRow struct {
 	err     error
 }
 
-// runRunsc runs real runsc sandboxes side by side (see the README): upstream
+// runRunsc runs real runsc sandboxes side by side (see docs/results.md): upstream
 // runsc and netqdisc's runsc with the same flags, and netqdisc's with a
 // 50 ms latency bound too, 4 iperf streams from the sandbox to the kernel
 // peer, interleaved over rounds; it prints on-wire/rate, loaded ping RTT and

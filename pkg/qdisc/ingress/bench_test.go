@@ -51,7 +51,7 @@ func BenchmarkDeliver(b *testing.B) {
 
 // BenchmarkDeliverNoCeiling is the receive path's cost per packet with no
 // ceiling: what every runsc NIC pays for an ingress endpoint that
-// `runsc qdisc change` can later shape (README: Changing a running
+// `runsc qdisc change` can later shape (docs/results.md: Changing a running
 // sandbox's shaping).
 func BenchmarkDeliverNoCeiling(b *testing.B) {
 	link := qdisctest.NewLink(nil)

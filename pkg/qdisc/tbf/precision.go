@@ -9,7 +9,7 @@ import (
 
 // TimerGranularity is how late a Go timer can fire in an idle process on
 // Linux: the runtime waits in epoll_wait, which counts whole milliseconds
-// (README: Small bursts).
+// (docs/results.md, Small bursts).
 const TimerGranularity = time.Millisecond
 
 // PrecisionError says that a configuration asks for burst precision the

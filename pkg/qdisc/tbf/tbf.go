@@ -31,7 +31,7 @@
 // (when its tokens sufficed, not before it arrived), so a late pass sends
 // what Linux's tbf, woken on time, would already have sent, and nothing
 // earlier. That also makes wake-ups cheap to ration: the timer fires at
-// most once per Slack (README: Small bursts has the figures).
+// most once per Slack (docs/results.md, Small bursts, has the figures).
 //
 // Many queues: with Queues > 1, packets are spread over that many FIFOs by
 // pkt.Hash, each with its own dispatcher, all drawing on one bucket (a
@@ -68,7 +68,7 @@ import (
 
 // DefaultSlack is Slack's default: the qdisc's timer wakes at most 125
 // times a second, a small fraction of a core whatever wakes the thread
-// (README: Small bursts has the measured cost). A packet that
+// (docs/results.md, Small bursts, has the measured cost). A packet that
 // waits leaves at most this (plus the timer's granularity) late, usually
 // much less, since arriving packets send what is due; the rate holds
 // because late departures are caught up. With the granularity it stays
@@ -96,11 +96,12 @@ const minPacketBytes = 20
 // Config is a token bucket filter's settings, in the units of
 // `tc qdisc add ... tbf`.
 type Config struct {
-	// Rate is the long-term rate in bytes per second. Required.
+	// Rate is the long-term rate in bytes per second. Required, unless a
+	// PacketRate alone is the ceiling (then Rate and Burst are 0).
 	Rate uint64
 	// Burst is the rate bucket's depth in bytes: the most that may leave
-	// at once after an idle spell. Required; at least the lower link's
-	// largest packet.
+	// at once after an idle spell. Required with Rate; at least the lower
+	// link's largest packet.
 	Burst uint32
 	// PeakRate, if not 0, is a second bucket's rate in bytes per second,
 	// above Rate, that bounds how fast the Burst may leave.
@@ -124,13 +125,14 @@ type Config struct {
 	// packets are spread over by pkt.Hash, all drawing from the one bucket;
 	// 0 means 1. runsc-flags uses GOMAXPROCS, as for fifo.
 	Queues int
-	// Slack is the least time between two timer wake-ups of a queue's
-	// dispatcher. A queue that waits now and then is woken at the waiting
-	// packet's departure time; one that waits for packet after packet is
-	// woken at most once per Slack, and each wake-up sends everything that
-	// came due since the last, so packets may leave up to Slack late and
-	// back to back. Meanwhile a packet arriving on the same queue sends
-	// what is due from its own goroutine, with no wake-up. Nothing leaves
+	// Slack is the least time between two wake-ups of the qdisc's one
+	// timer, which serves every lane. A lane that waits now and then is
+	// woken at its head packet's departure time; lanes that wait for
+	// packet after packet are woken at most once per Slack, and each
+	// wake-up sends everything that came due since the last, so packets
+	// may leave up to Slack late and back to back. Meanwhile a packet sent
+	// on any lane sends what is due from its own goroutine, with no
+	// wake-up (on the send path; the receive path's arrivals only queue). Nothing leaves
 	// earlier than Linux's tbf would send it, and what is sent late is
 	// caught up (see Late wake-ups). 0 means DefaultSlack, or with a
 	// child that bounds it (a SlackBounder: fq_codel) the smaller of the
