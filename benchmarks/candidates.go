@@ -46,7 +46,7 @@ func SingleQueue(cfg *runscflags.Config) Candidate {
 	c.Variant = "1 queue"
 	c.Make = func(lower stack.LinkEndpoint, clock tcpip.Clock) (stack.QueueingDiscipline, error) {
 		tc := cfg.TBFConfig()
-		tc.Queues = 1
+		tc.Lanes = 1
 		return tbf.New(lower, clock, tc)
 	}
 	return c

@@ -46,12 +46,12 @@ var directions = map[Ceiling]struct {
 	// with its last rate.
 	queueStays bool
 	// unflagged are the flags errors about the tbf.Config fields no flag
-	// sets name: queues (one a CPU, or the qdisc's) and overhead (charged
+	// sets name: lanes (one a CPU, or the qdisc's) and overhead (charged
 	// against the burst).
 	unflagged map[string]string
 }{
-	EgressCeiling:  {queueStays: true, unflagged: map[string]string{"queues": FlagQDisc, "overhead": FlagTBFBurst}},
-	IngressCeiling: {unflagged: map[string]string{"queues": FlagIngressRate, "overhead": FlagIngressBurst}},
+	EgressCeiling:  {queueStays: true, unflagged: map[string]string{"lanes": FlagQDisc, "overhead": FlagTBFBurst}},
+	IngressCeiling: {unflagged: map[string]string{"lanes": FlagIngressRate, "overhead": FlagIngressBurst}},
 }
 
 // A tbf.Config setting's part in its ceiling.
@@ -125,7 +125,7 @@ func liveFlags() string {
 // tbfConfig returns the tbf.Config of c's ceiling d, with one queue per
 // GOMAXPROCS, as runsc gives fifo.
 func (c *Config) tbfConfig(d Ceiling) tbf.Config {
-	t := tbf.Config{Queues: min(runtime.GOMAXPROCS(0), tbf.MaxQueues)}
+	t := tbf.Config{Lanes: min(runtime.GOMAXPROCS(0), tbf.MaxLanes)}
 	for _, f := range ceilingFlags(d) {
 		f.setting().set(&t, deref(f.field(c)))
 	}

@@ -201,7 +201,7 @@ func (c *Config) validateFQCoDel() error {
 func (c *Config) TBFConfig() tbf.Config {
 	t := c.tbfConfig(EgressCeiling)
 	if c.TBFChild == ChildFQCoDel {
-		t.Queues = 1
+		t.Lanes = 1
 	}
 	return t
 }

@@ -309,8 +309,8 @@ func TestNewQueueingDiscipline(t *testing.T) {
 		}
 		defer q.Close()
 		f, ok := q.(*fifo.Discipline)
-		if !ok || f.Queues() != runtime.GOMAXPROCS(0) {
-			t.Errorf("fifo: %T with %d queues; want *fifo.Discipline with GOMAXPROCS=%d", q, f.Queues(), runtime.GOMAXPROCS(0))
+		if !ok || f.Lanes() != runtime.GOMAXPROCS(0) {
+			t.Errorf("fifo: %T with %d queues; want *fifo.Discipline with GOMAXPROCS=%d", q, f.Lanes(), runtime.GOMAXPROCS(0))
 		}
 		if got, want := q.(QDisc).String(), fmt.Sprintf("fifo queues %d limit 1000p", runtime.GOMAXPROCS(0)); got != want {
 			t.Errorf("fifo described as %q, want %q", got, want)
@@ -324,8 +324,8 @@ func TestNewQueueingDiscipline(t *testing.T) {
 		}
 		defer q.Close()
 		d := q.(*tbf.Discipline)
-		if got := d.Config(); got.Rate != 1_250_000 || got.Burst != 12500 || got.Limit != 1000*1514 || d.Queues() != runtime.GOMAXPROCS(0) {
-			t.Errorf("tbf config %+v with %d queues; want rate 1250000, burst 12500, limit 1000 packets of 1514, GOMAXPROCS queues", got, d.Queues())
+		if got := d.Config(); got.Rate != 1_250_000 || got.Burst != 12500 || got.Limit != 1000*1514 || d.Lanes() != runtime.GOMAXPROCS(0) {
+			t.Errorf("tbf config %+v with %d queues; want rate 1250000, burst 12500, limit 1000 packets of 1514, GOMAXPROCS queues", got, d.Lanes())
 		}
 	})
 	t.Run("tbf from annotations", func(t *testing.T) {

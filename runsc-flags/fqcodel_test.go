@@ -143,8 +143,8 @@ func TestNewFQCoDel(t *testing.T) {
 	}
 	defer q.Close()
 	d := q.(*tbf.Discipline)
-	if got, want := d.String(), "tbf rate 10Mbit burst 12500b; child fq_codel limit 10240p flows 1024 quantum 1514 target 5ms interval 100ms memory_limit 32Mb ecn drop_batch 64"; got != want || d.Queues() != 1 {
-		t.Errorf("%q with %d queues, want %q with 1", got, d.Queues(), want)
+	if got, want := d.String(), "tbf rate 10Mbit burst 12500b; child fq_codel limit 10240p flows 1024 quantum 1514 target 5ms interval 100ms memory_limit 32Mb ecn drop_batch 64"; got != want || d.Lanes() != 1 {
+		t.Errorf("%q with %d queues, want %q with 1", got, d.Lanes(), want)
 	}
 	if _, ok := fqcodel.ChildXStats(d); !ok {
 		t.Errorf("no child statistics")

@@ -122,7 +122,7 @@ func TestKubeAnnotations(t *testing.T) {
 func TestNewIngress(t *testing.T) {
 	clock := faketime.NewManualClock()
 	c, _ := parse(t)
-	if e, err := c.NewIngress(qdisctest.NewLink(clock), clock); err != nil || e.String() != "none" || e.Queues() != 0 {
+	if e, err := c.NewIngress(qdisctest.NewLink(clock), clock); err != nil || e.String() != "none" || e.Lanes() != 0 {
 		t.Errorf("no ingress flags: %v, %v; want an Endpoint with no ceiling", e, err)
 	} else {
 		e.Close()
@@ -133,8 +133,8 @@ func TestNewIngress(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	if got, want := e.String(), "tbf rate 10Mbit burst 12500b lat 25ms"; got != want || e.Queues() != runtime.GOMAXPROCS(0) {
-		t.Errorf("ingress %q with %d queues, want %q with GOMAXPROCS", got, e.Queues(), want)
+	if got, want := e.String(), "tbf rate 10Mbit burst 12500b lat 25ms"; got != want || e.Lanes() != runtime.GOMAXPROCS(0) {
+		t.Errorf("ingress %q with %d queues, want %q with GOMAXPROCS", got, e.Lanes(), want)
 	}
 	// What only the NIC can refuse, NewIngress refuses; the rest Validate
 	// does, as the flags are parsed.

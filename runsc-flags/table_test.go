@@ -107,13 +107,13 @@ func TestCeilingTBFConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	queues := min(runtime.GOMAXPROCS(0), tbf.MaxQueues)
+	queues := min(runtime.GOMAXPROCS(0), tbf.MaxLanes)
 	want := tbf.Config{Rate: 1000000, Burst: 20000, PeakRate: 2000000, MTU: 1514, Latency: 40 * time.Millisecond,
-		PacketRate: 3000, PacketBurst: 30, Queues: queues}
+		PacketRate: 3000, PacketBurst: 30, Lanes: queues}
 	if diff := cmp.Diff(want, c.TBFConfig()); diff != "" {
 		t.Errorf("TBFConfig (-want +got):\n%s", diff)
 	}
-	want = tbf.Config{Rate: 500000, Burst: 10000, Limit: 70000, PacketRate: 4000, PacketBurst: 40, Queues: queues}
+	want = tbf.Config{Rate: 500000, Burst: 10000, Limit: 70000, PacketRate: 4000, PacketBurst: 40, Lanes: queues}
 	if diff := cmp.Diff(want, c.IngressConfig()); diff != "" {
 		t.Errorf("IngressConfig (-want +got):\n%s", diff)
 	}

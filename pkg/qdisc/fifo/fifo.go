@@ -1,12 +1,14 @@
 // Package fifo is a first-in, first-out queueing discipline for gVisor's
 // netstack: runsc's default qdisc.
 //
-// Packets are spread over a number of queues by pkt.Hash (runsc uses one
-// queue per CPU), so that one flow's packets stay in order on one queue
-// while different flows are dispatched in parallel. Each queue has its own
-// dispatcher goroutine, which hands the lower link batches of up to
-// qdisc.BatchSize (47) packets. A full queue answers ErrNoBufferSpace and
-// counts a drop, as pfifo does when its limit is reached.
+// Packets are spread over a number of lanes by pkt.Hash (runsc uses one
+// lane per CPU, as a NIC has a transmit queue per CPU under Linux's mq),
+// so that one flow's packets stay in order on one lane while different
+// flows are dispatched in parallel. Each lane is a queue with its own
+// dispatcher goroutine (package dispatch), which hands the lower link
+// batches of up to qdisc.BatchSize (47) packets. A full lane answers
+// ErrNoBufferSpace and counts a drop, as pfifo does when its limit is
+// reached.
 //
 // Where this differs from gVisor's upstream fifo (pkg/tcpip/link/qdisc/fifo):
 // it keeps `tc -s`-style statistics (Stats), counts its backlog in bytes as
@@ -37,19 +39,19 @@ type Discipline struct {
 
 var _ stack.QueueingDiscipline = (*Discipline)(nil)
 
-// New returns a FIFO qdisc that writes to lower through queues queues
-// (at least 1) of at most queueLen packets each (at least 1), and starts
+// New returns a FIFO qdisc that writes to lower through lanes lanes (at
+// least 1) of at most queueLen packets each (at least 1), and starts
 // their dispatchers.
-func New(lower stack.LinkWriter, queues, queueLen int) *Discipline {
-	return NewWithClock(lower, nil, queues, queueLen)
+func New(lower stack.LinkWriter, lanes, queueLen int) *Discipline {
+	return NewWithClock(lower, nil, lanes, queueLen)
 }
 
 // NewWithClock is New with the clock that times a full link's retries and
 // a ceiling set in place (SetCeiling); nil is the system's. A fifo reads
 // it only then.
-func NewWithClock(lower stack.LinkWriter, clock tcpip.Clock, queues, queueLen int) *Discipline {
+func NewWithClock(lower stack.LinkWriter, clock tcpip.Clock, lanes, queueLen int) *Discipline {
 	d := &Discipline{queueLen: max(queueLen, 1)}
-	d.lanes.Init(queues, dispatch.Config{Lower: lower, MaxPackets: d.queueLen, Clock: clock})
+	d.lanes.Init(lanes, dispatch.Config{Lower: lower, MaxPackets: d.queueLen, Clock: clock})
 	d.lanes.Start()
 	return d
 }
@@ -68,15 +70,16 @@ func (d *Discipline) Close() { d.lanes.Close() }
 // Stats returns the qdisc's counters, summed over its queues.
 func (d *Discipline) Stats() qdisc.Stats { return d.lanes.Stats() }
 
-// Queues returns the number of queues.
-func (d *Discipline) Queues() int { return len(d.lanes.Lanes) }
+// Lanes returns the number of lanes.
+func (d *Discipline) Lanes() int { return len(d.lanes.Lanes) }
 
 // String describes the qdisc as `tc qdisc show` does a pfifo, with its
-// queue count: "fifo queues 2 limit 1000p" (the limit is per queue). With
+// lane count as the queues Linux's mq would show: "fifo queues 2 limit
+// 1000p" (the limit is per lane). With
 // a ceiling set, the ceiling comes first, as a tbf whose child the fifo
 // is: "tbf rate 10Mbit burst 12500b; child fifo queues 2 limit 1000p".
 func (d *Discipline) String() string {
-	s := fmt.Sprintf("fifo queues %d limit %dp", d.Queues(), d.queueLen)
+	s := fmt.Sprintf("fifo queues %d limit %dp", d.Lanes(), d.queueLen)
 	if g := d.lanes.Gate(); g != nil {
 		return fmt.Sprintf("%v; child %s", g, s)
 	}

@@ -30,7 +30,7 @@ func TestHostilePackets(t *testing.T) {
 			clock := qdisctest.NewStepClock()
 			link := qdisctest.NewLink(clock)
 			link.Discard = true
-			e, err := ingress.New(link, clock, tbf.Config{Rate: 10 * mbit, Burst: 16000, Limit: 48000, Queues: queues})
+			e, err := ingress.New(link, clock, tbf.Config{Rate: 10 * mbit, Burst: 16000, Limit: 48000, Lanes: queues})
 			if err != nil {
 				t.Fatal(err)
 			}

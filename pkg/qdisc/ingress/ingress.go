@@ -168,7 +168,7 @@ func (e *Endpoint) deliver(protocol tcpip.NetworkProtocolNumber, pkt *stack.Pack
 		pkt.NetworkProtocolNumber = protocol // delivery reads it
 	}
 	var hash uint32
-	if s.Queues() > 1 {
+	if s.Lanes() > 1 {
 		hash = e.hash.Packet(protocol, pkt)
 	}
 	return s.Enqueue(pkt, hash)
@@ -233,10 +233,10 @@ func (e *Endpoint) Quiescent() bool {
 	return s == nil || s.Quiescent()
 }
 
-// Queues returns the number of queues (0 before any ceiling).
-func (e *Endpoint) Queues() int {
+// Lanes returns the number of the shaper's lanes (0 before any ceiling).
+func (e *Endpoint) Lanes() int {
 	if s := e.shaper.Load(); s != nil {
-		return s.Queues()
+		return s.Lanes()
 	}
 	return 0
 }

@@ -235,7 +235,7 @@ func TestFlowsOverQueues(t *testing.T) {
 	for _, queues := range []int{1, 4} {
 		t.Run(fmt.Sprintf("%d queues", queues), func(t *testing.T) {
 			clock := faketime.NewManualClock()
-			e, err := ingress.New(qdisctest.NewLink(clock), clock, tbf.Config{Rate: mbit, Burst: 1514, Limit: 5600, Queues: queues})
+			e, err := ingress.New(qdisctest.NewLink(clock), clock, tbf.Config{Rate: mbit, Burst: 1514, Limit: 5600, Lanes: queues})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -292,7 +292,7 @@ func TestCloseRace(t *testing.T) {
 						link := qdisctest.NewLink(nil)
 						link.Discard = true
 						cfg := tc.cfg
-						cfg.Queues = queues
+						cfg.Lanes = queues
 						e, err := ingress.New(link, tcpip.NewStdClock(), cfg)
 						if err != nil {
 							t.Fatal(err)
@@ -309,7 +309,7 @@ func TestCloseRace(t *testing.T) {
 func TestNoAllocationPerPacket(t *testing.T) {
 	link := qdisctest.NewLink(nil)
 	link.Discard = true
-	e, err := ingress.New(link, tcpip.NewStdClock(), tbf.Config{Rate: 100_000 * mbit, Burst: 1000 * 1514, Queues: 2})
+	e, err := ingress.New(link, tcpip.NewStdClock(), tbf.Config{Rate: 100_000 * mbit, Burst: 1000 * 1514, Lanes: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

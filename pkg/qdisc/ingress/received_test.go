@@ -212,7 +212,7 @@ func TestNoAllocationPerAggregate(t *testing.T) {
 	link := qdisctest.NewLink(nil)
 	link.Discard = true
 	link.GSO, link.GSOMax = stack.HostGSOSupported, 65536
-	e, err := ingress.New(link, tcpip.NewStdClock(), tbf.Config{Rate: 100_000 * mbit, Burst: 1000 * 1514, Queues: 2})
+	e, err := ingress.New(link, tcpip.NewStdClock(), tbf.Config{Rate: 100_000 * mbit, Burst: 1000 * 1514, Lanes: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

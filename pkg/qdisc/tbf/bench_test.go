@@ -25,12 +25,12 @@ func TestNoAllocationPerPacket(t *testing.T) {
 		cfg  tbf.Config
 	}{
 		{"never limiting", never},
-		{"never limiting, 4 queues", tbf.Config{Rate: never.Rate, Burst: never.Burst, Queues: 4}},
+		{"never limiting, 4 queues", tbf.Config{Rate: never.Rate, Burst: never.Burst, Lanes: 4}},
 		// Shaping at 10 Gbit/s: the dispatcher sleeps and its one timer is
 		// re-armed; still no allocation.
 		{"shaping", tbf.Config{Rate: 10 * gbit, Burst: 3028, Limit: 1 << 20}},
-		{"shaping, 4 queues", tbf.Config{Rate: 10 * gbit, Burst: 3028, Limit: 1 << 20, Queues: 4}},
-		{"shaping with a peak rate", tbf.Config{Rate: 10 * gbit, Burst: 64 << 10, PeakRate: 20 * gbit, MTU: 3028, Limit: 1 << 20, Queues: 2}},
+		{"shaping, 4 queues", tbf.Config{Rate: 10 * gbit, Burst: 3028, Limit: 1 << 20, Lanes: 4}},
+		{"shaping with a peak rate", tbf.Config{Rate: 10 * gbit, Burst: 64 << 10, PeakRate: 20 * gbit, MTU: 3028, Limit: 1 << 20, Lanes: 2}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			link := qdisctest.NewLink(nil)
@@ -58,7 +58,7 @@ func BenchmarkWritePacket(b *testing.B) {
 			link := qdisctest.NewLink(nil)
 			link.Discard = true
 			cfg := never
-			cfg.Queues = queues
+			cfg.Lanes = queues
 			d, err := tbf.New(link, tcpip.NewStdClock(), cfg)
 			if err != nil {
 				b.Fatal(err)

@@ -22,7 +22,7 @@ import (
 // A ceiling may be removed (Rate and PacketRate both 0, as Firecracker's
 // 0-sized bucket: packets then leave as they come, within the limit) and
 // set again. cfg is checked as New checks it, on the same link; the
-// settings that shape the qdisc itself cannot change (Queues, Slack, and
+// settings that shape the qdisc itself cannot change (Lanes, Slack, and
 // the child, which a Change keeps: its Child is nil or the one in force):
 // such a change is a *ConfigError naming the field, and nothing changes.
 func (d *Discipline) Change(cfg Config) error {
@@ -60,11 +60,11 @@ type change struct {
 // prepare checks cfg for Change and builds its buckets, full now.
 func (d *Discipline) prepare(cfg Config) (change, error) {
 	cur := d.Config()
-	if cfg.Queues == 0 {
-		cfg.Queues = 1
+	if cfg.Lanes == 0 {
+		cfg.Lanes = 1
 	}
-	if curQueues := max(cur.Queues, 1); cfg.Queues != curQueues {
-		return change{}, configErr("queues", "queues is %d and cannot change on a running qdisc; leave it at %d", cfg.Queues, curQueues)
+	if curLanes := max(cur.Lanes, 1); cfg.Lanes != curLanes {
+		return change{}, configErr("lanes", "lanes is %d and cannot change on a running qdisc; leave it at %d", cfg.Lanes, curLanes)
 	}
 	if cfg.Slack != 0 && cfg.Slack != cur.Slack && !(cfg.Slack == NoSlack && cur.Slack == 0) {
 		return change{}, configErr("slack", "slack %v cannot change on a running qdisc (%v in force); leave it unset", cfg.Slack, cur.Slack)
@@ -142,7 +142,7 @@ func CheckOn(link stack.LinkEndpoint, cfg Config, splitsGSO bool) error {
 // The gate is a fmt.Stringer that describes itself as `tc qdisc show`
 // does a tbf's buckets.
 func NewGate(link stack.LinkEndpoint, cfg Config, splitsGSO bool) (dispatch.Gate, uint32, error) {
-	cfg.Limit, cfg.Latency, cfg.Queues, cfg.Slack, cfg.Child = 0, 0, 0, 0, nil
+	cfg.Limit, cfg.Latency, cfg.Lanes, cfg.Slack, cfg.Child = 0, 0, 0, 0, nil
 	if cfg.Rate == 0 && cfg.PacketRate == 0 {
 		return nil, 0, nil
 	}

@@ -60,20 +60,20 @@ func TestChangeConformance(t *testing.T) {
 // TestChangeRefused: a change Change cannot make is a ConfigError naming
 // the setting, and the tbf goes on as it was.
 func TestChangeRefused(t *testing.T) {
-	start := tbf.Config{Rate: 10 * mbit, Burst: 12500, Latency: 50_000_000, Queues: 2}
+	start := tbf.Config{Rate: 10 * mbit, Burst: 12500, Latency: 50_000_000, Lanes: 2}
 	for _, tc := range []struct {
 		name  string
 		cfg   tbf.Config
 		field string
 	}{
-		{"queues", tbf.Config{Rate: mbit, Burst: 12500, Queues: 4}, "queues"},
-		{"slack", tbf.Config{Rate: mbit, Burst: 12500, Queues: 2, Slack: 1_000_000}, "slack"},
-		{"burst below the link's packet", tbf.Config{Rate: mbit, Burst: 1000, Queues: 2}, "burst"},
-		{"peak rate not above the rate", tbf.Config{Rate: mbit, Burst: 12500, PeakRate: mbit, MTU: 1514, Queues: 2}, "peakrate"},
-		{"latency with no ceiling", tbf.Config{Latency: 50_000_000, Queues: 2}, "latency"},
-		{"burst with no ceiling", tbf.Config{Burst: 12500, Queues: 2}, "rate"},
-		{"burst with packets alone", tbf.Config{Burst: 12500, PacketRate: 100, PacketBurst: 4, Queues: 2}, "burst"},
-		{"an fq_codel child", tbf.Config{Rate: mbit, Burst: 12500, Queues: 2, Child: fqChild(fqcodel.Config{})}, "child"},
+		{"lanes", tbf.Config{Rate: mbit, Burst: 12500, Lanes: 4}, "lanes"},
+		{"slack", tbf.Config{Rate: mbit, Burst: 12500, Lanes: 2, Slack: 1_000_000}, "slack"},
+		{"burst below the link's packet", tbf.Config{Rate: mbit, Burst: 1000, Lanes: 2}, "burst"},
+		{"peak rate not above the rate", tbf.Config{Rate: mbit, Burst: 12500, PeakRate: mbit, MTU: 1514, Lanes: 2}, "peakrate"},
+		{"latency with no ceiling", tbf.Config{Latency: 50_000_000, Lanes: 2}, "latency"},
+		{"burst with no ceiling", tbf.Config{Burst: 12500, Lanes: 2}, "rate"},
+		{"burst with packets alone", tbf.Config{Burst: 12500, PacketRate: 100, PacketBurst: 4, Lanes: 2}, "burst"},
+		{"an fq_codel child", tbf.Config{Rate: mbit, Burst: 12500, Lanes: 2, Child: fqChild(fqcodel.Config{})}, "child"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d, err := tbf.New(qdisctest.NewLink(nil), tcpip.NewStdClock(), start)

@@ -32,7 +32,7 @@ func TestCloseRace(t *testing.T) {
 						link := qdisctest.NewLink(nil)
 						link.Discard = true
 						cfg := tc.cfg
-						cfg.Queues = queues
+						cfg.Lanes = queues
 						d, err := tbf.New(link, tcpip.NewStdClock(), cfg)
 						if err != nil {
 							t.Fatal(err)

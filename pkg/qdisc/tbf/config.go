@@ -36,9 +36,9 @@ const (
 
 // ConfigError says which setting of a Config is wrong and what to change.
 // Field is one of "rate", "burst", "peakrate", "mtu", "limit", "latency",
-// "queues", "slack", "overhead", "mpu", "pkt_rate", "pkt_burst", "child":
+// "lanes", "slack", "overhead", "mpu", "pkt_rate", "pkt_burst", "child":
 // the names of tc's tbf options (of tc police's for the packet bucket, and
-// of this package's own, queues, slack and, from Change, the child), so
+// of this package's own, lanes, slack and, from Change, the child), so
 // that a caller can map it to its own flag. Msg names the bound.
 type ConfigError struct {
 	Field string
@@ -157,11 +157,11 @@ func (c Config) validate(link *linkBounds) (Config, uint32, error) {
 	// Ours: the child's own limits bound the queue, and it is one queue.
 	case c.Child != nil && (c.Limit != 0 || c.Latency != 0):
 		return c, 0, configErr("limit", "with a child qdisc (%s), the child's limits bound the queue; leave limit and latency unset", childName(c.Child))
-	case c.Child != nil && c.Queues > 1:
-		return c, 0, configErr("queues", "a tbf with a child qdisc (%s) has one queue (the child spreads flows itself); leave queues unset", childName(c.Child))
+	case c.Child != nil && c.Lanes > 1:
+		return c, 0, configErr("lanes", "a tbf with a child qdisc (%s) has one lane (the child spreads flows itself); leave lanes unset", childName(c.Child))
 	// Ours: Linux's tbf has one queue and its watchdog no slack.
-	case c.Queues < 0 || c.Queues > MaxQueues:
-		return c, 0, configErr("queues", "queues %d is out of range; give 1 to %d (0 means 1)", c.Queues, MaxQueues)
+	case c.Lanes < 0 || c.Lanes > MaxLanes:
+		return c, 0, configErr("lanes", "lanes %d is out of range; give 1 to %d (0 means 1)", c.Lanes, MaxLanes)
 	case c.Slack < NoSlack || c.Slack > MaxSlack:
 		return c, 0, configErr("slack", "slack %v is out of range; give 0 (the default, %v), NoSlack, or up to %v", c.Slack, DefaultSlack, MaxSlack)
 	// tc_ratespec.overhead and psched_ratecfg.overhead are u16, read by
@@ -239,7 +239,7 @@ func (c Config) validate(link *linkBounds) (Config, uint32, error) {
 	// int64 clock. A queue's ring holds at most Limit/minPacketBytes+1
 	// packets (however small, even empty), each charged overhead and mpu
 	// on top of its bytes.
-	packets := float64(max(c.Queues, 1)) * float64(uint64(c.Limit)/minPacketBytes+1)
+	packets := float64(max(c.Lanes, 1)) * float64(uint64(c.Limit)/minPacketBytes+1)
 	wait := (float64(c.Limit) + packets*float64(uint64(c.Overhead)+uint64(c.MPU))) * rate.NanosPerSecond / float64(c.Rate)
 	if c.PacketRate != 0 {
 		wait += packets * rate.NanosPerSecond / float64(c.PacketRate)
@@ -287,7 +287,7 @@ func (c Config) validatePacketOnly(link *linkBounds) (Config, uint32, error) {
 	if link == nil {
 		maxSize = 0 // any packet: the limit bounds it
 	}
-	packets := float64(max(c.Queues, 1)) * float64(uint64(c.Limit)/minPacketBytes+1)
+	packets := float64(max(c.Lanes, 1)) * float64(uint64(c.Limit)/minPacketBytes+1)
 	if packets*rate.NanosPerSecond/float64(c.PacketRate) > maxBacklogNS {
 		return c, 0, configErr("limit", "a full backlog of %.0f packets takes more than 2^62 ns at pkt_rate %d; lower limit or raise pkt_rate", packets, c.PacketRate)
 	}

@@ -92,7 +92,7 @@ func fuzzChangeOnce(t *testing.T, d *tbf.Discipline, in *qdisctest.Input, linkMT
 	default: // what New would accept, with what cannot change kept
 	}
 	if in.IntN(4) != 1 {
-		next.Queues, next.Slack = cur.Queues, cur.Slack
+		next.Lanes, next.Slack = cur.Lanes, cur.Slack
 		next.Child = cur.Child
 		if cur.Child != nil {
 			next.Limit, next.Latency = 0, 0

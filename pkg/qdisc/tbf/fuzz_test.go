@@ -99,7 +99,7 @@ func FuzzTBF(f *testing.F) {
 		r.o.Release(t)
 		qdisctest.WaitGoroutines(t, before)
 
-		if cfg.Queues <= 1 && cfg.Child == nil {
+		if cfg.Lanes <= 1 && cfg.Child == nil {
 			fuzzConformance(t, cfg, linkMTU, arrivals)
 		}
 	})
@@ -140,9 +140,9 @@ func fuzzConformance(t *testing.T, cfg tbf.Config, linkMTU uint32, arrivals []tb
 func fuzzConfig(in *qdisctest.Input, linkMTU uint32) (cfg tbf.Config, fq *fqcodel.Config, closeEarly bool) {
 	linkMax := linkMTU + 14
 	cfg = tbf.Config{
-		Rate:   uint64(1+in.IntN(1<<16)) << in.IntN(32),
-		Burst:  linkMax + uint32(in.IntN(1<<16))<<in.IntN(8),
-		Queues: 1 + in.IntN(4),
+		Rate:  uint64(1+in.IntN(1<<16)) << in.IntN(32),
+		Burst: linkMax + uint32(in.IntN(1<<16))<<in.IntN(8),
+		Lanes: 1 + in.IntN(4),
 	}
 	maxSize := cfg.Burst
 	if in.IntN(4) == 0 {
@@ -181,7 +181,7 @@ func fuzzConfig(in *qdisctest.Input, linkMTU uint32) (cfg tbf.Config, fq *fqcode
 			Interval:    time.Duration(1+in.IntN(1<<16)) << in.IntN(16),
 		}
 		c.Target = c.Interval * time.Duration(in.IntN(257)) / 256
-		fq, cfg.Queues, cfg.Limit, cfg.Latency = c, 1, 0, 0
+		fq, cfg.Lanes, cfg.Limit, cfg.Latency = c, 1, 0, 0
 	}
 	if in.IntN(4) == 0 {
 		cfg.PacketRate = uint64(1+in.IntN(1<<16)) << in.IntN(12)

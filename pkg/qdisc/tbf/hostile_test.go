@@ -29,9 +29,9 @@ func TestHostilePackets(t *testing.T) {
 	}{
 		{"1 queue", tbf.Config{Rate: 10 * mbit, Burst: 16000, Limit: 48000}, true},
 		{"1 queue, closed with a backlog", tbf.Config{Rate: 10 * mbit, Burst: 16000, Limit: 48000}, false},
-		{"4 queues", tbf.Config{Rate: 10 * mbit, Burst: 16000, Limit: 48000, Queues: 4}, true},
-		{"4 queues, closed with a backlog", tbf.Config{Rate: 10 * mbit, Burst: 16000, Limit: 48000, Queues: 4}, false},
-		{"peak rate, 2 queues", tbf.Config{Rate: 10 * mbit, Burst: 32000, PeakRate: 100 * mbit, MTU: 9014, Limit: 64000, Queues: 2}, true},
+		{"4 queues", tbf.Config{Rate: 10 * mbit, Burst: 16000, Limit: 48000, Lanes: 4}, true},
+		{"4 queues, closed with a backlog", tbf.Config{Rate: 10 * mbit, Burst: 16000, Limit: 48000, Lanes: 4}, false},
+		{"peak rate, 2 queues", tbf.Config{Rate: 10 * mbit, Burst: 32000, PeakRate: 100 * mbit, MTU: 9014, Limit: 64000, Lanes: 2}, true},
 		{"overhead and mpu", tbf.Config{Rate: 10 * mbit, Burst: 16000, Limit: 48000, Overhead: 24, MPU: 64, Slack: tbf.NoSlack}, true},
 		{"fq_codel child", tbf.Config{Rate: 10 * mbit, Burst: 70000, Child: fqChild(*child)}, true},
 		{"fq_codel child, closed with a backlog", tbf.Config{Rate: 10 * mbit, Burst: 70000, Child: fqChild(*child)}, false},

@@ -29,7 +29,7 @@ func TestLateWakeupsCatchUp(t *testing.T) {
 		{"100mbit, burst 1 packet, 1.3ms steps", tbf.Config{Rate: 100 * mbit, Burst: 1514, Limit: 4 << 20}, 1300 * time.Microsecond},
 		{"10mbit, burst 1 packet, 3ms steps", tbf.Config{Rate: 10 * mbit, Burst: 1514, Limit: 4 << 20}, 3 * time.Millisecond},
 		{"100mbit with a peak rate", tbf.Config{Rate: 100 * mbit, Burst: 6056, PeakRate: 200 * mbit, MTU: 1514, Limit: 4 << 20}, 2 * time.Millisecond},
-		{"4 queues", tbf.Config{Rate: 100 * mbit, Burst: 3028, Limit: 4 << 20, Queues: 4}, 5 * time.Millisecond},
+		{"4 queues", tbf.Config{Rate: 100 * mbit, Burst: 3028, Limit: 4 << 20, Lanes: 4}, 5 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clock := qdisctest.NewStepClock()
@@ -71,7 +71,7 @@ func TestLateWakeupsCatchUp(t *testing.T) {
 				if at := int64(r.At.Sub(tcpip.MonotonicTime{})); at < m.Sent[k].At {
 					t.Fatalf("departure %d (packet %d) at %v, before Linux's tbf's departure %d (%v)", k, r.Seq, time.Duration(at-start), k, time.Duration(m.Sent[k].At-start))
 				}
-				if tc.cfg.Queues <= 1 && r.Seq != m.Sent[k].Seq {
+				if tc.cfg.Lanes <= 1 && r.Seq != m.Sent[k].Seq {
 					t.Fatalf("departure %d is packet %d; Linux's is packet %d", k, r.Seq, m.Sent[k].Seq)
 				}
 			}
@@ -218,7 +218,7 @@ func TestSlack(t *testing.T) {
 // queue.
 func TestOneAlarmForAllQueues(t *testing.T) {
 	const tx = rigTx
-	cfg := tbf.Config{Queues: 2, Slack: 4 * time.Millisecond}
+	cfg := tbf.Config{Lanes: 2, Slack: 4 * time.Millisecond}
 	r := newSlackRig(t, cfg)
 	// Packet seq goes to queue seq%2; each is booked a packet after the
 	// one before, whichever queue it is on.
@@ -246,7 +246,7 @@ func TestOneAlarmForAllQueues(t *testing.T) {
 // while packets keep arriving on any of them.
 func TestArrivalServesOtherQueues(t *testing.T) {
 	const tx = rigTx
-	r := newSlackRig(t, tbf.Config{Queues: 2, Slack: 4 * time.Millisecond})
+	r := newSlackRig(t, tbf.Config{Lanes: 2, Slack: 4 * time.Millisecond})
 	write, departures, clock, d := r.write, r.departures, r.clock, r.d
 	write(0, 1) // leaves at once
 	write(1, 1) // due at tx; the timer is armed for it

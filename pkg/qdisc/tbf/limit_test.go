@@ -28,7 +28,7 @@ func TestLimitBelowBurst(t *testing.T) {
 		{"Change, four queues", 4, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := tbf.Config{Rate: 1 << 20, Burst: 1 << 17, Limit: limit, Queues: tc.queues}
+			cfg := tbf.Config{Rate: 1 << 20, Burst: 1 << 17, Limit: limit, Lanes: tc.queues}
 			start := cfg
 			if tc.change {
 				start.Limit = 1 << 20

@@ -40,7 +40,7 @@ func TestPacketRateConformance(t *testing.T) {
 // TestPacketRateQueues: several queues share the packet bucket as they
 // share the bytes bucket: the count sent by every instant is the model's.
 func TestPacketRateQueues(t *testing.T) {
-	cfg := tbf.Config{Rate: 1 * gbit, Burst: 64 << 10, PacketRate: 1000, PacketBurst: 10, Limit: 1 << 20, Queues: 4}
+	cfg := tbf.Config{Rate: 1 * gbit, Burst: 64 << 10, PacketRate: 1000, PacketBurst: 10, Limit: 1 << 20, Lanes: 4}
 	runCounts(t, cfg, tbftest.Backlog(0, 300, tbftest.Fixed(64)))
 }
 

@@ -33,12 +33,12 @@ func TestConformanceQueues(t *testing.T) {
 		} {
 			t.Run(fmt.Sprintf("%d queues/%s", queues, tc.name), func(t *testing.T) {
 				cfg := tc.cfg
-				cfg.Queues = queues
+				cfg.Lanes = queues
 				runCounts(t, cfg, tc.arrivals)
 			})
 		}
 		t.Run(fmt.Sprintf("%d queues/odd sizes", queues), func(t *testing.T) {
-			runBounds(t, tbf.Config{Rate: 100 * mbit, Burst: 3028, Limit: 20_000, Queues: queues}, tbftest.Poisson(23, 0, 600, 40_000, tbftest.Odd(24))) // ~160 Mbit/s offered
+			runBounds(t, tbf.Config{Rate: 100 * mbit, Burst: 3028, Limit: 20_000, Lanes: queues}, tbftest.Poisson(23, 0, 600, 40_000, tbftest.Odd(24))) // ~160 Mbit/s offered
 		})
 	}
 }
@@ -50,7 +50,7 @@ func runCounts(t *testing.T, cfg tbf.Config, arrivals []tbftest.Arrival) {
 	ls := tbftest.NewLockstep(t, makeDiscipline, cfg, 1500)
 	ls.Run(t, arrivals, func(seq uint64) uint32 { return uint32(seq) }, func(next int64) {
 		if got := len(ls.Link.Records()); got != len(ls.M.Sent) {
-			t.Fatalf("t=%dns: %d queues have sent %d packets, Linux's tbf %d", next-ls.Start, cfg.Queues, got, len(ls.M.Sent))
+			t.Fatalf("t=%dns: %d queues have sent %d packets, Linux's tbf %d", next-ls.Start, cfg.Lanes, got, len(ls.M.Sent))
 		}
 		if st := ls.S.Stats(); st.BacklogBytes > uint64(ls.S.Limit()) {
 			t.Fatalf("t=%dns: %d bytes queued across the queues, limit %d", next-ls.Start, st.BacklogBytes, ls.S.Limit())

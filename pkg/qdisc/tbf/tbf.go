@@ -33,7 +33,7 @@
 // earlier. That also makes wake-ups cheap to ration: the timer fires at
 // most once per Slack (docs/results.md, Small bursts, has the figures).
 //
-// Many queues: with Queues > 1, packets are spread over that many FIFOs by
+// Many lanes: with Lanes > 1, packets are spread over that many queues by
 // pkt.Hash, each with its own dispatcher, all drawing on one bucket (a
 // single word moved by compare-and-swap without a peak rate, a short lock
 // with one) and one byte limit (dispatch.Budget).
@@ -81,8 +81,8 @@ const DefaultSlack = 8 * time.Millisecond
 // often that is.
 const NoSlack time.Duration = -1
 
-// MaxQueues is the most dispatchers one bucket may have.
-const MaxQueues = 1024
+// MaxLanes is the most lanes (dispatchers) one bucket may have.
+const MaxLanes = 1024
 
 // DefaultLimitPackets is the backlog, in full-size packets of the lower
 // link, when neither Limit nor Latency is given: runsc's queue length.
@@ -121,10 +121,11 @@ type Config struct {
 	// it. Give Limit or Latency, not both; with neither the limit is
 	// DefaultLimitPackets full-size packets.
 	Latency time.Duration
-	// Queues is the number of queues, each with its own dispatcher, that
-	// packets are spread over by pkt.Hash, all drawing from the one bucket;
-	// 0 means 1. runsc-flags uses GOMAXPROCS, as for fifo.
-	Queues int
+	// Lanes is the number of lanes (a queue and its dispatcher each, as
+	// package dispatch has them) that packets are spread over by pkt.Hash,
+	// all drawing from the one bucket; 0 means 1. runsc-flags uses
+	// GOMAXPROCS, as for fifo.
+	Lanes int
 	// Slack is the least time between two wake-ups of the qdisc's one
 	// timer, which serves every lane. A lane that waits now and then is
 	// woken at its head packet's departure time; lanes that wait for
@@ -246,12 +247,12 @@ func newTo(out stack.LinkWriter, link stack.LinkEndpoint, clock tcpip.Clock, cfg
 	switch {
 	case d.child != nil:
 		lanes.Queue = d.child
-	case cfg.Queues > 1:
+	case cfg.Lanes > 1:
 		lanes.Budget = dispatch.NewBudget(uint64(cfg.Limit)) // shared by the lanes
 	default:
 		lanes.MaxBytes = uint64(cfg.Limit) // the one lane's own: no atomic per packet
 	}
-	d.lanes.Init(cfg.Queues, lanes)
+	d.lanes.Init(cfg.Lanes, lanes)
 	d.lanes.Start()
 	return d, nil
 }
@@ -326,8 +327,8 @@ func (d *Discipline) Wakeups() uint64 { return d.lanes.Wakeups() }
 // use it to step a clock.
 func (d *Discipline) Quiescent() bool { return d.lanes.Quiescent() }
 
-// Queues returns the number of queues.
-func (d *Discipline) Queues() int { return len(d.lanes.Lanes) }
+// Lanes returns the number of lanes.
+func (d *Discipline) Lanes() int { return len(d.lanes.Lanes) }
 
 // Stats returns the qdisc's counters (with a child, its drops and backlog
 // included).

@@ -40,8 +40,8 @@ func TestNewRefusesInvalidConfig(t *testing.T) {
 		{"latency overflowing limit", tbf.Config{Rate: 100 * gbit, Burst: 12500, Latency: time.Hour}, nil, "latency", "lower latency"},
 		{"burst lasting 0 ns", tbf.Config{Rate: 1 << 62, Burst: 1514}, nil, "burst", "less than 1 ns"},
 		{"mtu lasting 0 ns", tbf.Config{Rate: mbit, Burst: 1 << 20, PeakRate: 1 << 62, MTU: 1514}, nil, "mtu", "less than 1 ns"},
-		{"negative queues", tbf.Config{Rate: mbit, Burst: 12500, Queues: -1}, nil, "queues", "out of range"},
-		{"too many queues", tbf.Config{Rate: mbit, Burst: 12500, Queues: 5000}, nil, "queues", "give 1 to 1024"},
+		{"negative lanes", tbf.Config{Rate: mbit, Burst: 12500, Lanes: -1}, nil, "lanes", "out of range"},
+		{"too many lanes", tbf.Config{Rate: mbit, Burst: 12500, Lanes: 5000}, nil, "lanes", "give 1 to 1024"},
 		{"slack out of range", tbf.Config{Rate: mbit, Burst: 12500, Slack: 2 * time.Second}, nil, "slack", "out of range"},
 		{"overhead out of range", tbf.Config{Rate: mbit, Burst: 12500, Overhead: 1 << 20}, nil, "overhead", "out of range"},
 	} {
