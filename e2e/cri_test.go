@@ -132,7 +132,7 @@ func TestCRIEgressBandwidth(t *testing.T) {
 		t.Run(handler, func(t *testing.T) {
 			p := &lab.Pod{Name: "egress-" + handler, RuntimeHandler: handler, Annotations: map[string]string{runscflags.AnnotationKubeEgress: "10M"}}
 			r := criStream(t, c, p, lab.CRIStream{For: 8 * time.Second, SenderArgs: []string{"-sndbuf", "16384"}}, nil)
-			checkShaped(t, r, 10e6, kubeBurst, true)
+			checkShaped(t, r, 10e6, kubeBurst, 0.97)
 			checkBootLine(t, c, handler, r.PodID, "Enabling qdisc on", "tbf rate 10Mbit", "lat 25ms")
 		})
 	}

@@ -1,16 +1,12 @@
 package lab
 
 import (
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 )
@@ -51,13 +47,8 @@ type CRI struct {
 	pid    int
 	waited chan struct{}
 
-	mu sync.Mutex
-	// +checklocks:mu
-	closed bool
-	// tasks are the IDs of the pods run, and of the tasks found in
-	// containerd's state at Close: their shims' sockets are known by name.
-	// +checklocks:mu
-	tasks map[string]bool
+	// tasks are the pods run and those found at Close.
+	tasks tasks
 }
 
 // The CRI's CNI network: the bridge in NS, its gateway (where the sink
@@ -162,51 +153,23 @@ func StartCRI(dir string, o CRIOptions) (_ *CRI, err error) {
 	if err != nil {
 		return nil, err
 	}
-	var b [3]byte
-	if _, err := rand.Read(b[:]); err != nil {
+	ns, cgroupParent, err := hostNames("cri")
+	if err != nil {
 		return nil, err
 	}
-	id := hex.EncodeToString(b[:])
-	// Named like a Lab's, with the PID, so that Sweep removes it (and kills
-	// what runs in it) after a run that could not close it.
-	ns := fmt.Sprintf("%s-%d-%s-cri", Prefix, os.Getpid(), id)
 	c := &CRI{
 		NS: ns, NSPath: "/run/netns/" + ns, Dir: dir, Bin: bin,
 		Socket:       filepath.Join(dir, "containerd.sock"),
-		CgroupParent: fmt.Sprintf("/%s-cri-%s", Prefix, id),
-		tasks:        map[string]bool{},
+		CgroupParent: cgroupParent,
 	}
-	// A Lab of one namespace (its three names are the CRI's): Close is
-	// the Lab's, which first calls c.shutdown, then kills what Start (the
-	// sink) started and what runs in the namespace, and deletes it; and
-	// CloseAll (on SIGINT) closes the CRI too.
-	c.lab = &Lab{NSN: ns, NSP: ns, NSK: ns}
-	c.lab.mu.Lock()
-	c.lab.closers = append(c.lab.closers, c.shutdown)
-	c.lab.mu.Unlock()
-	labsMu.Lock()
-	labs[c.lab] = true
-	labsMu.Unlock()
+	c.lab = hostLab(ns, c.shutdown)
 	defer func() {
 		if err != nil {
 			c.lab.Close()
 		}
 	}()
-	// For SweepCRI, should this process die before it closes the CRI.
-	owner, err := json.Marshal(criOwner{PID: os.Getpid(), NS: ns, CgroupParent: c.CgroupParent})
-	if err != nil {
+	if err := makeHost(dir, criOwnerFile, ns, c.CgroupParent); err != nil {
 		return nil, err
-	}
-	if err := os.WriteFile(filepath.Join(dir, criOwnerFile), owner, 0o644); err != nil {
-		return nil, err
-	}
-	for _, s := range [][]string{
-		{"ip", "netns", "add", ns},
-		{"nsenter", "--net=" + c.NSPath, "ip", "link", "set", "lo", "up"},
-	} {
-		if out, err := exec.Command(s[0], s[1:]...).CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("%s: %v: %s", strings.Join(s, " "), err, out)
-		}
 	}
 	if err := c.writeConfig(o); err != nil {
 		return nil, err

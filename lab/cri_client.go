@@ -89,9 +89,7 @@ func (c *CRI) RunPod(p *Pod) (string, error) {
 		return "", err
 	}
 	id := strings.TrimSpace(out)
-	c.mu.Lock()
-	c.tasks[id] = true
-	c.mu.Unlock()
+	c.tasks.add(id)
 	return id, nil
 }
 

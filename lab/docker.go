@@ -1,8 +1,6 @@
 package lab
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 )
@@ -65,13 +62,8 @@ type Docker struct {
 	dockerd    *daemonProc
 	containerd *daemonProc
 
-	mu sync.Mutex
-	// +checklocks:mu
-	closed bool
-	// tasks are the IDs of the containers run, and of the tasks found in
-	// containerd's state at Close: their shims' sockets are known by name.
-	// +checklocks:mu
-	tasks map[string]bool
+	// tasks are the containers run and those found at Close.
+	tasks tasks
 }
 
 // daemonProc is a daemon the Docker started: waited is closed when it
@@ -140,55 +132,29 @@ func StartDocker(dir, runsc string, o DockerOptions) (_ *Docker, err error) {
 	if err != nil {
 		return nil, err
 	}
-	var b [3]byte
-	if _, err := rand.Read(b[:]); err != nil {
+	ns, cgroupParent, err := hostNames("docker")
+	if err != nil {
 		return nil, err
 	}
-	id := hex.EncodeToString(b[:])
-	// Named like a Lab's, with the PID, so that Sweep removes it (and kills
-	// what runs in it) after a run that could not close it.
-	ns := fmt.Sprintf("%s-%d-%s-docker", Prefix, os.Getpid(), id)
 	d := &Docker{
 		NS: ns, NSPath: "/run/netns/" + ns, Dir: dir, Bin: bin,
 		Socket:           filepath.Join(dir, "docker.sock"),
 		ContainerdSocket: filepath.Join(dir, "containerd", "containerd.sock"),
 		DataRoot:         filepath.Join(dir, "data"),
 		ExecRoot:         filepath.Join(dir, "exec"),
-		CgroupParent:     fmt.Sprintf("/%s-docker-%s", Prefix, id),
+		CgroupParent:     cgroupParent,
 		Runsc:            runsc,
 		Client:           DockerBinaries["docker"],
 		start:            time.Now(),
-		tasks:            map[string]bool{},
 	}
-	// A Lab of one namespace, as the CRI's: its Close calls d.shutdown,
-	// then kills what Start (the sink) started and what runs in the
-	// namespace, and deletes it; CloseAll (on SIGINT) closes it too.
-	d.lab = &Lab{NSN: ns, NSP: ns, NSK: ns}
-	d.lab.mu.Lock()
-	d.lab.closers = append(d.lab.closers, d.shutdown)
-	d.lab.mu.Unlock()
-	labsMu.Lock()
-	labs[d.lab] = true
-	labsMu.Unlock()
+	d.lab = hostLab(ns, d.shutdown)
 	defer func() {
 		if err != nil {
 			d.lab.Close()
 		}
 	}()
-	owner, err := json.Marshal(criOwner{PID: os.Getpid(), NS: ns, CgroupParent: d.CgroupParent})
-	if err != nil {
+	if err := makeHost(dir, dockerOwnerFile, ns, d.CgroupParent); err != nil {
 		return nil, err
-	}
-	if err := os.WriteFile(filepath.Join(dir, dockerOwnerFile), owner, 0o644); err != nil {
-		return nil, err
-	}
-	for _, s := range [][]string{
-		{"ip", "netns", "add", ns},
-		{"nsenter", "--net=" + d.NSPath, "ip", "link", "set", "lo", "up"},
-	} {
-		if out, err := exec.Command(s[0], s[1:]...).CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("%s: %v: %s", strings.Join(s, " "), err, out)
-		}
 	}
 	if err := d.writeContainerdConfig(); err != nil {
 		return nil, err
@@ -354,15 +320,8 @@ func waitDial(sock string, p *daemonProc, timeout time.Duration) error {
 // SIGKILL after a grace period), leaving the rest to Close.
 func (d *Docker) Stop() {
 	for _, p := range []*daemonProc{d.dockerd, d.containerd} {
-		if p == nil || !Alive(p.pid) {
-			continue
-		}
-		syscall.Kill(p.pid, syscall.SIGTERM)
-		select {
-		case <-p.waited:
-		case <-time.After(20 * time.Second):
-			syscall.Kill(p.pid, syscall.SIGKILL)
-			<-p.waited
+		if p != nil && Alive(p.pid) {
+			terminate(p.pid, p.waited, 20*time.Second)
 		}
 	}
 }

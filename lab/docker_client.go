@@ -56,9 +56,7 @@ func (d *Docker) Run(args ...string) (string, error) {
 // Track has Close stop container id's task too, should it still run: for
 // a container made through the API rather than Run.
 func (d *Docker) Track(id string) {
-	d.mu.Lock()
-	d.tasks[id] = true
-	d.mu.Unlock()
+	d.tasks.add(id)
 }
 
 // API makes a request to dockerd's HTTP API (path with its /vX.Y prefix)

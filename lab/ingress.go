@@ -160,9 +160,12 @@ const userHZ = 100
 
 // MeasureSandboxIngress runs iperf's server in the sandbox, has iperf on
 // the peer send o.Streams streams to it, and counts what the sandbox's
-// ingress shaper delivered to its stack (its /network/ingress/sent_bytes
-// metric, read with runsc export-metrics: start the sandbox with
-// --metric-server), with the sandbox's CPU time over the window.
+// ingress shaper let through as a wire carries it, read at the peer
+// (PeerDeliveredBytes: with the peer's GSO on, each segment of a host-GSO
+// packet with its headers, as Linux's tbf on an ifb charges it), with the
+// sandbox's CPU time over the window, and the shaper's own count over it
+// (ShaperBytes: its /network/ingress/sent_bytes metric; start the sandbox
+// with --metric-server).
 func (l *Lab) MeasureSandboxIngress(s *Sandbox, o measure.Options) (measure.Result, error) {
 	var r measure.Result
 	var sout strings.Builder
@@ -181,10 +184,32 @@ func (l *Lab) MeasureSandboxIngress(s *Sandbox, o measure.Options) (measure.Resu
 		return r, err
 	}
 	defer cli.Process.Kill()
-	delivered := func() (uint64, error) { return s.Metric("network_ingress_sent_bytes") }
+	// The shaper's count is read between two of the peer's, at both ends
+	// (runsc export-metrics takes tens of milliseconds): ShaperPeerBytes
+	// is the peer's count over the same span, from the middle of one pair
+	// to the middle of the other.
+	var shaped, mid []uint64
+	delivered := func() (uint64, error) {
+		before, err := l.PeerDeliveredBytes(NetstackAddr)
+		if err != nil {
+			return 0, err
+		}
+		n, err := s.Metric("network_ingress_sent_bytes")
+		if err != nil {
+			return 0, err
+		}
+		after, err := l.PeerDeliveredBytes(NetstackAddr)
+		if err != nil {
+			return 0, err
+		}
+		shaped, mid = append(shaped, n), append(mid, before+(after-before)/2)
+		return after, nil
+	}
 	if err := window(o, l.NSP, NetstackAddr, delivered, &r, s.CPU); err != nil {
 		return r, err
 	}
+	r.ShaperBytes = shaped[len(shaped)-1] - shaped[0]
+	r.ShaperPeerBytes = mid[len(mid)-1] - mid[0]
 	if r.WireBytes == 0 {
 		return r, fmt.Errorf("nothing reached the sandbox; iperf on the peer said: %s; in the sandbox: %s", cout.String(), sout.String())
 	}

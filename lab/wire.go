@@ -66,3 +66,61 @@ func ipSegments(lines []string) (uint64, error) {
 	}
 	return 0, fmt.Errorf("no IpExt counters in /proc/net/netstat")
 }
+
+// PeerDeliveredBytes counts what the peer's TCP has had delivered to addr
+// so far, as a wire carries it: over its open connections to addr (ss
+// -tin), the payload acknowledged (bytes_acked) and each segment
+// delivered (delivered, the segments the receiver acknowledged or
+// SACKed) with its headers (gsoSegmentHeaders). A host-GSO packet counts
+// as its segments, what a shaper dropped not at all: it is the bytes
+// TestCRIIngressBandwidth counts (the payload the receiver read, and the
+// sender's segments with their headers), read at the sender. It counts
+// only connections that are open: read it while the streams run.
+func (l *Lab) PeerDeliveredBytes(addr string) (uint64, error) {
+	out, err := Run(l.NSP, "ss", "-tinH", "dst", addr)
+	if err != nil {
+		return 0, err
+	}
+	acked, delivered, err := parseDelivered(out)
+	if err != nil {
+		return 0, err
+	}
+	return acked + delivered*gsoSegmentHeaders, nil
+}
+
+// parseDelivered sums the bytes_acked and delivered fields of ss -tin's
+// output: one line per connection and one of its TCP information, which
+// every connection has.
+func parseDelivered(out string) (acked, delivered uint64, err error) {
+	for _, f := range strings.Fields(out) {
+		name, v, ok := strings.Cut(f, ":")
+		if !ok || (name != "bytes_acked" && name != "delivered") {
+			continue
+		}
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("ss: %s: %v", f, err)
+		}
+		if name == "delivered" {
+			delivered += n
+		} else {
+			acked += n
+		}
+	}
+	return acked, delivered, nil
+}
+
+// PeerGSO turns TSO and GSO on or off on the peer's veth facing the
+// netstack (New turns them off, so that the kernel sends MTU-sized
+// frames). On, the peer's TCP hands the netstack's veth host-GSO packets
+// of up to 64 KiB, as a host's own TCP does a pod's veth through a
+// bridge: what a sandbox with host GSO then reads are those packets
+// whole, which its ingress shaper charges as their segments.
+func (l *Lab) PeerGSO(on bool) error {
+	v := "off"
+	if on {
+		v = "on"
+	}
+	_, err := Run(l.NSP, "ethtool", "-K", l.VethP1, "tso", v, "gso", v)
+	return err
+}

@@ -23,8 +23,8 @@ type Result struct {
 	// On a lab's veth, in the send direction what the peer's veth
 	// received (its rx_bytes, host-GSO packets as their segments), in the
 	// receive direction what the shaper let through to the receiver (the
-	// netstack's NIC counters, the ifb device's tx_bytes, a sandbox's
-	// metric).
+	// netstack's NIC counters, the ifb device's tx_bytes, for a sandbox
+	// what the peer's TCP had delivered, each segment with its headers).
 	WireBps   float64
 	WireBytes uint64
 	// IdleRTT is the median RTT before the load: of 5 pings on a lab's
@@ -41,6 +41,11 @@ type Result struct {
 	CPU time.Duration
 	// SentBytes is what the netstack's senders wrote (lab netstack runs).
 	SentBytes uint64
+	// ShaperBytes is what the shaper counted as sent in the window, its
+	// tc -s Sent bytes: what it charged; ShaperPeerBytes is WireBytes
+	// over the span between its two readings (a sandbox's ingress runs).
+	ShaperBytes     uint64
+	ShaperPeerBytes uint64
 
 	// GoodputBps is the stream bytes received per second (in process).
 	GoodputBps float64

@@ -289,7 +289,10 @@ func receivedFuzzSeeds() []receivedFuzzSeed {
 // never panics, agrees with rxWant (the same rules read by byte offsets
 // from the flat bytes), charges at least the packet's size and only that
 // for a packet within the MTU, and leaves the packet as it was, its views
-// too. Every reference is released at the end.
+// too; and that SplitReceived, asked to cut it below what it stands for,
+// never panics and either refuses or cuts it into pieces that each fit
+// and together stand for what it did. Every reference is released at the
+// end.
 func FuzzGSOReceivedWireSize(f *testing.F) {
 	for _, s := range receivedFuzzSeeds() {
 		f.Add(s.data, s.linkLen, s.proto, s.mtu, s.cut1, s.cut2, s.fix)
@@ -313,6 +316,27 @@ func FuzzGSOReceivedWireSize(f *testing.F) {
 		}
 		if got < size || (len(network) <= int(mtu) && got != size) {
 			t.Errorf("ReceivedWireSize = %d for %d bytes (%d of IP) at MTU %d", got, size, len(network), mtu)
+		}
+		// Cut to stand for less than it does (as a bucket of its size
+		// would cut it), the pieces stand for what it did, each for no
+		// more than the bound, or it is refused.
+		pkt.RXChecksumValidated = true // arbitrary bytes have no good checksums
+		bound := max(size, got-1)
+		pieces, err := gso.SplitReceived(pkt, uint32(mtu), bound)
+		if err == nil && got > bound && len(pieces) < 2 {
+			t.Errorf("SplitReceived cut a packet standing for %d bytes, above %d, into %d pieces", got, bound, len(pieces))
+		}
+		var sum uint64
+		for _, p := range pieces {
+			w := gso.ReceivedWireSize(p, uint32(mtu))
+			if w > bound {
+				t.Errorf("a piece of %d bytes stands for %d, above %d", p.Size(), w, bound)
+			}
+			sum += w
+			p.DecRef()
+		}
+		if len(pieces) > 0 && sum != got {
+			t.Errorf("the pieces stand for %d bytes, the packet for %d", sum, got)
 		}
 		if after := views(); after != before {
 			t.Errorf("%d views became %d", before, after)

@@ -42,60 +42,60 @@ func ReceivedWireSize(pkt *stack.PacketBuffer, mtu uint32) uint64 {
 		return 0
 	}
 	size := max(pkt.Size(), 0)
-	segs, hdrLen := receivedSegments(pkt, mtu)
+	segs, ipLen, tcpLen := receivedSegments(pkt, mtu)
 	if segs <= 1 {
 		return uint64(size)
 	}
+	hdrLen := pkt.Size() - pkt.Data().Size() + ipLen + tcpLen
 	return uint64(size) + uint64(segs-1)*uint64(hdrLen)
 }
 
 // receivedSegments returns the segments a received packet stands for and
-// the header bytes each carries (see ReceivedWireSize), or 1 and 0 for a
-// packet charged its size.
-func receivedSegments(pkt *stack.PacketBuffer, mtu uint32) (segs, hdrLen int) {
+// the lengths of its IP and TCP headers (see ReceivedWireSize), or 1, 0
+// and 0 for a packet charged its size.
+func receivedSegments(pkt *stack.PacketBuffer, mtu uint32) (segs, ipLen, tcpLen int) {
 	data := pkt.Data().Size()
 	if uint64(data) <= uint64(mtu) || len(pkt.NetworkHeader().Slice()) != 0 || len(pkt.TransportHeader().Slice()) != 0 {
-		return 1, 0
+		return 1, 0, 0
 	}
 	var buf [maxReceivedHeaders]byte
 	h := buf[:peekData(pkt, buf[:])]
-	var ipLen int
 	switch pkt.NetworkProtocolNumber {
 	case header.IPv4ProtocolNumber:
 		if len(h) < header.IPv4MinimumSize || header.IPVersion(h) != header.IPv4Version {
-			return 1, 0
+			return 1, 0, 0
 		}
 		ip := header.IPv4(h)
 		ipLen = int(ip.HeaderLength())
 		if ipLen < header.IPv4MinimumSize || ip.Protocol() != uint8(header.TCPProtocolNumber) ||
 			ip.More() || ip.FragmentOffset() != 0 || int(ip.TotalLength()) != data {
-			return 1, 0
+			return 1, 0, 0
 		}
 	case header.IPv6ProtocolNumber:
 		if len(h) < header.IPv6MinimumSize || header.IPVersion(h) != header.IPv6Version {
-			return 1, 0
+			return 1, 0, 0
 		}
 		ip := header.IPv6(h)
 		ipLen = header.IPv6MinimumSize
 		if ip.NextHeader() != uint8(header.TCPProtocolNumber) || int(ip.PayloadLength()) != data-ipLen {
-			return 1, 0
+			return 1, 0, 0
 		}
 	default:
-		return 1, 0
+		return 1, 0, 0
 	}
 	if len(h) < ipLen+header.TCPMinimumSize {
-		return 1, 0
+		return 1, 0, 0
 	}
-	tcpLen := int(header.TCP(h[ipLen:]).DataOffset())
+	tcpLen = int(header.TCP(h[ipLen:]).DataOffset())
 	if tcpLen < header.TCPMinimumSize || ipLen+tcpLen > len(h) {
-		return 1, 0
+		return 1, 0, 0
 	}
 	mss := int(mtu) - ipLen - tcpLen
 	if mss <= 0 {
-		return 1, 0
+		return 1, 0, 0
 	}
 	payload := data - ipLen - tcpLen
-	return (payload + mss - 1) / mss, pkt.Size() - data + ipLen + tcpLen
+	return (payload + mss - 1) / mss, ipLen, tcpLen
 }
 
 // peekData copies the first bytes of pkt.Data() into b, as many as fit,

@@ -23,7 +23,11 @@
 //     as the segments it was on the wire, each with its headers
 //     (gso.ReceivedWireSize), as Linux charges a GRO packet on ifb, so that
 //     the rate holds as measured on the wire. One whose segments add up to
-//     more than the bucket is charged the bucket (Linux would cut it).
+//     more than the bucket (a 64 KiB aggregate is 68,130 bytes on the wire,
+//     Kubernetes' bucket 65,550) is cut into pieces of whole segments that
+//     each fit, as Linux's tbf_segment cuts it (gso.SplitReceived), and the
+//     pieces go up in its place; one that cannot be cut (a checksum the
+//     link has not validated is wrong) is charged the bucket.
 //   - A packet larger than the bucket is dropped, as tbf drops one on the
 //     send path; it is never let through in debt.
 //   - With several queues, packets are spread by a hash of their own
@@ -47,6 +51,7 @@ import (
 
 	"github.com/netqdisc/netqdisc/pkg/qdisc"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/flowhash"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/gso"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/tbf"
 )
 
@@ -60,7 +65,10 @@ type Endpoint struct {
 	// shaper is nil until a ceiling is first set (see Change, which
 	// stores it under mu; the packet path loads it without).
 	shaper atomic.Pointer[tbf.Discipline] // +checklocksignore
-	hash   flowhash.Hasher
+	// mtu is the child's MTU when the shaper was created, as the shaper
+	// reads it to count a received aggregate's segments; set with shaper.
+	mtu  atomic.Uint32 // +checklocksignore
+	hash flowhash.Hasher
 	// passPackets and passBytes count what went up with no shaper.
 	passPackets atomic.Uint64
 	passBytes   atomic.Uint64
@@ -117,6 +125,7 @@ func (e *Endpoint) Change(cfg tbf.Config) error {
 	if cfg.Rate == 0 && cfg.PacketRate == 0 {
 		return nil
 	}
+	e.mtu.Store(e.child.MTU()) // before NewTo reads it: no smaller
 	s, err := tbf.NewTo(delivery{e}, e.child, e.clock, cfg)
 	if err != nil {
 		return err
@@ -171,7 +180,26 @@ func (e *Endpoint) deliver(protocol tcpip.NetworkProtocolNumber, pkt *stack.Pack
 	if s.Lanes() > 1 {
 		hash = e.hash.Packet(protocol, pkt)
 	}
+	if mtu := e.mtu.Load(); uint64(pkt.Data().Size()) > uint64(mtu) {
+		if pieces, _ := gso.SplitReceived(pkt, mtu, uint64(s.MaxPacketBytes())); len(pieces) > 0 {
+			return enqueuePieces(s, pieces, hash)
+		}
+	}
 	return s.Enqueue(pkt, hash)
+}
+
+// enqueuePieces queues the pieces of a received aggregate in its place, in
+// order, on its queue, and releases them; it returns the first refusal
+// (each is counted as a drop).
+func enqueuePieces(s *tbf.Discipline, pieces []*stack.PacketBuffer, hash uint32) tcpip.Error {
+	var first tcpip.Error
+	for _, p := range pieces {
+		if err := s.Enqueue(p, hash); err != nil && first == nil {
+			first = err
+		}
+		p.DecRef()
+	}
+	return first
 }
 
 // delivery is where the shaper's departures go: up to the stack.

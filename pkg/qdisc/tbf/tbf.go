@@ -262,10 +262,11 @@ func newTo(out stack.LinkWriter, link stack.LinkEndpoint, clock tcpip.Clock, cfg
 // aggregate as the segments it stands for (gso.ReceivedWireSize), as
 // Linux's tbf on ifb charges one, every other packet its size. An aggregate
 // whose segments add up to more than maxSize, though it fits itself, is
-// charged maxSize: Linux would cut it into its segments (tbf_segment), and
-// a received packet is not cut here; dropping it instead would drop every
-// large aggregate under a bucket that holds just the link's host-GSO
-// maximum, which NewTo accepts (Kubernetes' 64 KiB + 14 burst).
+// charged maxSize: Linux would cut it into its segments (tbf_segment), as
+// package ingress cuts it before it gets here (gso.SplitReceived), and one
+// that could not be cut is not dropped, for that would drop every large
+// aggregate under a bucket that holds just the link's host-GSO maximum,
+// which NewTo accepts (Kubernetes' 64 KiB + 14 burst).
 func receivedSize(mtu uint32, maxSize *atomic.Uint32) func(*stack.PacketBuffer) uint64 {
 	return func(pkt *stack.PacketBuffer) uint64 {
 		bound := uint64(maxSize.Load())
@@ -329,6 +330,12 @@ func (d *Discipline) Quiescent() bool { return d.lanes.Quiescent() }
 
 // Lanes returns the number of lanes.
 func (d *Discipline) Lanes() int { return len(d.lanes.Lanes) }
+
+// MaxPacketBytes returns the most the buckets pass in one packet: no
+// packet is charged more (see receivedSize), and package ingress cuts a
+// received aggregate that stands for more on the wire into pieces that
+// fit.
+func (d *Discipline) MaxPacketBytes() uint32 { return d.maxSize.Load() }
 
 // Stats returns the qdisc's counters (with a child, its drops and backlog
 // included).
