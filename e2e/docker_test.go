@@ -15,7 +15,7 @@ import (
 	runscflags "github.com/netqdisc/netqdisc/runsc-flags"
 )
 
-// dockerOperator are the runtimeArgs of the README's Docker example, an
+// dockerOperator are the runtimeArgs of docs/docker.md's example, an
 // operator's ceiling of 100 Mbit/s. runsc export-metrics reads a sandbox's
 // metrics without --metric-server (which runsc's metric server, a
 // sidecar not built here, needs in runtimeArgs as well).
@@ -401,6 +401,6 @@ func TestDockerCleanup(t *testing.T) {
 	d.Stop()
 	t.Logf("after the last container exited and dockerd and containerd stopped, still mounted: %v", lab.MountsUnder(d.Dir))
 	if !mounted() {
-		t.Errorf("%s is no longer mounted once dockerd stopped: the README says an operator must unmount it", nullNetNS)
+		t.Errorf("%s is no longer mounted once dockerd stopped: docs/docker.md says an operator must unmount it", nullNetNS)
 	}
 }

@@ -22,7 +22,7 @@ const (
 // the kernel peer (egress) and from the peer to the sandbox (ingress),
 // first with no ceiling, then with a packet ceiling of 10,000 packets/s:
 // what passes the ceiling is within [0.99, 1.01] of it, and the sandbox's
-// CPU under each flood is logged as a table (README: A packets-per-second
+// CPU under each flood is logged as a table (docs/results.md: A packets-per-second
 // ceiling).
 func TestPacketRateFlood(t *testing.T) {
 	r := newRunscRig(t)

@@ -12,7 +12,7 @@ import (
 )
 
 // TestRunscGSONoSpuriousRetransmissions: one TCP stream from a sandbox
-// shaped at 100 Mbit/s (burst 128 KiB, latency 50 ms: the README's Docker
+// shaped at 100 Mbit/s (burst 128 KiB, latency 50 ms: docs/docker.md's
 // example) with host GSO on, runsc's default. gVisor's tail loss probe
 // used to fire while the probed segment still waited in the tbf for its
 // tokens (a 64 KiB packet waits 5.2 ms; the stream's SRTT was under 1

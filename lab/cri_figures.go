@@ -9,7 +9,7 @@ import (
 
 // CRIOperator is the [runsc_config] of the runsc handler the CRI tests and
 // qdiscbench --cri give netqdisc's runsc: an operator's ceiling of
-// 100 Mbit/s (what the README's Docker example sets).
+// 100 Mbit/s (what docs/docker.md's example sets).
 var CRIOperator = map[string]string{
 	"qdisc":             "tbf",
 	"qdisc-tbf-rate":    "100mbit",
