@@ -61,7 +61,10 @@ func (l *Lane) Enqueue(pkt *stack.PacketBuffer) tcpip.Error {
 		l.mu.Unlock()
 		return &tcpip.ErrNoBufferSpace{}
 	}
-	if l.gate == nil && l.state != idle { // a fifo's pass will see it
+	if l.state != idle && (l.gate == nil || l.alarm.due.Load() == noDeadline) {
+		// A pass will see it, and no lane waits on the alarm: kickLocked
+		// would do nothing (far from the ceiling, every packet but the
+		// first of a pass).
 		l.mu.Unlock()
 		return nil
 	}
