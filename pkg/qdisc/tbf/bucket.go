@@ -87,17 +87,22 @@ func (b *rateBucket) Start(now int64) { b.t0.CompareAndSwap(fresh, now-b.buffer)
 // once, as Linux's tbf would already have sent it, instead of the late
 // wake-up costing credit.
 func (b *rateBucket) BookAll(seen []int64, sizes []uint32, departures []int64) {
+	if len(sizes) == 0 {
+		return
+	}
+	// One length for the three: no bounds checks in the loop.
+	seen, departures = seen[:len(sizes)], departures[:len(sizes)]
 	r, buffer := b.rate, b.buffer // departures could alias b: load once
+	size := sizes[0]
+	cost := int64(r.TimeNS(size)) // a batch is mostly one size
 	for {
 		t0 := b.t0.Load()
 		t := t0
 		if t == fresh {
 			t = seen[0] - buffer // full
 		}
-		var size uint32
-		var cost int64
 		for i, sz := range sizes {
-			if sz != size || cost == 0 { // a batch is mostly one size
+			if sz != size {
 				size, cost = sz, int64(r.TimeNS(sz))
 			}
 			s := max(t+cost, seen[i])
