@@ -34,7 +34,9 @@ func (l *Lane) Enqueue(pkt *stack.PacketBuffer) tcpip.Error {
 	}
 	l.mu.Lock()
 	if l.closed || l.budget != nil || (maxPacket != 0 && size > maxPacket) {
-		if err := l.admitLocked(size); err != nil {
+		if l.budget != nil && l.credit >= size && !l.closed && (maxPacket == 0 || size <= maxPacket) {
+			l.credit -= size // admitLocked's charge, from the lane's own credit
+		} else if err := l.admitLocked(size); err != nil {
 			l.mu.Unlock()
 			return err
 		}
