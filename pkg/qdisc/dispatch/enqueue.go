@@ -48,6 +48,7 @@ func (l *Lane) Enqueue(pkt *stack.PacketBuffer) tcpip.Error {
 	now := int64(qdisc.Unstamped)
 	if l.stamped || (l.gate != nil && l.state == throttled) {
 		now = l.now()
+		l.arrivals = true
 	}
 	var ok bool
 	if l.stamped {

@@ -78,6 +78,11 @@ type Lane struct {
 	// is recent the lane is shaping (see shapingRecently).
 	// +checklocks:mu
 	lastWait int64
+	// arrivals says the FIFO may hold packets that carry their arrival
+	// (queued while the lane waited), until it is next found empty;
+	// without them a pass books a batch as all seen at once (NowGate).
+	// +checklocks:mu
+	arrivals bool
 	// The departures the gate booked for the queue's first packets:
 	// booked[next:n] are those of the packets the next Dequeues return.
 	// +checklocks:mu
