@@ -81,16 +81,20 @@ func (l *Lane) takeLocked() (n int, wait, now int64) {
 	}
 	for k < len(l.taken) {
 		if l.gate != nil {
-			if l.booked.next == l.booked.n && !l.bookLocked(now) {
-				break // empty
-			}
-			if l.booked.next >= l.booked.due { // not known to be due
-				d := l.booked.departures[l.booked.next]
-				if w := d - now; w > 0 {
-					if n == 0 {
-						return 0, w, now
+			// booked[:due] are due (NowGate): far from the ceiling, the
+			// gate is asked once a batch.
+			if l.booked.next >= l.booked.due {
+				if l.booked.next == l.booked.n && !l.bookLocked(now) {
+					break // empty
+				}
+				if l.booked.next >= l.booked.due { // not known to be due
+					d := l.booked.departures[l.booked.next]
+					if w := d - now; w > 0 {
+						if n == 0 {
+							return 0, w, now
+						}
+						break // write what was taken first
 					}
-					break // write what was taken first
 				}
 			}
 			l.booked.next++
