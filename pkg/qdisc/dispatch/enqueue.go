@@ -36,6 +36,9 @@ func (l *Lane) Enqueue(pkt *stack.PacketBuffer) tcpip.Error {
 	if l.closed || l.budget != nil || (maxPacket != 0 && size > maxPacket) {
 		if l.budget != nil && l.credit >= size && !l.closed && (maxPacket == 0 || size <= maxPacket) {
 			l.credit -= size // admitLocked's charge, from the lane's own credit
+			if l.credit == 0 {
+				l.holding.Store(false)
+			}
 		} else if err := l.admitLocked(size); err != nil {
 			l.mu.Unlock()
 			return err
@@ -60,6 +63,7 @@ func (l *Lane) Enqueue(pkt *stack.PacketBuffer) tcpip.Error {
 		pkt.DecRef()
 		if l.budget != nil {
 			l.credit += size
+			l.heldLocked()
 		}
 		l.mu.Unlock()
 		return &tcpip.ErrNoBufferSpace{}
@@ -96,14 +100,15 @@ func (l *Lane) admitLocked(size uint64) tcpip.Error {
 
 // admitBudgetLocked charges a packet of size bytes to the lane's budget,
 // or refuses it (ErrNoBufferSpace, a drop) when the budget would pass its
-// limit. When the budget runs out, the lock is released while the other
-// lanes' credit is reclaimed, and the packet is looked at again.
+// limit. When the budget runs out while other lanes hold credit, the lock
+// is released while their credit is reclaimed, and the packet is looked
+// at again.
 // +checklocks:l.mu
 func (l *Lane) admitBudgetLocked(size uint64) tcpip.Error {
 	if l.chargeLocked(size) {
 		return nil
 	}
-	if !l.budget.tight.Load() {
+	if l.budget.othersHold(l) {
 		l.mu.Unlock()
 		l.budget.reclaim(l)
 		l.mu.Lock()

@@ -62,6 +62,10 @@ type Lane struct {
 	// (see Budget).
 	// +checklocks:mu
 	credit uint64
+	// holding is credit != 0, readable without the lock: a lane that must
+	// drop a packet reclaims the credit of the lanes holding some (see
+	// Budget). It changes only under the lock, with credit.
+	holding atomic.Bool
 	// deadline is what the lane waits for on the alarm while throttled.
 	// +checklocks:mu
 	deadline int64
@@ -242,6 +246,7 @@ func (l *Lane) drain() {
 	if l.budget != nil {
 		l.budget.give(bytes + l.credit)
 		l.credit = 0
+		l.holding.Store(false)
 	}
 	l.state = stopped
 	l.mu.Unlock()
