@@ -68,7 +68,11 @@ func (l *Lane) Enqueue(pkt *stack.PacketBuffer) tcpip.Error {
 		l.mu.Unlock()
 		return &tcpip.ErrNoBufferSpace{}
 	}
-	if l.state != idle && (l.gate == nil || l.alarm.due.Load() == noDeadline) {
+	if l.gate == nil && l.state != idle { // a fifo's pass will see it
+		l.mu.Unlock()
+		return nil
+	}
+	if l.state != idle && l.alarm.due.Load() == noDeadline {
 		// A pass will see it, and no lane waits on the alarm: kickLocked
 		// would do nothing (far from the ceiling, every packet but the
 		// first of a pass).
