@@ -14,13 +14,14 @@ import "sync/atomic"
 // made several queues cost more than one.
 //
 // Exactness: when the shared count cannot cover a packet, the lane first
-// reclaims every other lane's credit and only then drops, so a packet is
-// dropped exactly when the bytes queued in all lanes would pass the limit.
-// After a reclaim the budget is tight: lanes take and give back exactly
-// what their packets use (no credit is held, so no reclaim is needed to
-// drop again) until the count falls below half the limit. Lanes racing near
-// the limit may drop a packet that a serial order would have taken (credit
-// granted to one lane while another reclaims); none can pass the limit.
+// reclaims the credit of every other lane that holds some (each says so in
+// an atomic, Lane.holding, so that finding none costs no lock) and only
+// then drops, so a packet is dropped exactly when the bytes queued in all
+// lanes would pass the limit. At the limit the lanes' credit moves between
+// them a chunk at a time, by reclaims, rather than a packet at a time
+// through the shared word. Lanes racing near the limit may drop a packet
+// that a serial order would have taken (credit granted to one lane while
+// another reclaims); none can pass the limit.
 type Budget struct {
 	// limit is the bound (SetLimit changes it on a running qdisc).
 	limit atomic.Uint64
@@ -31,8 +32,6 @@ type Budget struct {
 	lanes []*Lane
 	// used is the bytes queued in the lanes plus the credit they hold.
 	used atomic.Uint64
-	// tight says the limit was reached: see the type's doc.
-	tight atomic.Bool
 }
 
 // NewBudget returns a Budget of limit bytes.
@@ -60,46 +59,49 @@ func (b *Budget) SetLimit(limit uint64) {
 	b.chunk.Store(limit / uint64(chunksPerLane*max(len(b.lanes), 1)))
 }
 
-// grant counts at least need bytes more in the budget, up to a chunk (just
-// need when tight), and returns how many; 0 when need does not fit.
+// grant counts at least need bytes more in the budget, up to a chunk, and
+// returns how many; 0 when need does not fit.
 func (b *Budget) grant(need uint64) uint64 {
 	for {
 		used, limit := b.used.Load(), b.limit.Load()
 		if used+need > limit {
 			return 0
 		}
-		n := need
-		if !b.tight.Load() {
-			n = min(max(need, b.chunk.Load()), limit-used)
-		}
+		n := min(max(need, b.chunk.Load()), limit-used)
 		if b.used.CompareAndSwap(used, used+n) {
 			return n
 		}
 	}
 }
 
-// give takes n bytes out of the count; below half the limit the budget is
-// no longer tight.
+// give takes n bytes out of the count.
 func (b *Budget) give(n uint64) {
-	if n == 0 {
-		return
-	}
-	if b.used.Add(-n) < b.limit.Load()/2 && b.tight.Load() {
-		b.tight.Store(false)
+	if n != 0 {
+		b.used.Add(-n)
 	}
 }
 
-// reclaim makes the budget tight and takes back the credit of every lane
-// but l, locking each in turn (the caller holds no lane's lock).
-func (b *Budget) reclaim(l *Lane) {
-	b.tight.Store(true)
+// othersHold says whether a lane but l may hold credit.
+func (b *Budget) othersHold(l *Lane) bool {
 	for _, o := range b.lanes {
-		if o == l {
+		if o != l && o.holding.Load() {
+			return true
+		}
+	}
+	return false
+}
+
+// reclaim takes back the credit of every lane but l that holds some,
+// locking each in turn (the caller holds no lane's lock).
+func (b *Budget) reclaim(l *Lane) {
+	for _, o := range b.lanes {
+		if o == l || !o.holding.Load() {
 			continue
 		}
 		o.mu.Lock()
 		b.give(o.credit)
 		o.credit = 0
+		o.holding.Store(false)
 		o.mu.Unlock()
 	}
 }
@@ -117,24 +119,27 @@ func (l *Lane) chargeLocked(size uint64) bool {
 		l.credit += got
 	}
 	l.credit -= size
+	l.heldLocked()
 	return true
+}
+
+// heldLocked keeps l.holding in step with l.credit.
+// +checklocks:l.mu
+func (l *Lane) heldLocked() {
+	if h := l.credit != 0; h != l.holding.Load() {
+		l.holding.Store(h)
+	}
 }
 
 // refundLocked returns to the lane's credit the bytes of packets that have
 // left it (sent or dropped), and gives the budget back what the lane holds
-// beyond a chunk (everything, when the budget is tight). The lane has a
-// budget.
+// beyond a chunk when it holds more than two. The lane has a budget.
 // +checklocks:l.mu
 func (l *Lane) refundLocked(bytes uint64) {
 	l.credit += bytes
-	keep := l.budget.chunk.Load()
-	if l.budget.tight.Load() {
-		keep = 0
-	} else if l.credit <= 2*keep {
-		return
-	}
-	if l.credit > keep {
+	if keep := l.budget.chunk.Load(); l.credit > 2*keep {
 		l.budget.give(l.credit - keep)
 		l.credit = keep
 	}
+	l.heldLocked()
 }

@@ -34,7 +34,12 @@ func (l *Lane) Enqueue(pkt *stack.PacketBuffer) tcpip.Error {
 	}
 	l.mu.Lock()
 	if l.closed || l.budget != nil || (maxPacket != 0 && size > maxPacket) {
-		if err := l.admitLocked(size); err != nil {
+		if l.budget != nil && l.credit >= size && !l.closed && (maxPacket == 0 || size <= maxPacket) {
+			l.credit -= size // admitLocked's charge, from the lane's own credit
+			if l.credit == 0 {
+				l.holding.Store(false)
+			}
+		} else if err := l.admitLocked(size); err != nil {
 			l.mu.Unlock()
 			return err
 		}
@@ -46,6 +51,7 @@ func (l *Lane) Enqueue(pkt *stack.PacketBuffer) tcpip.Error {
 	now := int64(qdisc.Unstamped)
 	if l.stamped || (l.gate != nil && l.state == throttled) {
 		now = l.now()
+		l.arrivals = true
 	}
 	var ok bool
 	if l.stamped {
@@ -57,11 +63,19 @@ func (l *Lane) Enqueue(pkt *stack.PacketBuffer) tcpip.Error {
 		pkt.DecRef()
 		if l.budget != nil {
 			l.credit += size
+			l.heldLocked()
 		}
 		l.mu.Unlock()
 		return &tcpip.ErrNoBufferSpace{}
 	}
 	if l.state != idle && (l.gate == nil || l.queueOnly) { // its pass or its alarm will see it
+		l.mu.Unlock()
+		return nil
+	}
+	if l.state != idle && l.alarm.due.Load() == noDeadline {
+		// A pass will see it, and no lane waits on the alarm: kickLocked
+		// would do nothing (far from the ceiling, every packet but the
+		// first of a pass).
 		l.mu.Unlock()
 		return nil
 	}
@@ -90,14 +104,15 @@ func (l *Lane) admitLocked(size uint64) tcpip.Error {
 
 // admitBudgetLocked charges a packet of size bytes to the lane's budget,
 // or refuses it (ErrNoBufferSpace, a drop) when the budget would pass its
-// limit. When the budget runs out, the lock is released while the other
-// lanes' credit is reclaimed, and the packet is looked at again.
+// limit. When the budget runs out while other lanes hold credit, the lock
+// is released while their credit is reclaimed, and the packet is looked
+// at again.
 // +checklocks:l.mu
 func (l *Lane) admitBudgetLocked(size uint64) tcpip.Error {
 	if l.chargeLocked(size) {
 		return nil
 	}
-	if !l.budget.tight.Load() {
+	if l.budget.othersHold(l) {
 		l.mu.Unlock()
 		l.budget.reclaim(l)
 		l.mu.Lock()

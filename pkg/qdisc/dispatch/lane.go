@@ -64,6 +64,10 @@ type Lane struct {
 	// (see Budget).
 	// +checklocks:mu
 	credit uint64
+	// holding is credit != 0, readable without the lock: a lane that must
+	// drop a packet reclaims the credit of the lanes holding some (see
+	// Budget). It changes only under the lock, with credit.
+	holding atomic.Bool
 	// deadline is what the lane waits for on the alarm while throttled.
 	// +checklocks:mu
 	deadline int64
@@ -80,6 +84,11 @@ type Lane struct {
 	// is recent the lane is shaping (see shapingRecently).
 	// +checklocks:mu
 	lastWait int64
+	// arrivals says the FIFO may hold packets that carry their arrival
+	// (queued while the lane waited), until it is next found empty;
+	// without them a pass books a batch as all seen at once (NowGate).
+	// +checklocks:mu
+	arrivals bool
 	// The departures the gate booked for the queue's first packets:
 	// booked[next:n] are those of the packets the next Dequeues return.
 	// +checklocks:mu
@@ -240,6 +249,7 @@ func (l *Lane) drain() {
 	if l.budget != nil {
 		l.budget.give(bytes + l.credit)
 		l.credit = 0
+		l.holding.Store(false)
 	}
 	l.state = stopped
 	l.mu.Unlock()

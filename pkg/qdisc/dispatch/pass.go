@@ -81,15 +81,21 @@ func (l *Lane) takeLocked() (n int, wait, now int64) {
 	}
 	for k < len(l.taken) {
 		if l.gate != nil {
-			if l.booked.next == l.booked.n && !l.bookLocked(now) {
-				break // empty
-			}
-			d := l.booked.departures[l.booked.next]
-			if w := d - now; w > 0 {
-				if n == 0 {
-					return 0, w, now
+			// booked[:due] are due (NowGate): far from the ceiling, the
+			// gate is asked once a batch.
+			if l.booked.next >= l.booked.due {
+				if l.booked.next == l.booked.n && !l.bookLocked(now) {
+					break // empty
 				}
-				break // write what was taken first
+				if l.booked.next >= l.booked.due { // not known to be due
+					d := l.booked.departures[l.booked.next]
+					if w := d - now; w > 0 {
+						if n == 0 {
+							return 0, w, now
+						}
+						break // write what was taken first
+					}
+				}
 			}
 			l.booked.next++
 		}
@@ -119,21 +125,29 @@ func (l *Lane) takeLocked() (n int, wait, now int64) {
 // +checklocks:l.mu
 func (l *Lane) bookLocked(now int64) bool {
 	b := &l.booked
-	b.next = 0
+	b.next, b.due = 0, 0
 	if l.stamped {
 		b.n = l.queue.Peek(now, b.sizes[:], b.seen[:])
 	} else {
 		b.n = l.fifo.Peek(now, b.sizes[:], b.seen[:])
 	}
 	if b.n == 0 {
+		l.arrivals = false
 		return false
 	}
-	for i, s := range b.seen[:b.n] {
+	seen := b.seen[:b.n]
+	if g, ok := l.gate.(NowGate); ok && !l.arrivals && !l.stamped {
+		// None carries its arrival: all are seen now. Far from the
+		// ceiling, every batch.
+		b.due = g.BookAllAt(now, b.sizes[:b.n], b.departures[:b.n])
+		return true
+	}
+	for i, s := range seen {
 		if s == qdisc.Unstamped {
-			b.seen[i] = now
+			seen[i] = now
 		}
 	}
-	l.gate.BookAll(b.seen[:b.n], b.sizes[:b.n], b.departures[:b.n])
+	l.gate.BookAll(seen, b.sizes[:b.n], b.departures[:b.n])
 	return true
 }
 
@@ -158,6 +172,7 @@ func (l *Lane) passTimeLocked() int64 {
 // +checklocks:l.mu
 func (l *Lane) throttleLocked(now, wait int64) bool {
 	l.fifo.Seen(now)
+	l.arrivals = true
 	if !l.waitLocked(now + wait) {
 		return false
 	}
@@ -220,13 +235,14 @@ func (l *Lane) runInline() {
 
 // bookings are the departures a gate booked for a queue's first packets,
 // with what they were booked from. They are kept in the lane: arrays
-// passed to an interface would escape to the heap.
+// passed to an interface would escape to the heap. The first due packets
+// may leave at once (NowGate.BookAllAt), their departures unwritten.
 type bookings struct {
-	sizes      [takeBatches * qdisc.BatchSize]uint32
-	seen       [takeBatches * qdisc.BatchSize]int64
-	departures [takeBatches * qdisc.BatchSize]int64
-	next, n    int
+	sizes        [takeBatches * qdisc.BatchSize]uint32
+	seen         [takeBatches * qdisc.BatchSize]int64
+	departures   [takeBatches * qdisc.BatchSize]int64
+	next, due, n int
 }
 
 // clear forgets the bookings (the queue was purged).
-func (b *bookings) clear() { b.next, b.n = 0, 0 }
+func (b *bookings) clear() { b.next, b.due, b.n = 0, 0, 0 }

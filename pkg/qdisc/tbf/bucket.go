@@ -87,17 +87,22 @@ func (b *rateBucket) Start(now int64) { b.t0.CompareAndSwap(fresh, now-b.buffer)
 // once, as Linux's tbf would already have sent it, instead of the late
 // wake-up costing credit.
 func (b *rateBucket) BookAll(seen []int64, sizes []uint32, departures []int64) {
+	if len(sizes) == 0 {
+		return
+	}
+	// One length for the three: no bounds checks in the loop.
+	seen, departures = seen[:len(sizes)], departures[:len(sizes)]
 	r, buffer := b.rate, b.buffer // departures could alias b: load once
+	size := sizes[0]
+	cost := int64(r.TimeNS(size)) // a batch is mostly one size
 	for {
 		t0 := b.t0.Load()
 		t := t0
 		if t == fresh {
 			t = seen[0] - buffer // full
 		}
-		var size uint32
-		var cost int64
 		for i, sz := range sizes {
-			if sz != size || cost == 0 { // a batch is mostly one size
+			if sz != size {
 				size, cost = sz, int64(r.TimeNS(sz))
 			}
 			s := max(t+cost, seen[i])
@@ -106,6 +111,53 @@ func (b *rateBucket) BookAll(seen []int64, sizes []uint32, departures []int64) {
 		}
 		if b.t0.CompareAndSwap(t0, t) {
 			return
+		}
+	}
+}
+
+// BookAllAt implements dispatch.NowGate.BookAllAt: BookAll's bookings,
+// every packet seen at seen. While the tokens suffice, a packet leaves at
+// seen and t0 moves on by its cost only (its departure is not written);
+// from the first that must wait, each is booked as BookAll books it.
+func (b *rateBucket) BookAllAt(seen int64, sizes []uint32, departures []int64) (due int) {
+	if len(sizes) == 0 {
+		return 0
+	}
+	departures = departures[:len(sizes)] // no bounds checks in the loop
+	r, buffer := b.rate, b.buffer        // departures could alias b: load once
+	full := seen - buffer                // t0 of a full bucket
+	for {
+		t0 := b.t0.Load()
+		t := t0
+		if t == fresh {
+			t = full
+		}
+		size := sizes[0]
+		cost := int64(r.TimeNS(size)) // a batch is mostly one size
+		due = 0
+		if t+cost <= seen { // BookAll's, with s = seen
+			t = max(t, full) + cost
+			// t > full from here on: the max is t.
+			for due = 1; due < len(sizes); due++ {
+				if sz := sizes[due]; sz != size {
+					size, cost = sz, int64(r.TimeNS(sz))
+				}
+				if t+cost > seen {
+					break
+				}
+				t += cost
+			}
+		}
+		for i := due; i < len(sizes); i++ {
+			if sz := sizes[i]; sz != size {
+				size, cost = sz, int64(r.TimeNS(sz))
+			}
+			s := t + cost // > seen: t only grows
+			departures[i] = s
+			t = max(t, s-buffer) + cost
+		}
+		if b.t0.CompareAndSwap(t0, t) {
+			return due
 		}
 	}
 }
