@@ -14,8 +14,8 @@ import (
 // 100 Gbit/s is not far enough for a micro-benchmark: one core writes
 // 1500-byte packets at about 45 GB/s into a qdisc whose lower link
 // discards them, so 100 Gbit/s shapes it, at 120 ns a packet.) Its bucket
-// and queue are 1000 full-size packets, as fifo's queue, so that the two
-// hold the same backlog (a queue must hold the bucket's largest packet: a
+// and queue are 1000 full-size packets a lane, as fifo's queues, so that
+// the two hold the same backlog (a queue must hold the bucket's largest packet: a
 // 128 MiB bucket would make it 89,000 packets, far out of cache).
 var never = tbf.Config{Rate: 10_000 * gbit, Burst: 1000 * 1514}
 
@@ -59,6 +59,9 @@ func BenchmarkWritePacket(b *testing.B) {
 			link.Discard = true
 			cfg := never
 			cfg.Lanes = queues
+			// One limit for all the lanes, as Linux's tbf has: 1000
+			// full-size packets a lane, the backlog fifo's lanes hold.
+			cfg.Limit = uint32(queues) * 1000 * 1514
 			d, err := tbf.New(link, tcpip.NewStdClock(), cfg)
 			if err != nil {
 				b.Fatal(err)
