@@ -8,7 +8,7 @@ const Unstamped = -1 << 63
 
 // Queue is a queue of packets as Linux's Qdisc_ops has it: enqueue, peek,
 // dequeue, reset (Purge) and qlen. A dispatch lane drains one: the packet
-// ring (packetbuf.FIFO, Linux's pfifo/bfifo) by default, or a qdisc of its
+// ring (packetbuf.Queue, Linux's pfifo/bfifo) by default, or a qdisc of its
 // own such as fq_codel, which picks the packet that leaves next and may drop
 // packets as they arrive and as they leave. A tbf is a gate over a Queue,
 // as Linux's tbf is over its child qdisc. A Queue is not safe for

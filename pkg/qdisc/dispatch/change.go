@@ -53,7 +53,7 @@ func (g *Group) SetGate(gate Gate, maxPacketBytes uint32) {
 	}
 }
 
-// SetLimits changes the bounds of the lanes' FIFOs on a running qdisc:
+// SetLimits changes the bounds of the lanes' own queues on a running qdisc:
 // packets per lane and, with no Budget, bytes per lane; with a Budget,
 // maxBytes is the budget's limit. As Linux's fifo_set_limit, what is
 // queued past a lower bound stays queued, and new packets are dropped
@@ -68,7 +68,7 @@ func (g *Group) SetLimits(maxPackets int, maxBytes uint64) {
 			if l.budget != nil {
 				perLane = 0
 			}
-			l.fifo.SetLimits(maxPackets, perLane)
+			l.own.SetLimits(maxPackets, perLane)
 		}
 		l.mu.Unlock()
 	}

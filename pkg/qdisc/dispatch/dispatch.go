@@ -155,12 +155,13 @@ type Config struct {
 	// Lower is where batches go.
 	Lower stack.LinkWriter
 	// Queue, if not nil, is the lane's queue (fq_codel); nil gives each
-	// lane a FIFO (packetbuf.FIFO) bounded by MaxPackets and MaxBytes. A
-	// Group with a Queue has one lane, and no Budget.
+	// lane a packet queue of its own (packetbuf.Queue, Linux's pfifo or
+	// bfifo) bounded by MaxPackets and MaxBytes. A Group with a Queue has
+	// one lane, and no Budget.
 	Queue qdisc.Queue
-	// MaxPackets bounds the FIFO in packets (at least 1).
+	// MaxPackets bounds the lane's own queue in packets (at least 1).
 	MaxPackets int
-	// MaxBytes, if not 0, bounds the bytes in the FIFO: a packet that
+	// MaxBytes, if not 0, bounds the bytes in the lane's own queue: a packet that
 	// would take the backlog past it is dropped, as Linux's bfifo does.
 	MaxBytes uint64
 	// Budget, if not nil, bounds the bytes queued in all the lanes that

@@ -56,8 +56,8 @@ func (l *Lane) Enqueue(pkt *stack.PacketBuffer) tcpip.Error {
 	var ok bool
 	if l.stamped {
 		ok = l.queue.Enqueue(pkt.IncRef(), uint32(min(size, 1<<32-1)), now)
-	} else { // the lane's own FIFO, called directly on the packet path
-		ok = l.fifo.Enqueue(pkt.IncRef(), uint32(min(size, 1<<32-1)), now)
+	} else { // the lane's own queue, called directly on the packet path
+		ok = l.own.Enqueue(pkt.IncRef(), uint32(min(size, 1<<32-1)), now)
 	}
 	if !ok {
 		pkt.DecRef()

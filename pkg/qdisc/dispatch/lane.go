@@ -25,8 +25,8 @@ type Lane struct {
 	alarm     *Alarm
 	// stamped says the queue is a qdisc of its own (fq_codel), which is
 	// given each packet's arrival time and the time of each dequeue; a
-	// FIFO without a gate never needs the clock. Without it the queue is
-	// the lane's own fifo, which the packet path calls directly.
+	// byte queue without a gate never needs the clock. Without it the
+	// queue is the lane's own, which the packet path calls directly.
 	stamped bool
 	// queueOnly is Config.QueueOnly: no pass on an enqueuer's goroutine.
 	queueOnly bool
@@ -43,11 +43,13 @@ type Lane struct {
 	// stamped queue.
 	// +checklocks:mu
 	timed bool
-	// queue is the lane's queue: fifo, or the one Config gave.
+	// queue is the lane's queue: own, or the one Config gave.
 	// +checklocks:mu
 	queue qdisc.Queue
+	// own is the lane's own packet queue (Linux's pfifo/bfifo), its queue
+	// unless Config gave one.
 	// +checklocks:mu
-	fifo packetbuf.FIFO
+	own packetbuf.Queue
 	// requeued holds the packets the lower link refused for want of
 	// room, in order, to be sent before anything in the queue.
 	// +checklocks:mu
@@ -84,7 +86,7 @@ type Lane struct {
 	// is recent the lane is shaping (see shapingRecently).
 	// +checklocks:mu
 	lastWait int64
-	// arrivals says the FIFO may hold packets that carry their arrival
+	// arrivals says the lane's own queue may hold packets that carry their arrival
 	// (queued while the lane waited), until it is next found empty;
 	// without them a pass books a batch as all seen at once (NowGate).
 	// +checklocks:mu
@@ -141,8 +143,8 @@ func (l *Lane) Init(cfg Config) {
 	l.timed = l.gate != nil || l.stamped
 	l.queue = cfg.Queue
 	if l.queue == nil {
-		l.fifo.Init(cfg.MaxPackets, cfg.MaxBytes)
-		l.queue = &l.fifo
+		l.own.Init(cfg.MaxPackets, cfg.MaxBytes)
+		l.queue = &l.own
 	}
 	l.requeued.Init(len(l.taken) * qdisc.BatchSize)
 	l.state = idle

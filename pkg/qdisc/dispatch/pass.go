@@ -104,8 +104,8 @@ func (l *Lane) takeLocked() (n int, wait, now int64) {
 		var ok bool
 		if l.stamped {
 			pkt, size, ok = l.queue.Dequeue(now)
-		} else { // the lane's own FIFO, called directly on the packet path
-			pkt, size, ok = l.fifo.Dequeue(now)
+		} else { // the lane's own queue, called directly on the packet path
+			pkt, size, ok = l.own.Dequeue(now)
 		}
 		if !ok {
 			break
@@ -119,7 +119,7 @@ func (l *Lane) takeLocked() (n int, wait, now int64) {
 }
 
 // bookLocked books the packets the queue shows at its head (a batch's
-// worth of a FIFO, fq_codel's next one), seen now unless they carry their
+// worth of the lane's own queue, fq_codel's next one), seen now unless they carry their
 // arrival, in one call of the gate; it reports false when the queue is
 // empty.
 // +checklocks:l.mu
@@ -129,7 +129,7 @@ func (l *Lane) bookLocked(now int64) bool {
 	if l.stamped {
 		b.n = l.queue.Peek(now, b.sizes[:], b.seen[:])
 	} else {
-		b.n = l.fifo.Peek(now, b.sizes[:], b.seen[:])
+		b.n = l.own.Peek(now, b.sizes[:], b.seen[:])
 	}
 	if b.n == 0 {
 		l.arrivals = false
@@ -171,7 +171,7 @@ func (l *Lane) passTimeLocked() int64 {
 // them as an on-time one would.
 // +checklocks:l.mu
 func (l *Lane) throttleLocked(now, wait int64) bool {
-	l.fifo.Seen(now)
+	l.own.Seen(now)
 	l.arrivals = true
 	if !l.waitLocked(now + wait) {
 		return false

@@ -36,7 +36,7 @@ const Unstamped = qdisc.Unstamped
 // initialSlots is the slot array's size before the first growth.
 const initialSlots = 64
 
-// Ring is a FIFO of packets with O(1) push and pop. The zero Ring holds
+// Ring is a first-in, first-out ring of packets with O(1) push and pop. The zero Ring holds
 // nothing; call Init first.
 type Ring struct {
 	pkts   []*stack.PacketBuffer

@@ -183,10 +183,10 @@ func TestFront(t *testing.T) {
 	}
 }
 
-// TestFIFOBounds: a FIFO refuses, and counts, a packet past its packet or
+// TestQueueBounds: a Queue refuses, and counts, a packet past its packet or
 // byte bound, taking nothing, and hands packets back in order with their
 // sizes.
-func TestFIFOBounds(t *testing.T) {
+func TestQueueBounds(t *testing.T) {
 	for _, tc := range []struct {
 		name            string
 		packets         int
@@ -201,7 +201,7 @@ func TestFIFOBounds(t *testing.T) {
 		{"a small packet after a refused large one", 10, 250, []uint32{100, 200, 100}, 2, 200},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var f FIFO
+			var f Queue
 			f.Init(tc.packets, tc.bytes)
 			for i, size := range tc.sizes {
 				pkt := qdisctest.MakePacket(int(size), 0, uint64(i))
@@ -234,7 +234,7 @@ func TestFIFOBounds(t *testing.T) {
 }
 
 // hasPacket reports whether pkt is queued.
-func (f *FIFO) hasPacket(pkt *stack.PacketBuffer) bool {
+func (f *Queue) hasPacket(pkt *stack.PacketBuffer) bool {
 	for i := 0; i < f.ring.n; i++ {
 		if f.ring.pkts[(f.ring.head+i)%len(f.ring.pkts)] == pkt {
 			return true

@@ -6,27 +6,27 @@ import (
 	"github.com/netqdisc/netqdisc/pkg/qdisc"
 )
 
-// FIFO is a Ring as a qdisc.Queue: Linux's pfifo, bounded in packets, or
+// Queue is a Ring as a qdisc.Queue: Linux's pfifo, bounded in packets, or
 // bfifo, bounded in bytes too. It is the queue of fifo's lanes and of a
-// tbf without a child. The zero FIFO holds nothing; call Init first.
-type FIFO struct {
+// tbf without a child. The zero Queue holds nothing; call Init first.
+type Queue struct {
 	ring  Ring
 	drops uint64
 }
 
-var _ qdisc.Queue = (*FIFO)(nil)
+var _ qdisc.Queue = (*Queue)(nil)
 
 // Init empties the queue and bounds it: at most packets packets (at least
 // 1) and, if maxBytes is not 0, at most maxBytes bytes. It must not be
 // called while packets are queued.
-func (f *FIFO) Init(packets int, maxBytes uint64) {
+func (f *Queue) Init(packets int, maxBytes uint64) {
 	f.ring.Init(packets)
 	f.ring.SetMaxBytes(maxBytes)
 }
 
 // Enqueue implements qdisc.Queue.Enqueue: a packet that would pass either
 // bound is refused, as bfifo refuses it.
-func (f *FIFO) Enqueue(pkt *stack.PacketBuffer, size uint32, now int64) bool {
+func (f *Queue) Enqueue(pkt *stack.PacketBuffer, size uint32, now int64) bool {
 	if !f.ring.PushBackAt(pkt, uint64(size), now) {
 		f.drops++
 		return false
@@ -35,12 +35,12 @@ func (f *FIFO) Enqueue(pkt *stack.PacketBuffer, size uint32, now int64) bool {
 }
 
 // Peek implements qdisc.Queue.Peek.
-func (f *FIFO) Peek(_ int64, sizes []uint32, arrived []int64) int {
+func (f *Queue) Peek(_ int64, sizes []uint32, arrived []int64) int {
 	return f.ring.Front(sizes, arrived)
 }
 
 // Dequeue implements qdisc.Queue.Dequeue.
-func (f *FIFO) Dequeue(int64) (*stack.PacketBuffer, uint32, bool) {
+func (f *Queue) Dequeue(int64) (*stack.PacketBuffer, uint32, bool) {
 	pkt, size := f.ring.RemoveFront()
 	return pkt, size, pkt != nil
 }
@@ -48,21 +48,21 @@ func (f *FIFO) Dequeue(int64) (*stack.PacketBuffer, uint32, bool) {
 // Seen records that every packet queued without an arrival time had
 // arrived by now: a gate then books none of them as seen later, however
 // late the pass that books it runs.
-func (f *FIFO) Seen(now int64) { f.ring.StampUnstamped(now) }
+func (f *Queue) Seen(now int64) { f.ring.StampUnstamped(now) }
 
 // Purge implements qdisc.Queue.Purge.
-func (f *FIFO) Purge() (int, uint64) { return f.ring.Purge() }
+func (f *Queue) Purge() (int, uint64) { return f.ring.Purge() }
 
 // Len implements qdisc.Queue.Len.
-func (f *FIFO) Len() (int, uint64) { return f.ring.Len(), f.ring.Bytes() }
+func (f *Queue) Len() (int, uint64) { return f.ring.Len(), f.ring.Bytes() }
 
 // Drops implements qdisc.Queue.Drops.
-func (f *FIFO) Drops() uint64 { return f.drops }
+func (f *Queue) Drops() uint64 { return f.drops }
 
-// SetLimits changes the FIFO's bounds on a running qdisc, as Linux's
+// SetLimits changes the Queue's bounds on a running qdisc, as Linux's
 // fifo_set_limit does: what is queued past lower bounds stays queued, and
 // new packets are refused until the backlog is under them.
-func (f *FIFO) SetLimits(packets int, maxBytes uint64) {
+func (f *Queue) SetLimits(packets int, maxBytes uint64) {
 	f.ring.SetCap(packets)
 	f.ring.SetMaxBytes(maxBytes)
 }
