@@ -86,9 +86,10 @@ type Lane struct {
 	// is recent the lane is shaping (see shapingRecently).
 	// +checklocks:mu
 	lastWait int64
-	// arrivals says the lane's own queue may hold packets that carry their arrival
-	// (queued while the lane waited), until it is next found empty;
-	// without them a pass books a batch as all seen at once (NowGate).
+	// arrivals says the lane's own queue may hold packets that carry
+	// their arrival (queued while the lane waited), until it is next
+	// found empty; without them a pass books a batch as all seen at once
+	// (NowGate).
 	// +checklocks:mu
 	arrivals bool
 	// The departures the gate booked for the queue's first packets:
