@@ -89,8 +89,12 @@ const MaxLanes = 1024
 const DefaultLimitPackets = 1000
 
 // minPacketBytes is the smallest packet the ring is sized for: an IPv4
-// header alone. The ring's packet bound is Limit/minPacketBytes, so the
-// byte limit is always the one that binds; the ring grows only as needed.
+// header alone. The ring's packet bound is Limit/minPacketBytes+1, so for
+// every packet a stack sends the byte limit is the one that binds, as in
+// Linux's bfifo; the ring grows only as needed. Packets shorter than that
+// (only a raw socket sends them, and Linux's bfifo takes any number of
+// empty ones) may find the ring full before the limit: the bound keeps
+// them from growing it without end.
 const minPacketBytes = 20
 
 // Config is a token bucket filter's settings, in the units of

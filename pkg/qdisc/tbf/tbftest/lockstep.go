@@ -66,6 +66,16 @@ type Option func(*Model)
 // Model.WithChild), for a shaper whose tbf has a child.
 func WithChildModel(child ChildModel) Option { return func(m *Model) { m.WithChild(child) } }
 
+// WithRingBound bounds the model's queue at limit/minPacket+1 packets
+// besides its limit in bytes, as netqdisc's tbf bounds its ring, so that
+// packets shorter than minPacket bytes (an IPv4 header: only a raw socket
+// sends them) cannot grow it without end. Linux's bfifo counts bytes
+// alone; the lockstep of hostile packets, which may be that short, needs
+// it.
+func WithRingBound(minPacket uint32) Option {
+	return func(m *Model) { m.minPacket = uint64(minPacket) }
+}
+
 // NewLockstep makes the shaper mk builds with cfg (NoSlack) on a link of
 // linkMTU, and its model.
 func NewLockstep(t *testing.T, mk Make, cfg tbf.Config, linkMTU uint32, opts ...Option) *Lockstep {

@@ -31,6 +31,9 @@ type Model struct {
 	tc, tokens, ptokens, pktTokens int64
 	queue                          []Departure
 	backlog                        uint64
+	// minPacket, if not 0, bounds the queue in packets too, at
+	// limit/minPacket+1 (see WithRingBound): netqdisc's, not Linux's.
+	minPacket uint64
 	// child, if not nil, is the tbf's child qdisc in place of its bfifo.
 	child ChildModel
 
@@ -119,7 +122,7 @@ func (m *Model) Enqueue(now int64, seq uint64, size uint32) bool {
 		m.Dequeue(now)
 		return ok
 	}
-	if size > m.maxSize || m.backlog+uint64(size) > m.limit {
+	if size > m.maxSize || m.backlog+uint64(size) > m.limit || (m.minPacket != 0 && uint64(len(m.queue)) >= m.limit/m.minPacket+1) {
 		m.Drops++
 		m.Dequeue(now)
 		return false
