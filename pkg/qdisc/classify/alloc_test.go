@@ -28,7 +28,7 @@ func TestNoAllocationPerPacket(t *testing.T) {
 		}
 	}
 	ext := chain(pk{src: "fd00::1", dst: "fd10::1", proto: 17, dport: 443}, 8)
-	pkt := layouts[3].make(ext, 0)
+	pkt := layoutNamed("scattered").make(ext, 0)
 	defer pkt.DecRef()
 	if n := testing.AllocsPerRun(100, func() { c.Classify(header.IPv6ProtocolNumber, pkt) }); n != 0 {
 		t.Errorf("8 extension headers in 3-byte views: %v allocations per packet", n)

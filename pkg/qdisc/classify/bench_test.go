@@ -26,8 +26,8 @@ func BenchmarkClassify(b *testing.B) {
 			p    pk
 			l    layout
 		}{
-			{"send-v4", classify.Egress, pk{src: "192.168.0.1", dst: "10.200.0.1", proto: 6, sport: 40000, dport: 443, payload: 1400}, layouts[2]},
-			{"receive-v4", classify.Ingress, pk{src: "10.200.0.1", dst: "192.168.0.1", proto: 6, sport: 443, dport: 40000, payload: 1400}, layouts[0]},
+			{"send-v4", classify.Egress, pk{src: "192.168.0.1", dst: "10.200.0.1", proto: 6, sport: 40000, dport: 443, payload: 1400}, layoutNamed("pushed")},
+			{"receive-v4", classify.Ingress, pk{src: "10.200.0.1", dst: "192.168.0.1", proto: 6, sport: 443, dport: 40000, payload: 1400}, layoutNamed("link-consumed")},
 		} {
 			b.Run(fmt.Sprintf("rules=%d/%s", n, path.name), func(b *testing.B) {
 				c := mustNew(b, path.dir, rules...)

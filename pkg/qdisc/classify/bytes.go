@@ -6,43 +6,42 @@ import (
 )
 
 // packetBytes reads a packet's network-layer bytes (its network header
-// onward) without modifying the packet or allocating: PacketData.PullUp
-// would merge chunks, copying and allocating, when the bytes span them.
+// onward) where they lie in the packet's views, without modifying the
+// packet or allocating: PacketData.PullUp, and PacketHeader.Slice on a
+// header that is there, may merge or clone chunks, and cost a PullUp each.
 //
-// The bytes are the network and transport headers, if parsed, then the
-// data; or, when the network header is not parsed (a packet as a link
-// hands it up), the data alone. A read within one piece is answered in
-// place; only one that spans pieces is copied.
+// The network header starts after the link-layer (and virtio) header when
+// headers were pushed (the send path) or the network header was consumed;
+// otherwise (a packet as a link hands it up, its link header perhaps
+// consumed) it starts the data.
 type packetBytes struct {
-	// pieces are the network header, the transport header and the
-	// contiguous start of the data; rest is the view that holds what
-	// follows, from its start.
-	pieces [3][]byte
-	rest   *buffer.View
+	// first is the bytes in the view where they start; rest is the view
+	// after it.
+	first []byte
+	rest  *buffer.View
 	// size is the number of bytes in all.
 	size int
 }
 
 func (b *packetBytes) init(pkt *stack.PacketBuffer) {
-	data := pkt.Data().Size()
-	if nh := pkt.NetworkHeader().Slice(); len(nh) > 0 {
-		th := pkt.TransportHeader().Slice()
-		b.pieces[0], b.pieces[1] = nh, th
-		b.size = len(nh) + len(th)
+	views, first := pkt.AsViewList() // first: where the first header begins
+	start := first
+	pushed := pkt.ReservedHeaderBytes() - pkt.AvailableHeaderBytes()
+	if pushed == 0 && len(pkt.NetworkHeader().Slice()) == 0 {
+		// Nothing parsed past the link header: the data. (Slice of a
+		// header that is not there costs nothing.)
+		start += pkt.Size() - pkt.Data().Size()
+	} else {
+		start += len(pkt.VirtioNetHeader().Slice()) + len(pkt.LinkHeader().Slice())
 	}
-	b.size += data
-	if data == 0 {
-		return
-	}
-	views, off := pkt.AsViewList()
-	off += pkt.Size() - data // where the data starts
+	b.size = first + pkt.Size() - start
 	for v := views.Front(); v != nil; v = v.Next() {
 		s := v.AsSlice()
-		if off >= len(s) {
-			off -= len(s)
+		if start >= len(s) {
+			start -= len(s)
 			continue
 		}
-		b.pieces[2] = s[off:]
+		b.first = s[start:]
 		b.rest = v.Next()
 		return
 	}
@@ -54,38 +53,25 @@ func (b *packetBytes) at(off, n int, scratch []byte) (s []byte, ok bool) {
 	if off < 0 || n > b.size-off {
 		return nil, false
 	}
-	o := off
-	for _, p := range b.pieces {
-		if o < len(p) {
-			if o+n <= len(p) {
-				return p[o : o+n], true
-			}
-			break
-		}
-		o -= len(p)
+	if off+n <= len(b.first) {
+		return b.first[off : off+n], true
 	}
-	// Across pieces: copy.
+	// Past the first view: copy.
 	dst := scratch[:n]
 	c := 0
-	o = off
-	for _, p := range b.pieces {
-		if o < len(p) {
-			c += copy(dst[c:], p[o:])
-			o = 0
-		} else {
-			o -= len(p)
-		}
-		if c == n {
-			return dst, true
-		}
+	if off < len(b.first) {
+		c = copy(dst, b.first[off:])
+		off = 0
+	} else {
+		off -= len(b.first)
 	}
 	for v := b.rest; v != nil && c < n; v = v.Next() {
 		p := v.AsSlice()
-		if o < len(p) {
-			c += copy(dst[c:], p[o:])
-			o = 0
+		if off < len(p) {
+			c += copy(dst[c:], p[off:])
+			off = 0
 		} else {
-			o -= len(p)
+			off -= len(p)
 		}
 	}
 	return dst, c == n

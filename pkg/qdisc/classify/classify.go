@@ -129,13 +129,17 @@ func (c *Classifier) Direction() Direction { return c.dir }
 
 // Classify returns the class of pkt, whose network protocol is protocol:
 // the class of the first rule it matches, else the default class (see the
-// package comment for packets whose headers cannot be read). pkt's network
-// header may have been pushed (the send path) or consumed (a parsed
-// received packet), or not parsed at all, its bytes in pkt.Data() (as a
-// link hands a packet up). pkt is not modified.
+// package comment for packets whose headers cannot be read). pkt's headers
+// may have been pushed (the send path: the network header follows the
+// link header) or the network header not parsed at all, its bytes at the
+// start of pkt.Data() (a packet as a link hands it up). pkt is not
+// modified, nor its chunks merged.
 func (c *Classifier) Classify(protocol tcpip.NetworkProtocolNumber, pkt *stack.PacketBuffer) uint32 {
-	f, ok := parse(protocol, pkt)
-	if !ok {
+	if len(c.rules) == 0 {
+		return c.def // nothing to read
+	}
+	var f fields
+	if !parse(protocol, pkt, &f) {
 		return c.def
 	}
 	if c.dir == Ingress {

@@ -23,30 +23,32 @@ type fields struct {
 // maxExtensions is the most IPv6 extension headers parse walks.
 const maxExtensions = 8
 
-// parse reads the fields of pkt, whose network protocol is protocol. ok is
-// false if its network header is malformed (see the package comment).
-func parse(protocol tcpip.NetworkProtocolNumber, pkt *stack.PacketBuffer) (f fields, ok bool) {
+// parse reads into f the fields of pkt, whose network protocol is
+// protocol. It returns false if pkt's network header is malformed (see the
+// package comment).
+func parse(protocol tcpip.NetworkProtocolNumber, pkt *stack.PacketBuffer, f *fields) bool {
 	var b packetBytes
-	b.init(pkt)
 	var scratch [header.IPv6MinimumSize]byte
 	switch protocol {
 	case header.IPv4ProtocolNumber:
-		return parseIPv4(&b, scratch[:])
+		b.init(pkt)
+		return parseIPv4(&b, scratch[:], f)
 	case header.IPv6ProtocolNumber:
-		return parseIPv6(&b, scratch[:])
+		b.init(pkt)
+		return parseIPv6(&b, scratch[:], f)
 	}
-	return fields{}, false
+	return false
 }
 
-func parseIPv4(b *packetBytes, scratch []byte) (f fields, ok bool) {
+func parseIPv4(b *packetBytes, scratch []byte, f *fields) bool {
 	h, ok := b.at(0, header.IPv4MinimumSize, scratch)
 	if !ok || h[0]>>4 != 4 {
-		return fields{}, false
+		return false
 	}
 	ihl := int(h[0]&0xf) * 4
 	total := int(binary.BigEndian.Uint16(h[2:4]))
 	if ihl < header.IPv4MinimumSize || total < ihl || total > b.size {
-		return fields{}, false
+		return false
 	}
 	f.family = 4
 	f.dscp = h[1] >> 2
@@ -57,57 +59,58 @@ func parseIPv4(b *packetBytes, scratch []byte) (f fields, ok bool) {
 	if !fragment {
 		f.readPorts(b, ihl, total, scratch)
 	}
-	return f, true
+	return true
 }
 
-func parseIPv6(b *packetBytes, scratch []byte) (f fields, ok bool) {
+func parseIPv6(b *packetBytes, scratch []byte, f *fields) bool {
 	h, ok := b.at(0, header.IPv6MinimumSize, scratch)
 	if !ok || h[0]>>4 != 6 {
-		return fields{}, false
+		return false
 	}
 	end := header.IPv6MinimumSize + int(binary.BigEndian.Uint16(h[4:6]))
 	if end > b.size {
-		return fields{}, false
+		return false
 	}
 	f.family = 6
 	f.dscp = (h[0]<<4 | h[1]>>4) >> 2
 	f.src = addr{binary.BigEndian.Uint64(h[8:16]), binary.BigEndian.Uint64(h[16:24])}
 	f.dst = addr{binary.BigEndian.Uint64(h[24:32]), binary.BigEndian.Uint64(h[32:40])}
 	next, off := h[6], header.IPv6MinimumSize
-	for range maxExtensions + 1 {
+	for exts := 0; isExtension(next); exts++ {
+		if exts == maxExtensions {
+			return false
+		}
 		var n int
 		switch next {
-		case hopByHop, routing, destOptions, mobility, hip, shim6, experiment1, experiment2:
-			e, ok := b.at(off, 2, scratch)
-			if !ok || off+2 > end {
-				return fields{}, false
-			}
-			next, n = e[0], (int(e[1])+1)*8
-		case authentication:
-			e, ok := b.at(off, 2, scratch)
-			if !ok || off+2 > end {
-				return fields{}, false
-			}
-			next, n = e[0], (int(e[1])+2)*4
 		case fragment:
 			e, ok := b.at(off, 8, scratch)
 			if !ok || off+8 > end {
-				return fields{}, false
+				return false
 			}
 			// Every fragment names the same next header; past it, only
 			// the first fragment carries anything. No ports for any.
 			f.proto, f.protoKnown = e[0], !isExtension(e[0])
-			return f, true
-		default:
-			f.proto, f.protoKnown = next, true
-			f.readPorts(b, off, end, scratch)
-			return f, true
+			return true
+		case authentication:
+			e, ok := b.at(off, 2, scratch)
+			if !ok || off+2 > end {
+				return false
+			}
+			next, n = e[0], (int(e[1])+2)*4
+		default: // RFC 6564's format
+			e, ok := b.at(off, 2, scratch)
+			if !ok || off+2 > end {
+				return false
+			}
+			next, n = e[0], (int(e[1])+1)*8
 		}
 		if off += n; off > end {
-			return fields{}, false
+			return false
 		}
 	}
-	return fields{}, false // a chain longer than maxExtensions
+	f.proto, f.protoKnown = next, true
+	f.readPorts(b, off, end, scratch)
+	return true
 }
 
 // readPorts reads the ports of f's protocol from a transport header at off

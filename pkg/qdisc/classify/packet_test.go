@@ -111,6 +111,14 @@ var layouts = []layout{
 	{"unparsed", func(b []byte, _ int) *stack.PacketBuffer {
 		return stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: buffer.MakeWithData(bytes.Clone(b))})
 	}},
+	// As an Ethernet link hands a packet up: its link header consumed,
+	// the rest in Data.
+	{"link-consumed", func(b []byte, _ int) *stack.PacketBuffer {
+		frame := append(bytes.Repeat([]byte{0xee}, 14), b...)
+		pkt := stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: buffer.MakeWithData(frame)})
+		pkt.LinkHeader().Consume(14)
+		return pkt
+	}},
 	// As the receive path parses it: the first k bytes consumed as the
 	// network header.
 	{"consumed", func(b []byte, k int) *stack.PacketBuffer {
@@ -158,6 +166,16 @@ var layouts = []layout{
 		pkt.NetworkHeader().Consume(k)
 		return pkt
 	}},
+}
+
+// layoutNamed returns the layout called name.
+func layoutNamed(name string) layout {
+	for _, l := range layouts {
+		if l.name == name {
+			return l
+		}
+	}
+	panic(name)
 }
 
 // netHeaderLen is where the transport header of b starts, or the whole of
