@@ -344,3 +344,27 @@ func TestNew(t *testing.T) {
 		t.Errorf("New kept %d rules, default %#x, direction %v", len(c.Rules()), c.Default(), c.Direction())
 	}
 }
+
+// TestIPv4Options: the ports of an IPv4 packet with options are read
+// where its IHL says the transport header starts.
+func TestIPv4Options(t *testing.T) {
+	c := mustNew(t, classify.Egress, "proto tcp dport 443 classid 1:10")
+	for _, words := range []int{1, 10} { // 4 and 40 bytes of options
+		b := pk{src: "192.168.0.1", dst: "10.0.0.1", proto: 6, sport: 443, dport: 1}.bytes()
+		opts := make([]byte, 4*words)
+		for i := range opts {
+			opts[i] = 1 // NOP
+		}
+		opts[2], opts[3] = 1, 0xbb // 443, where ports would be without the IHL
+		b = append(append(append([]byte{}, b[:20]...), opts...), b[20:]...)
+		b[0] = 0x40 | byte(5+words)
+		b[2], b[3] = byte(len(b)>>8), byte(len(b))
+		if got := classifyAll(t, c, header.IPv4ProtocolNumber, b); got != def {
+			t.Errorf("%d words of options, source port 443: class %s, want the default (the options were read as ports?)", words, classify.ClassID(got))
+		}
+		b[20+4*words+2], b[20+4*words+3] = 1, 0xbb // destination port 443
+		if got := classifyAll(t, c, header.IPv4ProtocolNumber, b); got != 0x10010 {
+			t.Errorf("%d words of options, destination port 443: class %s, want 1:10", words, classify.ClassID(got))
+		}
+	}
+}
