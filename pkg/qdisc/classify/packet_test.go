@@ -111,8 +111,9 @@ var layouts = []layout{
 	{"unparsed", func(b []byte, _ int) *stack.PacketBuffer {
 		return stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: buffer.MakeWithData(bytes.Clone(b))})
 	}},
-	// As an Ethernet link hands a packet up: its link header consumed,
-	// the rest in Data.
+	// As an Ethernet link hands a packet up, or as a packet socket's
+	// frame reaches the qdisc (nic.writeRawPacketWithLinkHeaderInPayload):
+	// its link header consumed, the rest in Data.
 	{"link-consumed", func(b []byte, _ int) *stack.PacketBuffer {
 		frame := append(bytes.Repeat([]byte{0xee}, 14), b...)
 		pkt := stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: buffer.MakeWithData(frame)})
@@ -141,6 +142,14 @@ var layouts = []layout{
 		if k > 0 {
 			copy(pkt.NetworkHeader().Push(k), b[:k])
 		}
+		copy(pkt.LinkHeader().Push(14), bytes.Repeat([]byte{0xee}, 14))
+		return pkt
+	}},
+	// As a raw IP socket's packet reaches the qdisc: its network header
+	// consumed when the stack checked it, then a link header pushed.
+	{"raw-ip", func(b []byte, k int) *stack.PacketBuffer {
+		pkt := stack.NewPacketBuffer(stack.PacketBufferOptions{ReserveHeaderBytes: 14, Payload: buffer.MakeWithData(bytes.Clone(b))})
+		pkt.NetworkHeader().Consume(min(k, len(b)))
 		copy(pkt.LinkHeader().Push(14), bytes.Repeat([]byte{0xee}, 14))
 		return pkt
 	}},
