@@ -1,0 +1,78 @@
+package classify
+
+import (
+	"gvisor.dev/gvisor/pkg/buffer"
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
+)
+
+// packetBytes reads a packet's network-layer bytes (its network header
+// onward) where they lie in the packet's views, without modifying the
+// packet or allocating: PacketData.PullUp, and PacketHeader.Slice on a
+// header that is there, may merge or clone chunks, and cost a PullUp each.
+//
+// The network header starts after the link-layer (and virtio) header when
+// headers were pushed (the send path) or the network header was consumed;
+// otherwise (a packet as a link hands it up, its link header perhaps
+// consumed) it starts the data.
+type packetBytes struct {
+	// first is the bytes in the view where they start; rest is the view
+	// after it.
+	first []byte
+	rest  *buffer.View
+	// size is the number of bytes in all.
+	size int
+}
+
+func (b *packetBytes) init(pkt *stack.PacketBuffer) {
+	views, first := pkt.AsViewList() // first: where the first header begins
+	start := first
+	pushed := pkt.ReservedHeaderBytes() - pkt.AvailableHeaderBytes()
+	if pushed == 0 && len(pkt.NetworkHeader().Slice()) == 0 {
+		// Nothing parsed past the link header: the data. (Slice of a
+		// header that is not there costs nothing.)
+		start += pkt.Size() - pkt.Data().Size()
+	} else {
+		start += len(pkt.VirtioNetHeader().Slice()) + len(pkt.LinkHeader().Slice())
+	}
+	b.size = first + pkt.Size() - start
+	for v := views.Front(); v != nil; v = v.Next() {
+		s := v.AsSlice()
+		if start >= len(s) {
+			start -= len(s)
+			continue
+		}
+		b.first = s[start:]
+		b.rest = v.Next()
+		return
+	}
+}
+
+// at returns the n bytes at off, in place or copied into scratch (at least
+// n bytes long); ok is false if the packet has fewer than off+n bytes.
+func (b *packetBytes) at(off, n int, scratch []byte) (s []byte, ok bool) {
+	if off < 0 || n > b.size-off {
+		return nil, false
+	}
+	if off+n <= len(b.first) {
+		return b.first[off : off+n], true
+	}
+	// Past the first view: copy.
+	dst := scratch[:n]
+	c := 0
+	if off < len(b.first) {
+		c = copy(dst, b.first[off:])
+		off = 0
+	} else {
+		off -= len(b.first)
+	}
+	for v := b.rest; v != nil && c < n; v = v.Next() {
+		p := v.AsSlice()
+		if off < len(p) {
+			c += copy(dst[c:], p[off:])
+			off = 0
+		} else {
+			off -= len(p)
+		}
+	}
+	return dst, c == n
+}
