@@ -7,6 +7,7 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/faketime"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 
+	"github.com/netqdisc/netqdisc/pkg/qdisc/ingress"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/qdisctest"
 	runscflags "github.com/netqdisc/netqdisc/runsc-flags"
 )
@@ -15,28 +16,43 @@ import (
 // of the given MTU, and closes it when the test ends.
 func liveNIC(t *testing.T, name string, mtu uint32, flags map[string]string) *runscflags.NIC {
 	t.Helper()
+	return newLiveNIC(t, name, mtu, flags).NIC
+}
+
+// liveParts is a NIC built by newLiveNIC, with its parts.
+type liveParts struct {
+	*runscflags.NIC
+	clock *faketime.ManualClock
+	link  *qdisctest.Link // the NIC's link: the qdisc writes to it
+	q     stack.QueueingDiscipline
+	in    *ingress.Endpoint
+}
+
+// newLiveNIC is liveNIC, with the NIC's clock, link, qdisc and ingress
+// shaper.
+func newLiveNIC(t *testing.T, name string, mtu uint32, flags map[string]string) liveParts {
+	t.Helper()
 	cfg := configOf(t, flags)
-	clock := faketime.NewManualClock()
-	link := qdisctest.NewLink(clock)
-	link.LinkMTU = mtu
-	q, err := cfg.NewQueueingDiscipline(link, clock)
-	if err != nil {
+	p := liveParts{clock: faketime.NewManualClock()}
+	p.link = qdisctest.NewLink(p.clock)
+	p.link.LinkMTU = mtu
+	var err error
+	if p.q, err = cfg.NewQueueingDiscipline(p.link, p.clock); err != nil {
 		t.Fatal(err)
 	}
-	in, err := cfg.NewIngress(link, clock)
-	if err != nil {
+	if p.in, err = cfg.NewIngress(p.link, p.clock); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if q != nil {
-			q.Close()
+		if p.q != nil {
+			p.q.Close()
 		}
-		if in != nil {
-			in.Close()
+		if p.in != nil {
+			p.in.Close()
 		}
 	})
-	var sq stack.QueueingDiscipline = q
-	return runscflags.NewNIC(name, cfg, link, clock, sq, in)
+	p.NIC = runscflags.NewNIC(name, cfg, p.link, p.clock, p.q, p.in)
+	return p
 }
 
 // TestLiveChange changes NICs' shaping as `runsc qdisc change` does: what

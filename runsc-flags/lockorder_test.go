@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"gvisor.dev/gvisor/pkg/tcpip/faketime"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 
@@ -30,22 +29,12 @@ func TestLockOrder(t *testing.T) {
 		"qdisc": "tbf", "qdisc-tbf-rate": "1mbit", "qdisc-tbf-burst": "3028", "qdisc-tbf-latency": "200ms",
 		"qdisc-ingress-rate": "1mbit", "qdisc-ingress-burst": "3028", "qdisc-ingress-latency": "200ms",
 	}
-	cfg := configOf(t, flags)
-	clock := faketime.NewManualClock()
-	link := qdisctest.NewLink(clock)
+	p := newLiveNIC(t, "eth0", 1500, flags)
+	n, clock, link, q, in := p.NIC, p.clock, p.link, p.q, p.in
 	link.Discard = true
 	up := qdisctest.NewLink(clock) // the stack the ingress shaper delivers to
 	up.Discard = true
-	q, err := cfg.NewQueueingDiscipline(link, clock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	in, err := cfg.NewIngress(link, clock)
-	if err != nil {
-		t.Fatal(err)
-	}
 	in.Attach(up)
-	n := runscflags.NewNIC("eth0", cfg, link, clock, q, in)
 
 	var callbacks atomic.Int64
 	callback := func() {
