@@ -48,3 +48,14 @@ type Queue interface {
 type XStatser interface {
 	TCXStats() string
 }
+
+// Shaper is a Queue that shapes on its own, as Linux's htb and cake do:
+// its Dequeue may hand over nothing while packets wait, until a time it
+// names. Its lane reads the clock for every pass.
+type Shaper interface {
+	Queue
+	// NextEvent returns, after a Dequeue at now that handed over nothing
+	// while packets were queued, the time (ns, > now) at which it should
+	// be called again: the time Linux's qdisc would arm its watchdog for.
+	NextEvent() int64
+}

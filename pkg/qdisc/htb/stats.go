@@ -1,0 +1,33 @@
+package htb
+
+// ClassStats is one class as `tc -s class show dev eth0` shows it.
+type ClassStats struct {
+	ID, Parent uint32
+	// Level is the class's level: 0 for a leaf, MaxDepth-1 for a class at
+	// the top with children, one less than its parent's for any other.
+	Level int
+	Prio  uint8
+	// Rate, Ceil (bytes per second), Burst, CBurst and Quantum (bytes) are
+	// in force, defaults filled in.
+	Rate, Ceil    uint64
+	Burst, CBurst uint32
+	Quantum       uint32
+	Mode          Mode
+	// Bytes and Packets were dequeued from the class (for an inner class,
+	// from its leaves).
+	Bytes, Packets uint64
+	// Drops counts the packets its leaf refused or dropped; Overlimits
+	// the times it went over its ceil (became CantSend); Requeues is
+	// always 0, as in Linux's htb classes.
+	Drops, Overlimits, Requeues uint64
+	// BacklogBytes and BacklogPackets are queued in its leaf now.
+	BacklogBytes, BacklogPackets uint64
+	// Lends counts packets the class sent at its own level (within its
+	// rate, or lent to a descendant); Borrows packets a descendant sent
+	// with tokens borrowed from an ancestor of the class; Giants packets
+	// longer than its Burst.
+	Lends, Borrows, Giants uint64
+	// Tokens and CTokens are the rate and ceil buckets' credit in ns as
+	// of the class's last charge.
+	Tokens, CTokens int64
+}
