@@ -1,0 +1,476 @@
+package htb_test
+
+import (
+	"fmt"
+	"math"
+	"math/rand"
+	"testing"
+	"time"
+
+	"github.com/netqdisc/netqdisc/pkg/qdisc/htb"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/htb/htbtest"
+)
+
+const (
+	mbit = htbtest.Mbit
+	ms   = int64(time.Millisecond)
+	sec  = int64(time.Second)
+)
+
+// Class ids of the scripted trees.
+const (
+	handle = 0x10000
+	root   = 0x10001
+	c10    = 0x10010
+	c20    = 0x10020
+	c2     = 0x10002
+	c21    = 0x10021
+	c22    = 0x10022
+	c3     = 0x10003
+	c31    = 0x10031
+)
+
+// offer is class's traffic of size-byte packets at mbps Mbit/s, evenly
+// spaced, from start for dur ns.
+func offer(class uint32, mbps float64, start, dur int64, size uint32) []htbtest.Arrival {
+	gap := float64(size) * 1e9 / (mbps * mbit)
+	return htbtest.Paced(start, class, int(float64(dur)/gap), int64(gap), htbtest.Fixed(size))
+}
+
+// within fails t unless got is within tol (a fraction) of want.
+func within(t *testing.T, what string, got, want, tol float64) {
+	t.Helper()
+	if math.Abs(got-want) > tol*want {
+		t.Errorf("%s: %.3f Mbit/s, want %.3f ±%.1f%%", what, got/mbit, want/mbit, tol*100)
+	}
+}
+
+// rateOf checks class's throughput in [from, to).
+func rateOf(t *testing.T, sent []htbtest.Departure, class uint32, from, to int64, want, tol float64) {
+	t.Helper()
+	within(t, fmt.Sprintf("class %#x", class), htbtest.Throughput(sent, class, from, to), want, tol)
+}
+
+// twoLeaves is a parent of rate and ceil 100 Mbit/s over 1:10 and 1:20,
+// each of rate 20 Mbit/s and ceil 100 Mbit/s; change modifies the leaves.
+func twoLeaves(change func(c *htb.ClassConfig)) htb.Config {
+	cfg := htb.Config{Classes: []htb.ClassConfig{
+		{ID: root, Rate: 100 * mbit},
+		{ID: c10, Parent: root, Rate: 20 * mbit, Ceil: 100 * mbit},
+		{ID: c20, Parent: root, Rate: 20 * mbit, Ceil: 100 * mbit},
+	}}
+	if change != nil {
+		change(&cfg.Classes[1])
+		change(&cfg.Classes[2])
+	}
+	return cfg
+}
+
+// scripted is a lockstep case: a tree, its traffic and changes, and what
+// its departures must show (of the tree and of the model alike).
+type scripted struct {
+	// name says what the case holds.
+	name     string
+	cfg      htb.Config
+	arrivals []htbtest.Arrival
+	changes  []htbtest.Change
+	check    func(t *testing.T, arrivals []htbtest.Arrival, sent []htbtest.Departure)
+}
+
+func scriptedCases() []scripted {
+	const win0, win1 = 100 * ms, 500 * ms
+	return []scripted{
+		{
+			name:     "a single class sends at its rate",
+			cfg:      htb.Config{Classes: []htb.ClassConfig{{ID: c10, Rate: 10 * mbit}}},
+			arrivals: offer(c10, 12, 0, win1, 1514),
+			check: func(t *testing.T, _ []htbtest.Arrival, sent []htbtest.Departure) {
+				rateOf(t, sent, c10, win0, win1, 10*mbit, 0.01)
+			},
+		},
+		{
+			name:     "one leaf idle: the other borrows up to its ceil",
+			cfg:      twoLeaves(nil),
+			arrivals: offer(c10, 110, 0, win1, 1514),
+			check: func(t *testing.T, _ []htbtest.Arrival, sent []htbtest.Departure) {
+				rateOf(t, sent, c10, win0, win1, 100*mbit, 0.01)
+			},
+		},
+		{
+			name:     "both leaves busy: each its rate, the excess shared (same prio, same quantum)",
+			cfg:      twoLeaves(nil),
+			arrivals: htbtest.Merge(offer(c10, 70, 0, win1, 1514), offer(c20, 70, 0, win1, 1514)),
+			check: func(t *testing.T, _ []htbtest.Arrival, sent []htbtest.Departure) {
+				rateOf(t, sent, c10, win0, win1, 50*mbit, 0.02)
+				rateOf(t, sent, c20, win0, win1, 50*mbit, 0.02)
+			},
+		},
+		{
+			name: "rates 90/10 under 100: each its rate",
+			cfg: htb.Config{Classes: []htb.ClassConfig{
+				{ID: root, Rate: 100 * mbit},
+				{ID: c10, Parent: root, Rate: 90 * mbit, Ceil: 100 * mbit},
+				{ID: c20, Parent: root, Rate: 10 * mbit, Ceil: 100 * mbit},
+			}},
+			arrivals: htbtest.Merge(offer(c10, 100, 0, win1, 1514), offer(c20, 100, 0, win1, 1514)),
+			check: func(t *testing.T, _ []htbtest.Arrival, sent []htbtest.Departure) {
+				rateOf(t, sent, c10, win0, win1, 90*mbit, 0.01)
+				rateOf(t, sent, c20, win0, win1, 10*mbit, 0.02)
+			},
+		},
+		{
+			name: "ceil caps a borrower though its parent has more",
+			cfg: htb.Config{Classes: []htb.ClassConfig{
+				{ID: root, Rate: 100 * mbit},
+				{ID: c10, Parent: root, Rate: 10 * mbit, Ceil: 30 * mbit},
+				{ID: c20, Parent: root, Rate: 10 * mbit, Ceil: 100 * mbit},
+			}},
+			arrivals: offer(c10, 60, 0, win1, 1514),
+			check: func(t *testing.T, _ []htbtest.Arrival, sent []htbtest.Departure) {
+				rateOf(t, sent, c10, win0, win1, 30*mbit, 0.01)
+			},
+		},
+		{
+			name: "prio 0 takes the excess: rates 20/20 at prio 0/1 under 100 (the kernel's 80.27/20.44)",
+			cfg: twoLeaves(func(c *htb.ClassConfig) {
+				if c.ID == c20 {
+					c.Prio = 1
+				}
+			}),
+			arrivals: htbtest.Merge(offer(c10, 100, 0, win1, 1514), offer(c20, 100, 0, win1, 1514)),
+			check: func(t *testing.T, _ []htbtest.Arrival, sent []htbtest.Departure) {
+				rateOf(t, sent, c10, win0, win1, 80*mbit, 0.01)
+				rateOf(t, sent, c20, win0, win1, 20*mbit, 0.02)
+			},
+		},
+		{
+			name: "same-prio borrowers share the excess in proportion to quantum (DRR)",
+			cfg: htb.Config{Classes: []htb.ClassConfig{
+				{ID: root, Rate: 100 * mbit},
+				{ID: c10, Parent: root, Rate: 10 * mbit, Ceil: 100 * mbit, Quantum: 3 * 1514},
+				{ID: c20, Parent: root, Rate: 10 * mbit, Ceil: 100 * mbit, Quantum: 1514},
+			}},
+			arrivals: htbtest.Merge(offer(c10, 100, 0, win1, 1514), offer(c20, 100, 0, win1, 1514)),
+			check: func(t *testing.T, _ []htbtest.Arrival, sent []htbtest.Departure) {
+				rateOf(t, sent, c10, win0, win1, 70*mbit, 0.02)
+				rateOf(t, sent, c20, win0, win1, 30*mbit, 0.03)
+			},
+		},
+		{
+			name: "DRR with odd sizes and quanta below a packet",
+			cfg: htb.Config{Classes: []htb.ClassConfig{
+				{ID: root, Rate: 50 * mbit},
+				{ID: c10, Parent: root, Rate: 1 * mbit, Ceil: 50 * mbit, Quantum: 700},
+				{ID: c20, Parent: root, Rate: 1 * mbit, Ceil: 50 * mbit, Quantum: 2100},
+			}},
+			arrivals: htbtest.Merge(
+				htbtest.Poisson(1, 0, c10, 800, 150_000, htbtest.Odd(2)),
+				htbtest.Poisson(3, 0, c20, 800, 150_000, htbtest.Odd(4))),
+		},
+		{
+			name: "a class empties and refills: it leaves its feeds and rejoins at its place",
+			cfg:  twoLeaves(func(c *htb.ClassConfig) { c.Burst, c.CBurst = 3028, 3028 }),
+			arrivals: htbtest.Merge(
+				offer(c20, 80, 0, 400*ms, 1514),
+				htbtest.Backlog(0, c10, 40, htbtest.Odd(5)),
+				htbtest.Backlog(50*ms, c10, 3, htbtest.Fixed(1514)),
+				htbtest.Backlog(120*ms, c10, 60, htbtest.Odd(6)),
+				htbtest.Poisson(7, 200*ms, c10, 200, 100_000, htbtest.Odd(8)),
+				htbtest.Backlog(600*ms, c10, 20, htbtest.Fixed(1514))),
+		},
+		{
+			name: "three levels: a leaf borrows from its nearest ancestor first (lending level order), prio at each level",
+			cfg: htb.Config{Classes: []htb.ClassConfig{
+				{ID: root, Rate: 100 * mbit},
+				{ID: c2, Parent: root, Rate: 60 * mbit, Ceil: 100 * mbit},
+				{ID: c21, Parent: c2, Rate: 10 * mbit, Ceil: 100 * mbit, Prio: 0},
+				{ID: c22, Parent: c2, Rate: 10 * mbit, Ceil: 100 * mbit, Prio: 1},
+				{ID: c3, Parent: root, Rate: 20 * mbit, Ceil: 100 * mbit},
+				{ID: c31, Parent: c3, Rate: 10 * mbit, Ceil: 100 * mbit, Prio: 1},
+			}},
+			arrivals: htbtest.Merge(offer(c21, 100, 0, win1, 1514), offer(c22, 100, 0, win1, 1514), offer(c31, 100, 0, win1, 1514)),
+			check: func(t *testing.T, _ []htbtest.Arrival, sent []htbtest.Departure) {
+				// 1:21 gets its 10, 1:2's 40 (prio 0 first at level 6)
+				// and the root's 20 (prio 0 first at level 7); 1:22 its
+				// rate; 1:31 its 10 and 1:3's 10.
+				rateOf(t, sent, c21, win0, win1, 70*mbit, 0.01)
+				rateOf(t, sent, c22, win0, win1, 10*mbit, 0.02)
+				rateOf(t, sent, c31, win0, win1, 20*mbit, 0.02)
+			},
+		},
+		{
+			name: "no default: unclassified traffic goes direct, unshaped (kubernetes#25092)",
+			cfg:  htb.Config{Classes: []htb.ClassConfig{{ID: c10, Rate: 1 * mbit}}},
+			arrivals: htbtest.Merge(
+				offer(c10, 5, 0, 200*ms, 1000),
+				offer(0, 50, 0, 200*ms, 1000),
+				offer(handle, 10, 0, 200*ms, 500),
+				offer(c10+0x100, 10, 0, 200*ms, 700)),
+			check: func(t *testing.T, arrivals []htbtest.Arrival, sent []htbtest.Departure) {
+				for _, d := range sent {
+					if d.Class == handle && d.At != arrivals[d.Seq].At {
+						t.Errorf("direct packet %d arrived at %dns, left at %dns", d.Seq, arrivals[d.Seq].At, d.At)
+					}
+				}
+				rateOf(t, sent, handle, 0, 200*ms, (50+10+10)*mbit, 0.02)
+			},
+		},
+		{
+			name: "a default class shapes unclassified traffic; the handle still goes direct",
+			cfg: htb.Config{Default: c20, Classes: []htb.ClassConfig{
+				{ID: root, Rate: 10 * mbit},
+				{ID: c10, Parent: root, Rate: 5 * mbit},
+				{ID: c20, Parent: root, Rate: 2 * mbit},
+			}},
+			arrivals: htbtest.Merge(offer(0, 20, 0, win1, 1000), offer(root, 20, 0, win1, 1000), offer(handle, 1, 0, win1, 200)),
+			check: func(t *testing.T, _ []htbtest.Arrival, sent []htbtest.Departure) {
+				rateOf(t, sent, c20, win0, win1, 2*mbit, 0.02)
+			},
+		},
+		{
+			name: "a leaf's pfifo overflows: drops counted, the rest in order",
+			cfg: htb.Config{LeafLimit: 50, DirectQLen: 5, Classes: []htb.ClassConfig{
+				{ID: c10, Rate: 1 * mbit},
+			}},
+			arrivals: htbtest.Merge(
+				htbtest.Backlog(0, c10, 200, htbtest.Odd(9)),
+				htbtest.Backlog(10*ms, handle, 10, htbtest.Fixed(100)),
+				htbtest.Poisson(10, 100*ms, c10, 300, 1e6, htbtest.Odd(11))),
+			check: func(t *testing.T, _ []htbtest.Arrival, sent []htbtest.Departure) {
+				if n := len(sent); n > 500+10-150 {
+					t.Errorf("%d of 510 packets sent; the pfifo of 50 should have dropped at least 150", n)
+				}
+			},
+		},
+		{
+			name: "rate and ceil raised then lowered in place mid-backlog: nothing dropped or reordered",
+			cfg: htb.Config{LeafLimit: 5000, Classes: []htb.ClassConfig{
+				{ID: root, Rate: 50 * mbit},
+				{ID: c10, Parent: root, Rate: 5 * mbit, Ceil: 10 * mbit},
+				{ID: c20, Parent: root, Rate: 5 * mbit, Ceil: 20 * mbit, Prio: 1},
+			}},
+			arrivals: htbtest.Merge(htbtest.Backlog(0, c10, 2000, htbtest.Odd(12)), offer(c20, 30, 0, sec, 1514)),
+			changes: []htbtest.Change{
+				{At: 200 * ms, Class: htb.ClassConfig{ID: c10, Parent: root, Rate: 20 * mbit, Ceil: 40 * mbit}},
+				{At: 300 * ms, Class: htb.ClassConfig{ID: root, Rate: 30 * mbit}},
+				{At: 400 * ms, Class: htb.ClassConfig{ID: c20, Parent: root, Rate: 1 * mbit, Ceil: 5 * mbit, Prio: 0, Quantum: 1000}},
+				{At: 500 * ms, Class: htb.ClassConfig{ID: c10, Parent: root, Rate: 2 * mbit, Ceil: 3 * mbit, Burst: 20000}},
+				{At: 700 * ms, Class: htb.ClassConfig{ID: root, Rate: 80 * mbit, Ceil: 100 * mbit, CBurst: 100000}},
+			},
+			check: func(t *testing.T, _ []htbtest.Arrival, sent []htbtest.Departure) {
+				last := map[uint32]uint64{}
+				n := 0
+				for _, d := range sent {
+					if prev, ok := last[d.Class]; ok && d.Seq < prev {
+						t.Errorf("class %#x: packet %d left after %d", d.Class, d.Seq, prev)
+					}
+					last[d.Class] = d.Seq
+					if d.Class == c10 {
+						n++
+					}
+				}
+				if n != 2000 {
+					t.Errorf("1:10 sent %d packets of its 2000", n)
+				}
+				// 1:10 (prio 0) at its new ceil, 1:20 the rest; then the
+				// root lowered to 30: 1:20 keeps its rate, 1:10 the rest.
+				rateOf(t, sent, c10, 250*ms, 300*ms, 40*mbit, 0.03)
+				rateOf(t, sent, c10, 350*ms, 400*ms, 25*mbit, 0.03)
+			},
+		},
+		{
+			name: "after a long idle the credit is at most mbuffer (60 s), and a huge overdraw clamps at 1-mbuffer",
+			cfg: htb.Config{Classes: []htb.ClassConfig{
+				{ID: root, Rate: 1000, Burst: 64 << 10, CBurst: 64 << 10},
+				{ID: c10, Parent: root, Rate: 1000, Burst: 2000, CBurst: 2000},
+			}},
+			arrivals: htbtest.Merge(
+				htbtest.Backlog(0, c10, 3, htbtest.Fixed(60000)),
+				htbtest.Backlog(70*sec, c10, 2, htbtest.Fixed(1000)),
+				htbtest.Backlog(400*sec, c10, 3, htbtest.Fixed(65000))),
+			check: func(t *testing.T, _ []htbtest.Arrival, sent []htbtest.Departure) {
+				// Packet 1 leaves at 58 s and would take the leaf to -60 s:
+				// clamped at 1-mbuffer, it may send again 1 ns before 60 s
+				// later.
+				if len(sent) < 3 || sent[1].At != 58*sec || sent[2].At != 118*sec-1 {
+					t.Errorf("departures %v; want packet 1 at 58 s and packet 2 at 118 s - 1 ns", sent[:min(3, len(sent))])
+				}
+			},
+		},
+		{
+			name: "64 KiB GSO packets overdraw a small burst and wait it out",
+			cfg: htb.Config{Classes: []htb.ClassConfig{
+				{ID: root, Rate: 100 * mbit},
+				{ID: c10, Parent: root, Rate: 10 * mbit, Ceil: 50 * mbit, Burst: 1514, CBurst: 1514},
+				{ID: c20, Parent: root, Rate: 10 * mbit, Ceil: 100 * mbit, Burst: 1514, CBurst: 1514},
+			}},
+			arrivals: htbtest.Merge(offer(c10, 80, 0, win1, 65536), offer(c20, 30, 0, win1, 65160), offer(c20, 5, 3, win1, 1514)),
+			check: func(t *testing.T, _ []htbtest.Arrival, sent []htbtest.Departure) {
+				rateOf(t, sent, c10, win0, win1, 50*mbit, 0.15)
+			},
+		},
+	}
+}
+
+// TestConformance holds the tree to the Linux model (package htbtest): the
+// same packets leave or drop at the same nanoseconds, and the classes end
+// with the same counters and tokens.
+func TestConformance(t *testing.T) {
+	for _, tc := range scriptedCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			sent := htbtest.Conform(t, tc.cfg, tc.arrivals, tc.changes)
+			if len(sent) == 0 {
+				t.Fatal("nothing was sent")
+			}
+			if tc.check != nil {
+				tc.check(t, tc.arrivals, sent)
+			}
+		})
+	}
+}
+
+// TestScriptedModel checks that what each scripted case claims holds of the
+// model alone, so that the cases test what they say.
+func TestScriptedModel(t *testing.T) {
+	for _, tc := range scriptedCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := htbtest.Simulate(tc.cfg, tc.arrivals, tc.changes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.check != nil {
+				tc.check(t, tc.arrivals, m.Sent)
+			}
+		})
+	}
+}
+
+// TestRandomTrees runs random valid trees (up to four levels) under random
+// traffic, changes included, in lockstep with the model.
+func TestRandomTrees(t *testing.T) {
+	n := 40
+	if testing.Short() {
+		n = 8
+	}
+	for seed := int64(1); seed <= int64(n); seed++ {
+		cfg, arrivals, changes := randomCase(seed)
+		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
+			t.Logf("seed %d: %d classes, %d packets, %d changes", seed, len(cfg.Classes), len(arrivals), len(changes))
+			htbtest.Conform(t, cfg, arrivals, changes)
+		})
+	}
+}
+
+// randomCase is a random tree of up to four levels with random rates,
+// ceils, bursts, prios and quanta, random traffic to its leaves (and to
+// inner, missing and direct classes), and a few in-place changes.
+func randomCase(seed int64) (htb.Config, []htbtest.Arrival, []htbtest.Change) {
+	rng := rand.New(rand.NewSource(seed))
+	cfg := htb.Config{R2Q: uint32(rng.Intn(3) * 10), LeafLimit: uint32(rng.Intn(3) * 100)}
+	depth := map[uint32]int{}
+	var ids []uint32
+	nClasses := 2 + rng.Intn(9)
+	for k := 0; k < nClasses; k++ {
+		id := uint32(handle | (k + 1))
+		var parent uint32
+		if k > 0 && rng.Intn(4) != 0 {
+			parent = ids[rng.Intn(len(ids))]
+			if depth[parent] >= 3 {
+				parent = 0
+			}
+		}
+		depth[id] = depth[parent] + 1
+		ids = append(ids, id)
+		cfg.Classes = append(cfg.Classes, randomClass(rng, id, parent))
+	}
+	children := map[uint32]bool{}
+	for _, c := range cfg.Classes {
+		children[c.Parent] = true
+	}
+	var leaves []uint32
+	for _, id := range ids {
+		if !children[id] {
+			leaves = append(leaves, id)
+		}
+	}
+	if rng.Intn(2) == 0 {
+		cfg.Default = ids[rng.Intn(len(ids))]
+	}
+	var parts [][]htbtest.Arrival
+	for k, id := range leaves {
+		gap := float64(50_000 + rng.Intn(2_000_000))
+		parts = append(parts, htbtest.Poisson(seed*100+int64(k), int64(rng.Intn(int(50*ms))), id, 50+rng.Intn(250), gap, randomSize(rng)))
+	}
+	for _, id := range []uint32{0, handle, ids[0], handle | 0x999} {
+		if rng.Intn(3) == 0 {
+			parts = append(parts, htbtest.Poisson(seed*100+int64(id&0xfff), 0, id, 1+rng.Intn(30), 3e6, randomSize(rng)))
+		}
+	}
+	var changes []htbtest.Change
+	for k := rng.Intn(4); k > 0; k-- {
+		c := cfg.Classes[rng.Intn(len(cfg.Classes))]
+		nc := randomClass(rng, c.ID, c.Parent)
+		changes = append(changes, htbtest.Change{At: int64(rng.Intn(int(300 * ms))), Class: nc})
+	}
+	sortChanges(changes)
+	return cfg, htbtest.Merge(parts...), changes
+}
+
+// randomClass is a class with random parameters, 0 (the default) often.
+func randomClass(rng *rand.Rand, id, parent uint32) htb.ClassConfig {
+	rates := []uint64{64_000, 1 * mbit, 3 * mbit, 10 * mbit, 37 * mbit, 100 * mbit, 1000 * mbit}
+	c := htb.ClassConfig{ID: id, Parent: parent, Rate: rates[rng.Intn(len(rates))], Prio: uint8(rng.Intn(htb.NumPrio))}
+	if rng.Intn(3) != 0 {
+		c.Ceil = c.Rate * uint64(1+rng.Intn(10))
+	}
+	if rng.Intn(2) == 0 {
+		c.Burst = uint32(1000 + rng.Intn(30000))
+	}
+	if rng.Intn(2) == 0 {
+		c.CBurst = uint32(1000 + rng.Intn(30000))
+	}
+	if rng.Intn(3) == 0 {
+		c.Quantum = uint32(200 + rng.Intn(5000))
+	}
+	if rng.Intn(5) == 0 {
+		c.Overhead, c.MPU = int32(rng.Intn(40)), uint32(rng.Intn(100))
+	}
+	return c
+}
+
+// randomSize is sizes from 64 bytes to 64 KiB, mostly small or MTU-sized.
+func randomSize(rng *rand.Rand) func(int) uint32 {
+	return func(int) uint32 {
+		switch rng.Intn(10) {
+		case 0:
+			return uint32(20000 + rng.Intn(45000))
+		case 1, 2, 3:
+			return 1514
+		default:
+			return uint32(64 + rng.Intn(1450))
+		}
+	}
+}
+
+func sortChanges(cs []htbtest.Change) {
+	for i := 1; i < len(cs); i++ {
+		for j := i; j > 0 && cs[j].At < cs[j-1].At; j-- {
+			cs[j], cs[j-1] = cs[j-1], cs[j]
+		}
+	}
+}
+
+// TestRandomTreesModel runs the random cases on the model alone: it ends,
+// and every packet is sent, dropped or (none) left queued.
+func TestRandomTreesModel(t *testing.T) {
+	for seed := int64(1); seed <= 40; seed++ {
+		cfg, arrivals, changes := randomCase(seed)
+		m, err := htbtest.Simulate(cfg, arrivals, changes)
+		if err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		if n, _ := m.Len(); len(m.Sent)+int(m.Drops())+n != len(arrivals) || n != 0 {
+			t.Errorf("seed %d: %d packets: %d sent, %d dropped, %d queued", seed, len(arrivals), len(m.Sent), m.Drops(), n)
+		}
+	}
+}

@@ -1,0 +1,361 @@
+package htbtest
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/faketime"
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
+
+	"github.com/netqdisc/netqdisc/pkg/qdisc/htb"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/qdisctest"
+)
+
+// Lockstep drives an htb.Tree and the Linux model with the same arrivals
+// and changes, at the same times from a faketime.ManualClock: at an
+// arrival it enqueues into both and dequeues both until each is
+// empty-handed; between arrivals it steps to the earlier of the model's
+// watchdog and the tree's NextEvent and dequeues both there. It compares
+// every departure (packet, class, size, time) as it goes.
+type Lockstep struct {
+	Clock *faketime.ManualClock
+	Tree  *htb.Tree
+	Model *Model
+	// Start is the clock's time (ns) when the tree was made; arrivals and
+	// changes are offsets from it.
+	Start int64
+	// Sent are the tree's departures, in order, times absolute.
+	Sent []Departure
+
+	// named maps a packet's sequence number to the class it names.
+	named map[uint64]uint32
+	// pkts holds the test's own reference to every packet made.
+	pkts []*stack.PacketBuffer
+	// treeNext is the tree's NextEvent after its last empty-handed
+	// Dequeue while packets waited, -1 when it waits for nothing.
+	treeNext int64
+	// checked counts the departures compared so far.
+	checked int
+	// history is the last steps, for a divergence's report.
+	history []string
+}
+
+// classifier gives the tree each packet's class as the arrival names it.
+type classifier struct{ named map[uint64]uint32 }
+
+// Classify implements htb.Classifier.
+func (c classifier) Classify(_ tcpip.NetworkProtocolNumber, pkt *stack.PacketBuffer) uint32 {
+	return c.named[qdisctest.Seq(pkt)]
+}
+
+// NowNS reads c in nanoseconds.
+func NowNS(c tcpip.Clock) int64 { return int64(c.NowMonotonic().Sub(tcpip.MonotonicTime{})) }
+
+// NewLockstep makes the tree and the model of cfg, both full at the clock's
+// time.
+func NewLockstep(t testing.TB, cfg htb.Config) *Lockstep {
+	t.Helper()
+	ls := &Lockstep{Clock: faketime.NewManualClock(), named: make(map[uint64]uint32), treeNext: -1}
+	// Start away from 0 so that nothing relies on it.
+	ls.Clock.Advance(1000 * time.Second)
+	ls.Start = NowNS(ls.Clock)
+	m, err := NewModel(cfg, ls.Start)
+	if err != nil {
+		t.Fatalf("NewModel: %v", err)
+	}
+	tree, err := htb.NewTree(cfg, classifier{ls.named}, ls.Start)
+	if err != nil {
+		t.Fatalf("htb.NewTree: %v", err)
+	}
+	ls.Model, ls.Tree = m, tree
+	return ls
+}
+
+// Conform runs the arrivals and changes in lockstep and then checks the
+// end state (Finish); it returns the departures, their times from Start
+// (as Simulate's are from 0).
+func Conform(t testing.TB, cfg htb.Config, arrivals []Arrival, changes []Change) []Departure {
+	t.Helper()
+	ls := NewLockstep(t, cfg)
+	ls.Run(t, arrivals, changes)
+	ls.Finish(t)
+	sent := make([]Departure, len(ls.Sent))
+	for k, d := range ls.Sent {
+		d.At -= ls.Start
+		sent[k] = d
+	}
+	return sent
+}
+
+// Run runs arrivals and changes (offsets from Start, in time order) until
+// both sides are idle.
+func (ls *Lockstep) Run(t testing.TB, arrivals []Arrival, changes []Change) {
+	t.Helper()
+	m := ls.Model
+	i, c := 0, 0
+	for step := 0; ; step++ {
+		if step > maxSteps {
+			t.Fatalf("no end after %d steps", step)
+		}
+		mw, tw := m.Watchdog, ls.treeNext
+		if mw >= 0 {
+			mw -= ls.Start
+		}
+		if tw >= 0 {
+			tw -= ls.Start
+		}
+		rel := nextTime(arrivals, i, changes, c, mw, tw)
+		if rel == math.MaxInt64 {
+			return
+		}
+		now := ls.Start + rel
+		if now < NowNS(ls.Clock) {
+			t.Fatalf("arrival or change at %dns is before %dns: not in time order", rel, NowNS(ls.Clock)-ls.Start)
+		}
+		ls.Clock.Advance(time.Duration(now - NowNS(ls.Clock)))
+		if mDue, tDue := m.Watchdog == now, ls.treeNext == now; mDue || tDue {
+			ls.note(now, fmt.Sprintf("timer (Linux's due: %v, tree's due: %v)", mDue, tDue))
+			nm, nt := len(m.Sent), len(ls.Sent)
+			m.Dequeue(now)
+			ls.drainTree(t, now)
+			if len(m.Sent) > nm && !mDue {
+				ls.fail(t, now, fmt.Sprintf("the model sent packet %d only because the tree's NextEvent called it; its own watchdog was %s: a model bug", m.Sent[nm].Seq, ls.rel(m.Watchdog)))
+			}
+			if len(ls.Sent) > nt && !tDue {
+				ls.fail(t, now, fmt.Sprintf("the tree sent packet %d only because Linux's watchdog called it; its NextEvent was %s: it would have slept past Linux's departure", ls.Sent[nt].Seq, ls.rel(ls.treeNext)))
+			}
+			ls.compare(t, now)
+		}
+		for ; c < len(changes) && ls.Start+changes[c].At == now; c++ {
+			cc := changes[c].Class
+			ls.note(now, fmt.Sprintf("change %+v", cc))
+			merr := m.Change(cc, now)
+			terr := ls.Tree.ChangeClass(cc, now)
+			if (merr == nil) != (terr == nil) {
+				ls.fail(t, now, fmt.Sprintf("ChangeClass(%#x): tree says %v, model says %v", cc.ID, terr, merr))
+			}
+			m.Dequeue(now)
+			ls.drainTree(t, now)
+			ls.compare(t, now)
+		}
+		for ; i < len(arrivals) && ls.Start+arrivals[i].At == now; i++ {
+			ls.arrive(t, now, arrivals[i])
+		}
+	}
+}
+
+// arrive enqueues one packet into both sides and dequeues both.
+func (ls *Lockstep) arrive(t testing.TB, now int64, a Arrival) {
+	t.Helper()
+	seq := uint64(len(ls.pkts))
+	ls.named[seq] = a.Class
+	pkt := qdisctest.MakePacket(int(a.Size), 0, seq)
+	ls.pkts = append(ls.pkts, pkt)
+	pkt.IncRef() // the tree's
+	queued := ls.Tree.Enqueue(pkt, a.Size, now)
+	if !queued {
+		pkt.DecRef()
+	}
+	ok := ls.Model.Enqueue(now, seq, a.Class, a.Size)
+	ls.note(now, fmt.Sprintf("packet %d (%d bytes) for %#x: Linux queued=%v, tree queued=%v", seq, a.Size, a.Class, ok, queued))
+	if ok != queued {
+		ls.fail(t, now, fmt.Sprintf("packet %d (%d bytes) for class %#x: tree queued=%v, Linux queued=%v", seq, a.Size, a.Class, queued, ok))
+	}
+	ls.Model.Dequeue(now)
+	ls.drainTree(t, now)
+	ls.compare(t, now)
+}
+
+// drainTree dequeues the tree at now until it hands over nothing, and
+// reads its NextEvent if packets wait.
+func (ls *Lockstep) drainTree(t testing.TB, now int64) {
+	t.Helper()
+	for {
+		pkt, size, ok := ls.Tree.Dequeue(now)
+		if !ok {
+			break
+		}
+		seq := qdisctest.Seq(pkt)
+		err := qdisctest.Check(pkt)
+		if err == nil && int(size) != pkt.Size() {
+			err = fmt.Errorf("packet %d: Dequeue says %d bytes, the packet has %d", seq, size, pkt.Size())
+		}
+		pkt.DecRef()
+		if err != nil {
+			ls.fail(t, now, err.Error())
+		}
+		ls.Sent = append(ls.Sent, Departure{Seq: seq, Class: ls.Model.ClassOf(ls.named[seq]), Size: size, At: now})
+		if len(ls.Sent) > len(ls.pkts) {
+			ls.fail(t, now, "the tree handed over more packets than it was given")
+		}
+	}
+	ls.treeNext = -1
+	if n, _ := ls.Tree.Len(); n > 0 {
+		ls.treeNext = ls.Tree.NextEvent()
+		if ls.treeNext <= now {
+			ls.fail(t, now, fmt.Sprintf("Dequeue handed over nothing with %d packets queued, and NextEvent is %s, not after now", n, ls.rel(ls.treeNext)))
+		}
+	}
+}
+
+// compare checks the departures not yet compared.
+func (ls *Lockstep) compare(t testing.TB, now int64) {
+	t.Helper()
+	want := ls.Model.Sent
+	for ; ls.checked < len(want) && ls.checked < len(ls.Sent); ls.checked++ {
+		if g, w := ls.Sent[ls.checked], want[ls.checked]; g != w {
+			ls.fail(t, now, fmt.Sprintf("departure %d: tree sent %s; Linux sends %s", ls.checked, ls.dep(g), ls.dep(w)))
+		}
+	}
+	if len(ls.Sent) != len(want) {
+		var extra string
+		if len(ls.Sent) > len(want) {
+			extra = "tree's next: " + ls.dep(ls.Sent[len(want)])
+		} else {
+			extra = "Linux's next: " + ls.dep(want[len(ls.Sent)])
+		}
+		ls.fail(t, now, fmt.Sprintf("the tree has sent %d packets, Linux %d (%s)", len(ls.Sent), len(want), extra))
+	}
+}
+
+// Finish checks the end state: the queues' lengths and drops, the
+// direct queue's count, and every class's statistics (all but Giants, which
+// Linux no longer counts); then it purges the tree and checks that every
+// packet's references came back.
+func (ls *Lockstep) Finish(t testing.TB) {
+	t.Helper()
+	m, tr := ls.Model, ls.Tree
+	now := NowNS(ls.Clock)
+	mp, mb := m.Len()
+	tp, tbytes := tr.Len()
+	if mp != tp || mb != tbytes {
+		ls.fail(t, now, fmt.Sprintf("Len: tree %d packets %d bytes; Linux %d packets %d bytes", tp, tbytes, mp, mb))
+	}
+	if g, w := tr.Drops(), m.Drops(); g != w {
+		ls.fail(t, now, fmt.Sprintf("Drops: tree %d, Linux %d", g, w))
+	}
+	if g, w := tr.DirectPackets(), m.DirectPackets(); g != w {
+		ls.fail(t, now, fmt.Sprintf("DirectPackets: tree %d, Linux %d", g, w))
+	}
+	if diff := DiffClasses(tr.Classes(), m.Classes(), m.Handle()); diff != "" {
+		ls.fail(t, now, "class statistics differ:\n"+diff)
+	}
+	tr.Purge()
+	qdisctest.CheckReleased(t, ls.pkts)
+	ls.pkts = nil
+}
+
+// DiffClasses returns the differences between the tree's class statistics
+// and the model's, one line a field, "" when none. A top class's Parent
+// may be 0 or the handle.
+func DiffClasses(got, want []htb.ClassStats, handle uint32) string {
+	var b strings.Builder
+	if len(got) != len(want) {
+		fmt.Fprintf(&b, "tree has %d classes, Linux %d\n", len(got), len(want))
+	}
+	for k := 0; k < len(got) && k < len(want); k++ {
+		g, w := got[k], want[k]
+		if g.Parent == 0 {
+			g.Parent = handle
+		}
+		g.Giants, w.Giants = 0, 0
+		if g == w {
+			continue
+		}
+		for _, f := range classFields {
+			if gv, wv := f.get(g), f.get(w); gv != wv {
+				fmt.Fprintf(&b, "class %#x %s: tree %v, Linux %v\n", w.ID, f.name, gv, wv)
+			}
+		}
+	}
+	return b.String()
+}
+
+// classFields name ClassStats's fields for DiffClasses.
+var classFields = []struct {
+	name string
+	get  func(htb.ClassStats) any
+}{
+	{"ID", func(s htb.ClassStats) any { return s.ID }},
+	{"Parent", func(s htb.ClassStats) any { return s.Parent }},
+	{"Level", func(s htb.ClassStats) any { return s.Level }},
+	{"Prio", func(s htb.ClassStats) any { return s.Prio }},
+	{"Rate", func(s htb.ClassStats) any { return s.Rate }},
+	{"Ceil", func(s htb.ClassStats) any { return s.Ceil }},
+	{"Burst", func(s htb.ClassStats) any { return s.Burst }},
+	{"CBurst", func(s htb.ClassStats) any { return s.CBurst }},
+	{"Quantum", func(s htb.ClassStats) any { return s.Quantum }},
+	{"Mode", func(s htb.ClassStats) any { return s.Mode }},
+	{"Bytes", func(s htb.ClassStats) any { return s.Bytes }},
+	{"Packets", func(s htb.ClassStats) any { return s.Packets }},
+	{"Drops", func(s htb.ClassStats) any { return s.Drops }},
+	{"Overlimits", func(s htb.ClassStats) any { return s.Overlimits }},
+	{"Requeues", func(s htb.ClassStats) any { return s.Requeues }},
+	{"BacklogBytes", func(s htb.ClassStats) any { return s.BacklogBytes }},
+	{"BacklogPackets", func(s htb.ClassStats) any { return s.BacklogPackets }},
+	{"Lends", func(s htb.ClassStats) any { return s.Lends }},
+	{"Borrows", func(s htb.ClassStats) any { return s.Borrows }},
+	{"Tokens", func(s htb.ClassStats) any { return s.Tokens }},
+	{"CTokens", func(s htb.ClassStats) any { return s.CTokens }},
+}
+
+// fail reports a divergence at now with its context: the last steps, the
+// last departures of both sides and both sides' classes.
+func (ls *Lockstep) fail(t testing.TB, now int64, msg string) {
+	t.Helper()
+	var b strings.Builder
+	fmt.Fprintf(&b, "t=%dns: %s\n", now-ls.Start, msg)
+	b.WriteString("last steps:\n")
+	for _, h := range ls.history {
+		b.WriteString("  " + h + "\n")
+	}
+	for _, side := range []struct {
+		name string
+		sent []Departure
+	}{{"tree", ls.Sent}, {"Linux", ls.Model.Sent}} {
+		fmt.Fprintf(&b, "%s's last departures:\n", side.name)
+		for _, d := range side.sent[max(0, len(side.sent)-6):] {
+			b.WriteString("  " + ls.dep(d) + "\n")
+		}
+	}
+	b.WriteString("Linux's classes:\n")
+	b.WriteString(formatClasses(ls.Model.Classes()))
+	b.WriteString("tree's classes:\n")
+	b.WriteString(formatClasses(ls.Tree.Classes()))
+	t.Fatal(b.String())
+}
+
+// formatClasses prints classes one a line.
+func formatClasses(cs []htb.ClassStats) string {
+	var b strings.Builder
+	for _, c := range cs {
+		fmt.Fprintf(&b, "  %#x parent %#x level %d prio %d mode %d tokens %d ctokens %d sent %dB/%dp backlog %dB/%dp drops %d overlimits %d lends %d borrows %d quantum %d\n",
+			c.ID, c.Parent, c.Level, c.Prio, c.Mode, c.Tokens, c.CTokens, c.Bytes, c.Packets, c.BacklogBytes, c.BacklogPackets, c.Drops, c.Overlimits, c.Lends, c.Borrows, c.Quantum)
+	}
+	return b.String()
+}
+
+// note keeps the last steps for fail.
+func (ls *Lockstep) note(now int64, s string) {
+	if len(ls.history) == 8 {
+		ls.history = ls.history[1:]
+	}
+	ls.history = append(ls.history, fmt.Sprintf("t=%dns %s", now-ls.Start, s))
+}
+
+// dep prints a departure with its time from Start.
+func (ls *Lockstep) dep(d Departure) string {
+	return fmt.Sprintf("packet %d (class %#x, %d bytes) at %dns", d.Seq, d.Class, d.Size, d.At-ls.Start)
+}
+
+// rel prints an absolute time from Start, or "none".
+func (ls *Lockstep) rel(at int64) string {
+	if at < 0 {
+		return "none"
+	}
+	return fmt.Sprintf("%dns", at-ls.Start)
+}
