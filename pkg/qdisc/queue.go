@@ -65,3 +65,12 @@ type Shaper interface {
 	// class already waiting changes nothing, and wakes nobody.
 	Activated() bool
 }
+
+// ArrivalBlind is a Queue that never reads the arrival times Enqueue is
+// given (htb over pfifo leaves): its lane does not read the clock for
+// them, and passes qdisc.Unstamped.
+type ArrivalBlind interface {
+	Queue
+	// ArrivalBlind reports whether the queue ignores arrival times.
+	ArrivalBlind() bool
+}

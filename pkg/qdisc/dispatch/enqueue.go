@@ -49,7 +49,7 @@ func (l *Lane) Enqueue(pkt *stack.PacketBuffer) tcpip.Error {
 	// when it came and sends what an on-time one would have (an idle or
 	// running lane's pass books what it sees as seen then, at once).
 	now := int64(qdisc.Unstamped)
-	if l.stamped || (l.gate != nil && l.state == throttled) {
+	if (l.stamped && !l.blind) || (l.gate != nil && l.state == throttled) {
 		now = l.now()
 		l.arrivals = true
 	}

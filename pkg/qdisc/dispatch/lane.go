@@ -43,6 +43,9 @@ type Lane struct {
 	// stamped queue.
 	// +checklocks:mu
 	timed bool
+	// blind says the queue does not read arrival times
+	// (qdisc.ArrivalBlind): enqueuers do not read the clock for it.
+	blind bool
 	// shaper is the queue, when it shapes on its own (htb): a pass that
 	// it hands nothing while packets wait waits for its NextEvent.
 	// +checklocks:mu
@@ -138,6 +141,9 @@ func (l *Lane) Init(cfg Config) {
 		l.clock = tcpip.NewStdClock()
 	}
 	l.stamped = cfg.Queue != nil
+	if b, ok := cfg.Queue.(qdisc.ArrivalBlind); ok && b.ArrivalBlind() {
+		l.blind = true
+	}
 	l.queueOnly = cfg.QueueOnly
 	l.alarm = cfg.alarm
 	if l.alarm == nil {

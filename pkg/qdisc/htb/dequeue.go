@@ -130,7 +130,7 @@ func (t *Tree) dequeue(now int64) (*stack.PacketBuffer, uint32, bool) {
 	}
 	t.now = now
 	next := now + int64(5*time.Second)
-	for level := range MaxDepth {
+	for _, level := range t.levels { // the other levels have no class
 		event := t.doEvents(level)
 		if event == 0 {
 			event = now + int64(time.Second)

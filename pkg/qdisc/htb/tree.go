@@ -48,6 +48,11 @@ type Tree struct {
 	// sent, which the next one goes on from (see dequeueCatchingUp).
 	behind     int64
 	overlimits uint64
+	// blind is what ArrivalBlind reports.
+	blind bool
+	// levels are the levels that have classes, lowest first: dequeue
+	// visits only these.
+	levels []int
 	// activated is what Activated reports.
 	activated bool
 
@@ -116,6 +121,19 @@ func NewTree(cfg Config, c Classifier, now int64) (*Tree, error) {
 			}
 		} else if cl.cfg.Leaf != nil {
 			return nil, fmt.Errorf("htb: class %s has children: only a leaf class takes a qdisc", classify.ClassID(cl.id))
+		}
+	}
+	t.blind = true
+	var used [MaxDepth]bool
+	for _, cl := range t.classes {
+		used[cl.level] = true
+		if _, ok := cl.leaf.(*packetbuf.Queue); cl.level == 0 && !ok {
+			t.blind = false
+		}
+	}
+	for l, u := range used {
+		if u {
+			t.levels = append(t.levels, l)
 		}
 	}
 	if d, ok := t.byID[cfg.Default]; ok && d.level == 0 {
@@ -189,6 +207,10 @@ func (t *Tree) Enqueue(pkt *stack.PacketBuffer, size uint32, now int64) bool {
 	}
 	return ok
 }
+
+// ArrivalBlind implements qdisc.ArrivalBlind: the tree reads no arrival
+// time, and its leaves none when they are all the default pfifo.
+func (t *Tree) ArrivalBlind() bool { return t.blind }
 
 // Activated implements qdisc.Shaper.Activated: the last Enqueue went to
 // the direct queue, or made a class active that is not over its ceil (a
