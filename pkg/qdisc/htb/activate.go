@@ -104,7 +104,12 @@ func (t *Tree) removeFromRow(cl *class, mask uint8) {
 // charge (htb_change_class_mode), relinking it; diff becomes how long
 // until its mode changes again.
 func (t *Tree) changeMode(cl *class, diff *int64) {
-	m := cl.modeAfter(diff)
+	var m Mode
+	if cl.blockedUntil > t.now { // a spent quota with no rate
+		m, *diff = CantSend, cl.blockedUntil-t.now
+	} else {
+		m = cl.modeAfter(diff)
+	}
 	if m == cl.mode {
 		return
 	}

@@ -44,6 +44,16 @@ type class struct {
 	pqKey   int64
 	waiting bool
 
+	// The quota's state (see quota.go): bytes charged this period, when
+	// the period ends, and whether the budget is spent; and what the
+	// spent quotas on the class and its ancestors impose on it: a rate
+	// it falls to (noFall: none) or a time until which it cannot send.
+	quotaUsed    uint64
+	quotaEnd     int64
+	quotaSpent   bool
+	fall         uint64
+	blockedUntil int64
+
 	bytes, packets                 uint64
 	overlimits, lends, borrows, gi uint64
 }
@@ -100,10 +110,7 @@ const mbuffer = int64(MBuffer)
 // warning Linux gives for a computed quantum it clamped, or "".
 func (cl *class) setParams(c ClassConfig, r2q uint32) string {
 	cl.cfg = c
-	cl.rate = rate.New(c.Rate).WithOverhead(c.Overhead).WithMPU(c.MPU)
-	cl.ceil = rate.New(c.Ceil).WithOverhead(c.Overhead).WithMPU(c.MPU)
-	cl.buffer = int64(cl.rate.TimeNS(c.Burst))
-	cl.cbuffer = int64(cl.ceil.TimeNS(c.CBurst))
+	cl.setRates(c.Rate, c.Ceil)
 	if cl.level != 0 {
 		return ""
 	}
@@ -126,4 +133,13 @@ func (cl *class) setParams(c ClassConfig, r2q uint32) string {
 		return "quantum of class " + classify.ClassID(c.ID) + " is " + warn + ". Consider r2q change."
 	}
 	return ""
+}
+
+// setRates sets the class's rate and ceil buckets (bytes per second), each
+// as deep as its configured burst.
+func (cl *class) setRates(r, c uint64) {
+	cl.rate = rate.New(r).WithOverhead(cl.cfg.Overhead).WithMPU(cl.cfg.MPU)
+	cl.ceil = rate.New(c).WithOverhead(cl.cfg.Overhead).WithMPU(cl.cfg.MPU)
+	cl.buffer = int64(cl.rate.TimeNS(cl.cfg.Burst))
+	cl.cbuffer = int64(cl.ceil.TimeNS(cl.cfg.CBurst))
 }

@@ -130,6 +130,9 @@ func (t *Tree) dequeue(now int64) (*stack.PacketBuffer, uint32, bool) {
 	}
 	t.now = now
 	next := now + int64(5*time.Second)
+	if t.quotas {
+		next = min(next, t.renewDue())
+	}
 	for _, level := range t.levels { // the other levels have no class
 		event := t.doEvents(level)
 		if event == 0 {

@@ -60,6 +60,9 @@ func (t *Tree) doEvents(level int) int64 {
 			return cl.pqKey
 		}
 		w.remove(cl)
+		if t.quotas && t.renewQuotas(cl) && cl.waiting {
+			continue // the renewal placed it anew
+		}
 		diff := min(t.now-cl.tc, mbuffer)
 		t.changeMode(cl, &diff)
 		if cl.mode != CanSend {
@@ -74,6 +77,11 @@ func (t *Tree) doEvents(level int) int64 {
 // each, the rate bucket of those at level or above (a class at level
 // lends, those below borrow), and moves each to its new mode.
 func (t *Tree) charge(cl *class, level int, bytes uint32) {
+	spent := false
+	if t.quotas {
+		t.renewQuotas(cl)
+		spent = t.useQuotas(cl, bytes)
+	}
 	for ; cl != nil; cl = cl.parent {
 		diff := min(t.now-cl.tc, mbuffer)
 		if cl.level >= level {
@@ -103,5 +111,8 @@ func (t *Tree) charge(cl *class, level int, bytes uint32) {
 			cl.bytes += uint64(bytes)
 			cl.packets++
 		}
+	}
+	if spent {
+		t.applyQuotas()
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"time"
 
 	"github.com/netqdisc/netqdisc/pkg/qdisc/classify"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/rate"
@@ -39,6 +40,13 @@ type ClassStats struct {
 	// Tokens and CTokens are the rate and ceil buckets' credit in ns as
 	// of the class's last charge.
 	Tokens, CTokens int64
+	// Quota is the class's quota (nil: none); QuotaUsed the bytes it
+	// counted this period, QuotaLeft the time until the period renews,
+	// and QuotaSpent whether the budget is spent.
+	Quota      *Quota
+	QuotaUsed  uint64
+	QuotaLeft  time.Duration
+	QuotaSpent bool
 }
 
 // String prints the class as `tc -s class show` does:
@@ -67,6 +75,13 @@ func (s ClassStats) String() string {
 	fmt.Fprintf(&b, " backlog %s %dp requeues %d\n", rate.FormatSize(s.BacklogBytes), s.BacklogPackets, s.Requeues)
 	fmt.Fprintf(&b, " lended: %d borrowed: %d giants: %d\n", s.Lends, s.Borrows, s.Giants)
 	fmt.Fprintf(&b, " tokens: %d ctokens: %d", ticks(s.Tokens), ticks(s.CTokens))
+	if q := s.Quota; q != nil {
+		state := "renews"
+		if s.QuotaSpent {
+			state = "spent, renews"
+		}
+		fmt.Fprintf(&b, "\n %v: used %s remaining %s, %s in %v", *q, rate.FormatSize(s.QuotaUsed), rate.FormatSize(q.Bytes-min(s.QuotaUsed, q.Bytes)), state, s.QuotaLeft)
+	}
 	return b.String()
 }
 

@@ -2,6 +2,7 @@ package htb
 
 import (
 	"fmt"
+	"time"
 
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
@@ -53,6 +54,10 @@ type Tree struct {
 	// levels are the levels that have classes, lowest first: dequeue
 	// visits only these.
 	levels []int
+	// quotas says some class has (or had) a quota; quotaClasses are
+	// those classes.
+	quotas       bool
+	quotaClasses []*class
 	// activated is what Activated reports.
 	activated bool
 
@@ -112,6 +117,12 @@ func NewTree(cfg Config, c Classifier, now int64) (*Tree, error) {
 			t.warnings = append(t.warnings, w)
 		}
 		cl.tokens, cl.ctokens = cl.buffer, cl.cbuffer
+		cl.fall = noFall
+		if q := cl.cfg.Quota; q != nil {
+			t.quotas = true
+			t.quotaClasses = append(t.quotaClasses, cl)
+			cl.quotaEnd = now + int64(q.Period)
+		}
 		if cl.level == 0 {
 			cl.leaf = cl.cfg.Leaf
 			if cl.leaf == nil {
@@ -174,6 +185,10 @@ func (c ClassConfig) withDefaults() ClassConfig {
 	}
 	if c.CBurst == 0 {
 		c.CBurst = uint32(min(c.Ceil/1e9+DefaultMTU, 1<<32-1))
+	}
+	if c.Quota != nil {
+		q := *c.Quota // the tree's own
+		c.Quota = &q
 	}
 	return c
 }
@@ -381,8 +396,15 @@ func (t *Tree) ChangeClass(cls ClassConfig, now int64) error {
 		return err
 	}
 	t.cfg = next
+	old := cl.cfg.Quota
 	if w := cl.setParams(cls, t.cfg.R2Q); w != "" {
 		t.warnings = append(t.warnings, w)
+	}
+	if cl.fall != noFall { // a spent quota above still bounds it
+		cl.setRates(min(cl.cfg.Rate, cl.fall), min(cl.cfg.Ceil, cl.fall))
+	}
+	if cls.Quota != nil || old != nil {
+		t.changeQuota(cl, old, now)
 	}
 	return nil
 }
@@ -400,6 +422,11 @@ func (t *Tree) Classes() []ClassStats {
 		}
 		if cl.parent != nil {
 			s.Parent = cl.parent.id
+		}
+		if q := cl.cfg.Quota; q != nil {
+			qq := *q
+			s.Quota, s.QuotaUsed, s.QuotaSpent = &qq, cl.quotaUsed, cl.quotaSpent
+			s.QuotaLeft = time.Duration(max(cl.quotaEnd-t.now, 0))
 		}
 		if cl.level == 0 {
 			s.Quantum = uint32(cl.quantum)
