@@ -69,6 +69,19 @@ func fuzzTree(t *testing.T, data []byte) {
 			t.Fatalf("a valid random tree was refused: %v\n%+v", err, cfg)
 		}
 		var accepted, refused, sent, purged int
+		changed := false
+		// through counts the bytes each leaf sent, to hold it to its ceil.
+		through := map[uint32]uint64{}
+		leafOf := func(pkt *stack.PacketBuffer) uint32 {
+			id := uint32(qdisctest.Seq(pkt) >> 32)
+			if cl, ok := tr.byID[id]; ok && cl.level == 0 {
+				return id
+			}
+			if id != 0x10000 && tr.def != nil {
+				return tr.def.id
+			}
+			return 0 // the direct queue
+		}
 		var now int64
 		held := map[*stack.PacketBuffer]bool{}
 		seq := uint64(0)
@@ -90,13 +103,14 @@ func fuzzTree(t *testing.T, data []byte) {
 				now += int64(src.IntN(20_000_000))
 			case 5: // the dequeues a qdisc_run makes
 				for {
-					pkt, _, ok := tr.Dequeue(now)
+					pkt, size, ok := tr.Dequeue(now)
 					if !ok {
 						break
 					}
 					if !held[pkt] {
 						t.Fatal("dequeued a packet the tree was not holding")
 					}
+					through[leafOf(pkt)] += uint64(size)
 					delete(held, pkt)
 					sent++
 					pkt.DecRef()
@@ -109,6 +123,7 @@ func fuzzTree(t *testing.T, data []byte) {
 				c.Rate = uint64(1+src.IntN(1000)) * 125_000
 				c.Ceil = c.Rate * uint64(1+src.IntN(3))
 				c.Prio = uint8(src.IntN(NumPrio))
+				changed = true
 				if err := tr.ChangeClass(c, now); err != nil {
 					t.Fatalf("ChangeClass(%+v): %v", c, err)
 				}
@@ -120,6 +135,9 @@ func fuzzTree(t *testing.T, data []byte) {
 						delete(held, pkt) // released by Purge
 					}
 				}
+			}
+			if !changed {
+				checkCeils(t, tr, through, now)
 			}
 			n, _ := tr.Len()
 			if n != accepted-sent-purged || n != len(held) {
@@ -147,5 +165,21 @@ func fuzzTree(t *testing.T, data []byte) {
 			t.Fatalf("empty tree reports %d packets %d bytes", n, b)
 		}
 		_ = fmt.Sprint(tr.Classes())
+	}
+}
+
+// checkCeils fails t if a leaf sent more by now than its ceil allows: its
+// cburst, what the ceil sends in the time, and the one packet that may
+// overdraw the bucket (at most 65600 bytes here).
+func checkCeils(t *testing.T, tr *Tree, through map[uint32]uint64, now int64) {
+	t.Helper()
+	for _, cl := range tr.classes {
+		if cl.level != 0 {
+			continue
+		}
+		allowed := uint64(cl.cfg.CBurst) + cl.cfg.Ceil*uint64(now)/1e9 + 65600
+		if through[cl.id] > allowed {
+			t.Fatalf("leaf %x sent %d bytes by %d ns, over its ceil's %d", cl.id, through[cl.id], now, allowed)
+		}
 	}
 }
