@@ -58,4 +58,19 @@ type Shaper interface {
 	// while packets were queued, the time (ns, > now) at which it should
 	// be called again: the time Linux's qdisc would arm its watchdog for.
 	NextEvent() int64
+	// Activated reports whether the last Enqueue queued a packet that may
+	// leave before NextEvent (it made an idle class active, or needs no
+	// shaping), so that a lane waiting for NextEvent looks again at once,
+	// as Linux runs its qdisc after every enqueue. A packet that joins a
+	// class already waiting changes nothing, and wakes nobody.
+	Activated() bool
+}
+
+// ArrivalBlind is a Queue that never reads the arrival times Enqueue is
+// given (htb over pfifo leaves): its lane does not read the clock for
+// them, and passes qdisc.Unstamped.
+type ArrivalBlind interface {
+	Queue
+	// ArrivalBlind reports whether the queue ignores arrival times.
+	ArrivalBlind() bool
 }

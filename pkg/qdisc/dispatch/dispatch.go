@@ -5,8 +5,12 @@
 // tbf gates its child), one pass loop that sends what may leave (Linux's
 // qdisc_restart), and one watchdog timer, the Alarm. fifo is lanes with no
 // gate (every packet is due at once, so fifo pays nothing for it), tbf is
-// lanes with one, fq_codel a lane whose queue is fq_codel, and tbf over
-// fq_codel a lane with both.
+// lanes with one, fq_codel a lane whose queue is fq_codel, tbf over
+// fq_codel a lane with both, and htb a lane whose queue is a
+// qdisc.Shaper: it holds packets back until a time it names (NextEvent),
+// for which the lane waits on the Alarm, and an enqueue that makes one of
+// its classes active (Activated) ends the wait, as Linux runs a qdisc
+// after every enqueue.
 //
 // Why one shared mechanism: the parts that are easy to get subtly wrong
 // are the same in every qdisc (when to wake the dispatcher, how a closed

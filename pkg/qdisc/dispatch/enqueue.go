@@ -49,7 +49,7 @@ func (l *Lane) Enqueue(pkt *stack.PacketBuffer) tcpip.Error {
 	// when it came and sends what an on-time one would have (an idle or
 	// running lane's pass books what it sees as seen then, at once).
 	now := int64(qdisc.Unstamped)
-	if l.stamped || (l.gate != nil && l.state == throttled) {
+	if (l.stamped && !l.blind) || (l.gate != nil && l.state == throttled) {
 		now = l.now()
 		l.arrivals = true
 	}
@@ -67,6 +67,10 @@ func (l *Lane) Enqueue(pkt *stack.PacketBuffer) tcpip.Error {
 		}
 		l.mu.Unlock()
 		return &tcpip.ErrNoBufferSpace{}
+	}
+	if l.state == throttled && l.shaper != nil && l.shaper.Activated() {
+		l.unthrottleLocked()
+		return nil
 	}
 	if l.state != idle && (l.gate == nil || l.queueOnly) { // its pass or its alarm will see it
 		l.mu.Unlock()
@@ -198,3 +202,21 @@ func (l *Lane) serveDue(now int64) {
 
 // now reads the lane's clock in nanoseconds.
 func (l *Lane) now() int64 { return nowNS(l.clock) }
+
+// unthrottleLocked ends the lane's wait for its shaper's next event, which
+// a packet just queued may leave before, then releases the lock: on the
+// send path the enqueuer runs the pass itself, as Linux's qdisc_run after
+// an enqueue; on the receive path (QueueOnly) the dispatcher is woken.
+// +checklocksrelease:l.mu
+func (l *Lane) unthrottleLocked() {
+	l.alarm.leave()
+	l.state = running
+	if l.queueOnly {
+		l.mu.Unlock()
+		l.wake.Assert()
+		return
+	}
+	l.inPass = true
+	l.mu.Unlock()
+	l.runInline()
+}

@@ -43,6 +43,13 @@ type Lane struct {
 	// stamped queue.
 	// +checklocks:mu
 	timed bool
+	// blind says the queue does not read arrival times
+	// (qdisc.ArrivalBlind): enqueuers do not read the clock for it.
+	blind bool
+	// shaper is the queue, when it shapes on its own (htb): a pass that
+	// it hands nothing while packets wait waits for its NextEvent.
+	// +checklocks:mu
+	shaper qdisc.Shaper
 	// queue is the lane's queue: own, or the one Config gave.
 	// +checklocks:mu
 	queue qdisc.Queue
@@ -134,6 +141,9 @@ func (l *Lane) Init(cfg Config) {
 		l.clock = tcpip.NewStdClock()
 	}
 	l.stamped = cfg.Queue != nil
+	if b, ok := cfg.Queue.(qdisc.ArrivalBlind); ok && b.ArrivalBlind() {
+		l.blind = true
+	}
 	l.queueOnly = cfg.QueueOnly
 	l.alarm = cfg.alarm
 	if l.alarm == nil {
@@ -143,6 +153,7 @@ func (l *Lane) Init(cfg Config) {
 	l.gate = cfg.Gate
 	l.timed = l.gate != nil || l.stamped
 	l.queue = cfg.Queue
+	l.shaper, _ = cfg.Queue.(qdisc.Shaper)
 	if l.queue == nil {
 		l.own.Init(cfg.MaxPackets, cfg.MaxBytes)
 		l.queue = &l.own
@@ -212,6 +223,9 @@ func (l *Lane) Locked(f func()) {
 	defer l.mu.Unlock()
 	f()
 }
+
+// Now reads the lane's clock in ns, the time its Queue is given.
+func (l *Lane) Now() int64 { return l.now() }
 
 // Lateness returns how late the lane's waits on the alarm ended: the time
 // from each deadline to the pass the alarm started (from its timer or an

@@ -108,6 +108,13 @@ func (l *Lane) takeLocked() (n int, wait, now int64) {
 			pkt, size, ok = l.own.Dequeue(now)
 		}
 		if !ok {
+			if n == 0 && l.shaper != nil {
+				if p, _ := l.shaper.Len(); p > 0 {
+					// The shaper holds its packets back (Linux's qdisc
+					// arms its watchdog): wait for its next event.
+					return 0, max(l.shaper.NextEvent()-now, 1), now
+				}
+			}
 			break
 		}
 		n++

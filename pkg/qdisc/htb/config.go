@@ -118,6 +118,10 @@ type ClassConfig struct {
 	// charged length, for both buckets (tc's overhead and mpu).
 	Overhead int32
 	MPU      uint32
+	// Quota, if not nil, is a byte budget per period for the class and
+	// every class under it: once spent, they fall to the quota's rate
+	// until the period renews.
+	Quota *Quota
 	// Leaf, if not nil, is the leaf's qdisc (fq_codel, a tbf's queue, a
 	// bfifo) in place of the default pfifo of Config.LeafLimit packets,
 	// as `tc qdisc add dev eth0 parent 1:10 fq_codel` grafts one. Only

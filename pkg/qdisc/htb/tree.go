@@ -1,10 +1,15 @@
 package htb
 
 import (
+	"fmt"
+	"time"
+
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 
 	"github.com/netqdisc/netqdisc/pkg/qdisc"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/classify"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/packetbuf"
 )
 
 // Classifier picks a packet's class: *classify.Classifier is one.
@@ -14,49 +19,428 @@ type Classifier interface {
 
 // Tree is an htb qdisc's classes and its direct queue: a qdisc.Shaper, not
 // safe for concurrent use (its lane's lock guards it).
-type Tree struct{}
+type Tree struct {
+	cfg      Config
+	classify Classifier
+	classes  []*class // in cfg.Classes' order
+	byID     map[uint32]*class
+	def      *class // the default leaf, nil: the direct queue
+	warnings []string
+
+	direct        packetbuf.Queue
+	directPackets uint64
+
+	// packets and bytes are queued in the direct queue and the leaves.
+	packets int
+	bytes   uint64
+	// peeked is the packet a Peek dequeued, for the next Dequeue.
+	peeked     *stack.PacketBuffer
+	peekedSize uint32
+
+	// now is the time of the dequeue under way (sch_htb's q->now).
+	now int64
+	// next is when the last dequeue that found nothing due wants to be
+	// called again.
+	next int64
+	// armed says the last dequeue found nothing due while packets waited:
+	// an on-time watchdog would fire at next.
+	armed bool
+	// behind, if not 0, is the time of the last packet a late dequeue
+	// sent, which the next one goes on from (see dequeueCatchingUp).
+	behind     int64
+	overlimits uint64
+	// blind is what ArrivalBlind reports.
+	blind bool
+	// levels are the levels that have classes, lowest first: dequeue
+	// visits only these.
+	levels []int
+	// quotas says some class has (or had) a quota; quotaClasses are
+	// those classes.
+	quotas       bool
+	quotaClasses []*class
+	// activated is what Activated reports.
+	activated bool
+
+	rowMask [MaxDepth]uint8
+	rows    [MaxDepth][NumPrio]feed
+	wait    [MaxDepth]waitQueue
+}
 
 var _ qdisc.Shaper = (*Tree)(nil)
 
 // NewTree returns the tree cfg describes, its buckets full at now (ns), that
 // classifies packets with c (nil: a classify.Classifier of cfg.Rules).
-func NewTree(cfg Config, c Classifier, now int64) (*Tree, error) { panic("htb: WIP") }
+func NewTree(cfg Config, c Classifier, now int64) (*Tree, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if c == nil {
+		cc, err := classify.New(cfg.Rules, 0, cfg.Direction)
+		if err != nil {
+			return nil, fmt.Errorf("htb: %w", err)
+		}
+		c = cc
+	}
+	t := &Tree{cfg: cfg, classify: c, byID: make(map[uint32]*class, len(cfg.Classes)), now: now}
+	t.direct.Init(int(cfg.DirectQLen), 0)
+	for _, cc := range cfg.Classes {
+		cl := &class{id: cc.ID, tc: now, mode: CanSend, cfg: cc}
+		if cc.Parent != 0 && cc.Parent != cfg.Handle {
+			p, ok := t.byID[cc.Parent]
+			if !ok {
+				return nil, fmt.Errorf("htb: class %s: parent %s is not a class before it", classify.ClassID(cc.ID), classify.ClassID(cc.Parent))
+			}
+			cl.parent = p
+			p.children++
+		}
+		t.byID[cc.ID] = cl
+		t.classes = append(t.classes, cl)
+	}
+	// Levels, top down: a class with children is one below its parent (or
+	// MaxDepth-1 at the top); a leaf is 0.
+	for _, cl := range t.classes {
+		if cl.children == 0 {
+			continue
+		}
+		top := MaxDepth
+		if cl.parent != nil {
+			top = cl.parent.level
+		}
+		cl.level = top - 1
+		if cl.level <= 0 {
+			return nil, fmt.Errorf("htb: class %s: tree is too deep (at most %d levels)", classify.ClassID(cl.id), MaxDepth)
+		}
+	}
+	for _, cl := range t.classes {
+		if w := cl.setParams(cl.cfg, cfg.R2Q); w != "" {
+			t.warnings = append(t.warnings, w)
+		}
+		cl.tokens, cl.ctokens = cl.buffer, cl.cbuffer
+		cl.fall = noFall
+		if q := cl.cfg.Quota; q != nil {
+			t.quotas = true
+			t.quotaClasses = append(t.quotaClasses, cl)
+			cl.quotaEnd = now + int64(q.Period)
+		}
+		if cl.level == 0 {
+			cl.leaf = cl.cfg.Leaf
+			if cl.leaf == nil {
+				q := &packetbuf.Queue{}
+				q.Init(int(cfg.LeafLimit), 0)
+				cl.leaf = q
+			}
+		} else if cl.cfg.Leaf != nil {
+			return nil, fmt.Errorf("htb: class %s has children: only a leaf class takes a qdisc", classify.ClassID(cl.id))
+		}
+	}
+	t.blind = true
+	var used [MaxDepth]bool
+	for _, cl := range t.classes {
+		used[cl.level] = true
+		if _, ok := cl.leaf.(*packetbuf.Queue); cl.level == 0 && !ok {
+			t.blind = false
+		}
+	}
+	for l, u := range used {
+		if u {
+			t.levels = append(t.levels, l)
+		}
+	}
+	if d, ok := t.byID[cfg.Default]; ok && d.level == 0 {
+		t.def = d
+	}
+	return t, nil
+}
+
+// withDefaults fills in what c leaves 0.
+func (c Config) withDefaults() Config {
+	if c.Handle == 0 {
+		c.Handle = 1 << 16
+	}
+	if c.R2Q == 0 {
+		c.R2Q = DefaultR2Q
+	}
+	if c.DirectQLen == 0 {
+		c.DirectQLen = DefaultDirectQLen
+	}
+	if c.LeafLimit == 0 {
+		c.LeafLimit = DefaultLeafLimit
+	}
+	c.Classes = append([]ClassConfig(nil), c.Classes...)
+	for i := range c.Classes {
+		c.Classes[i] = c.Classes[i].withDefaults()
+	}
+	return c
+}
+
+// withDefaults fills in tc's defaults for what c leaves 0: a ceil of the
+// rate, and buckets of rate/hz + mtu bytes.
+func (c ClassConfig) withDefaults() ClassConfig {
+	if c.Ceil == 0 {
+		c.Ceil = c.Rate
+	}
+	if c.Burst == 0 {
+		c.Burst = uint32(min(c.Rate/1e9+DefaultMTU, 1<<32-1))
+	}
+	if c.CBurst == 0 {
+		c.CBurst = uint32(min(c.Ceil/1e9+DefaultMTU, 1<<32-1))
+	}
+	if c.Quota != nil {
+		q := *c.Quota // the tree's own
+		c.Quota = &q
+	}
+	return c
+}
 
 // Warnings returns what Linux would warn about the configuration: a
 // quantum computed from the rate that was clamped.
-func (t *Tree) Warnings() []string { panic("htb: WIP") }
+func (t *Tree) Warnings() []string { return append([]string(nil), t.warnings...) }
 
-// Enqueue implements qdisc.Queue.Enqueue (htb_enqueue).
-func (t *Tree) Enqueue(pkt *stack.PacketBuffer, size uint32, now int64) bool { panic("htb: WIP") }
+// Enqueue implements qdisc.Queue.Enqueue (htb_enqueue): the packet goes to
+// its class's leaf, to the default class when no filter gives a leaf, or
+// to the direct queue, unshaped, when there is no default leaf or a filter
+// says so.
+func (t *Tree) Enqueue(pkt *stack.PacketBuffer, size uint32, now int64) bool {
+	t.activated = false
+	cl := t.leafOf(pkt)
+	if cl == nil {
+		if !t.direct.Enqueue(pkt, size, now) {
+			return false
+		}
+		t.directPackets++
+		t.packets++
+		t.bytes += uint64(size)
+		t.activated = true
+		return true
+	}
+	ok := cl.leaf.Enqueue(pkt, size, now)
+	t.recount(cl)
+	if ok && cl.prioActivity == 0 {
+		t.activate(cl)
+		t.activated = cl.mode != CantSend
+	}
+	return ok
+}
+
+// ArrivalBlind implements qdisc.ArrivalBlind: the tree reads no arrival
+// time, and its leaves none when they are all the default pfifo.
+func (t *Tree) ArrivalBlind() bool { return t.blind }
+
+// Activated implements qdisc.Shaper.Activated: the last Enqueue went to
+// the direct queue, or made a class active that is not over its ceil (a
+// class over it waits for its own event, which NextEvent already
+// counts).
+func (t *Tree) Activated() bool { return t.activated }
+
+// leafOf returns the leaf pkt goes to, nil for the direct queue
+// (htb_classify).
+func (t *Tree) leafOf(pkt *stack.PacketBuffer) *class {
+	id := t.classify.Classify(pkt.NetworkProtocolNumber, pkt)
+	if id == t.cfg.Handle {
+		return nil
+	}
+	if cl, ok := t.byID[id]; ok && cl.level == 0 {
+		return cl
+	}
+	return t.def
+}
+
+// recount brings the tree's count of a leaf's packets up to date after
+// its qdisc was called: a qdisc may drop packets as they come or go.
+func (t *Tree) recount(cl *class) {
+	n, b := cl.leaf.Len()
+	t.packets += n - cl.leafPackets
+	t.bytes += b - cl.leafBytes
+	cl.leafPackets, cl.leafBytes = n, b
+}
 
 // Peek implements qdisc.Queue.Peek: it dequeues (charging the classes) and
 // keeps the packet for the next Dequeue, as qdisc_peek_dequeued does.
-func (t *Tree) Peek(now int64, sizes []uint32, arrived []int64) int { panic("htb: WIP") }
+func (t *Tree) Peek(now int64, sizes []uint32, arrived []int64) int {
+	if len(sizes) == 0 {
+		return 0
+	}
+	if t.peeked == nil {
+		pkt, size, ok := t.dequeueCatchingUp(now)
+		if !ok {
+			return 0
+		}
+		t.peeked, t.peekedSize = pkt, size
+	}
+	sizes[0], arrived[0] = t.peekedSize, qdisc.Unstamped
+	return 1
+}
 
 // Dequeue implements qdisc.Queue.Dequeue (htb_dequeue).
-func (t *Tree) Dequeue(now int64) (*stack.PacketBuffer, uint32, bool) { panic("htb: WIP") }
+func (t *Tree) Dequeue(now int64) (*stack.PacketBuffer, uint32, bool) {
+	if pkt := t.peeked; pkt != nil {
+		t.peeked = nil
+		return pkt, t.peekedSize, true
+	}
+	return t.dequeueCatchingUp(now)
+}
 
-// NextEvent implements qdisc.Shaper.NextEvent.
-func (t *Tree) NextEvent() int64 { panic("htb: WIP") }
+// dequeueCatchingUp is dequeue at now for a caller that may come late: when
+// the tree waited for an event that is past (a timer that fired late),
+// it dequeues as Linux's watchdog, firing on time, would have: at the
+// event's time, then on at the time of the last packet sent, event after
+// event, until it has caught up with now. So a late wake-up sends what an
+// on-time one would have sent by now, and the credit that accrued
+// meanwhile, past a bucket's depth, is not lost, as tbf's bookings keep
+// it (see the package doc). A caller that is never late (the lockstep
+// tests) sees plain dequeues at now.
+func (t *Tree) dequeueCatchingUp(now int64) (*stack.PacketBuffer, uint32, bool) {
+	for {
+		at := now
+		if t.armed && t.next < now {
+			at = t.next // the watchdog's time
+		} else if t.behind != 0 && t.behind < now {
+			at = t.behind // going on where the last packet left
+		}
+		at = max(at, t.now)
+		pkt, size, ok := t.dequeue(at)
+		if ok {
+			t.behind = 0
+			if at < now {
+				t.behind = at
+			}
+			return pkt, size, true
+		}
+		t.behind = 0
+		if at >= now || !t.armed {
+			return nil, 0, false
+		}
+	}
+}
 
-// Purge implements qdisc.Queue.Purge.
-func (t *Tree) Purge() (int, uint64) { panic("htb: WIP") }
+// NextEvent implements qdisc.Shaper.NextEvent: the earliest time a class
+// changes mode, as htb_dequeue arms its watchdog.
+func (t *Tree) NextEvent() int64 { return t.next }
+
+// Purge implements qdisc.Queue.Purge (htb_reset): every queued packet is
+// released and every class made inactive; the buckets keep their tokens.
+func (t *Tree) Purge() (int, uint64) {
+	n, b := t.direct.Purge()
+	if t.peeked != nil {
+		t.peeked.DecRef()
+		t.peeked = nil
+		n++
+		b += uint64(t.peekedSize)
+	}
+	for _, cl := range t.classes {
+		if cl.level == 0 {
+			ln, lb := cl.leaf.Purge()
+			n, b = n+ln, b+lb
+			t.recount(cl)
+		}
+		cl.prioActivity = 0
+		cl.inner = [NumPrio]feed{}
+		if cl.waiting {
+			t.wait[cl.level].remove(cl)
+		}
+		cl.mode = CanSend
+	}
+	t.rows = [MaxDepth][NumPrio]feed{}
+	t.rowMask = [MaxDepth]uint8{}
+	t.packets, t.bytes = 0, 0
+	t.armed, t.behind = false, 0
+	return n, b
+}
 
 // Len implements qdisc.Queue.Len.
-func (t *Tree) Len() (int, uint64) { panic("htb: WIP") }
+func (t *Tree) Len() (int, uint64) {
+	if t.peeked != nil {
+		return t.packets + 1, t.bytes + uint64(t.peekedSize)
+	}
+	return t.packets, t.bytes
+}
 
-// Drops implements qdisc.Queue.Drops.
-func (t *Tree) Drops() uint64 { panic("htb: WIP") }
+// Drops implements qdisc.Queue.Drops: the direct queue's and the leaves'.
+func (t *Tree) Drops() uint64 {
+	d := t.direct.Drops()
+	for _, cl := range t.classes {
+		if cl.level == 0 {
+			d += cl.leaf.Drops()
+		}
+	}
+	return d
+}
 
 // ChangeClass changes the class cls.ID in place at now, as
 // htb_change_class does for an existing class: rate, ceil, burst, cburst,
-// prio, quantum, overhead and mpu take effect; its tokens, its queue and
-// its place in the tree stay.
-func (t *Tree) ChangeClass(cls ClassConfig, now int64) error { panic("htb: WIP") }
+// prio, quantum, overhead and mpu take effect; its tokens, its queue, its
+// mode and its place in the tree stay until its next charge or event.
+func (t *Tree) ChangeClass(cls ClassConfig, now int64) error {
+	cl, ok := t.byID[cls.ID]
+	if !ok {
+		return fmt.Errorf("htb: no class %s to change", classify.ClassID(cls.ID))
+	}
+	if cls.Parent != 0 && cls.Parent != t.cfg.Handle && (cl.parent == nil || cl.parent.id != cls.Parent) ||
+		(cls.Parent == 0 || cls.Parent == t.cfg.Handle) && cl.parent != nil {
+		return fmt.Errorf("htb: class %s: a change cannot move a class to another parent", classify.ClassID(cls.ID))
+	}
+	if cls.Leaf != nil && cls.Leaf != cl.leaf {
+		return fmt.Errorf("htb: class %s: a change keeps the class's qdisc", classify.ClassID(cls.ID))
+	}
+	cls = cls.withDefaults()
+	cls.Leaf = cl.cfg.Leaf
+	next := t.cfg
+	next.Classes = append([]ClassConfig(nil), t.cfg.Classes...)
+	for i := range next.Classes {
+		if next.Classes[i].ID == cls.ID {
+			next.Classes[i] = cls
+		}
+	}
+	if err := next.Validate(); err != nil {
+		return err
+	}
+	t.cfg = next
+	old := cl.cfg.Quota
+	if w := cl.setParams(cls, t.cfg.R2Q); w != "" {
+		t.warnings = append(t.warnings, w)
+	}
+	if cl.fall != noFall { // a spent quota above still bounds it
+		cl.setRates(min(cl.cfg.Rate, cl.fall), min(cl.cfg.Ceil, cl.fall))
+	}
+	if cls.Quota != nil || old != nil {
+		t.changeQuota(cl, old, now)
+	}
+	return nil
+}
 
 // Classes returns every class's statistics, in the order of cfg.Classes.
-func (t *Tree) Classes() []ClassStats { panic("htb: WIP") }
+func (t *Tree) Classes() []ClassStats {
+	out := make([]ClassStats, len(t.classes))
+	for i, cl := range t.classes {
+		s := ClassStats{
+			ID: cl.id, Level: cl.level, Prio: uint8(cl.prio),
+			Rate: cl.cfg.Rate, Ceil: cl.cfg.Ceil, Burst: cl.cfg.Burst, CBurst: cl.cfg.CBurst,
+			Mode: cl.mode, Bytes: cl.bytes, Packets: cl.packets,
+			Overlimits: cl.overlimits, Lends: cl.lends, Borrows: cl.borrows, Giants: cl.gi,
+			Tokens: cl.tokens, CTokens: cl.ctokens,
+		}
+		if cl.parent != nil {
+			s.Parent = cl.parent.id
+		}
+		if q := cl.cfg.Quota; q != nil {
+			qq := *q
+			s.Quota, s.QuotaUsed, s.QuotaSpent = &qq, cl.quotaUsed, cl.quotaSpent
+			s.QuotaLeft = time.Duration(max(cl.quotaEnd-t.now, 0))
+		}
+		if cl.level == 0 {
+			s.Quantum = uint32(cl.quantum)
+			s.Drops = cl.leaf.Drops()
+			s.BacklogPackets, s.BacklogBytes = uint64(cl.leafPackets), cl.leafBytes
+		}
+		out[i] = s
+	}
+	return out
+}
 
 // DirectPackets returns how many packets went through the direct queue
 // (tc's direct_packets_stat).
-func (t *Tree) DirectPackets() uint64 { panic("htb: WIP") }
+func (t *Tree) DirectPackets() uint64 { return t.directPackets }
+
+// Overlimits returns how many times a class went over its ceil.
+func (t *Tree) Overlimits() uint64 { return t.overlimits }

@@ -1,0 +1,145 @@
+package htb
+
+import (
+	"github.com/netqdisc/netqdisc/pkg/qdisc"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/classify"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/rate"
+)
+
+// class is one htb class (struct htb_class): its two buckets, its mode,
+// its place in the tree and, for a leaf, its queue and deficits, for an
+// inner class, its feeds.
+type class struct {
+	id     uint32
+	parent *class
+	// level is 0 for a leaf; see ClassStats.Level.
+	level    int
+	children int
+	cfg      ClassConfig // defaults filled in
+
+	rate, ceil      rate.Rate
+	buffer, cbuffer int64
+	prio            int
+	quantum         int32
+
+	// The buckets, in ns of credit as of tc (sch_htb's t_c).
+	tokens, ctokens, tc int64
+	mode                Mode
+
+	// Leaf: its queue, how much of it the tree counts, and its deficit
+	// at each level it may be served from.
+	leaf        qdisc.Queue
+	leafPackets int
+	leafBytes   uint64
+	deficit     [MaxDepth]int32
+
+	// Inner: the children that borrow from it, per prio.
+	inner [NumPrio]feed
+
+	// prioActivity has bit p set while the class (a leaf with packets,
+	// or an inner class with a borrowing child) is active at prio p.
+	prioActivity uint8
+	// pqKey is when the class's mode changes next, while it waits in its
+	// level's event queue (waiting).
+	pqKey   int64
+	waiting bool
+
+	// The quota's state (see quota.go): bytes charged this period, when
+	// the period ends, and whether the budget is spent; and what the
+	// spent quotas on the class and its ancestors impose on it: a rate
+	// it falls to (noFall: none) or a time until which it cannot send.
+	quotaUsed    uint64
+	quotaEnd     int64
+	quotaSpent   bool
+	fall         uint64
+	blockedUntil int64
+
+	bytes, packets                 uint64
+	overlimits, lends, borrows, gi uint64
+}
+
+// mode computes the class's mode diff ns after its last charge, as
+// htb_class_mode does with hysteresis off; when it is not CanSend, diff
+// becomes how long until it changes.
+func (cl *class) modeAfter(diff *int64) Mode {
+	if toks := cl.ctokens + *diff; toks < 0 {
+		*diff = -toks
+		return CantSend
+	}
+	if toks := cl.tokens + *diff; toks >= 0 {
+		return CanSend
+	} else {
+		*diff = -toks
+	}
+	return MayBorrow
+}
+
+// accntTokens charges bytes to the rate bucket after diff ns of credit
+// (htb_accnt_tokens).
+func (cl *class) accntTokens(bytes uint32, diff int64) {
+	toks := diff + cl.tokens
+	if toks > cl.buffer {
+		toks = cl.buffer
+	}
+	toks -= int64(cl.rate.TimeNS(bytes))
+	if toks <= -mbuffer {
+		toks = 1 - mbuffer
+	}
+	cl.tokens = toks
+}
+
+// accntCTokens charges bytes to the ceil bucket (htb_accnt_ctokens).
+func (cl *class) accntCTokens(bytes uint32, diff int64) {
+	toks := diff + cl.ctokens
+	if toks > cl.cbuffer {
+		toks = cl.cbuffer
+	}
+	toks -= int64(cl.ceil.TimeNS(bytes))
+	if toks <= -mbuffer {
+		toks = 1 - mbuffer
+	}
+	cl.ctokens = toks
+}
+
+// mbuffer is MBuffer in ns.
+const mbuffer = int64(MBuffer)
+
+// setParams applies a class's settings (defaults filled in), as
+// htb_change_class does for a new or an existing class: the rates and
+// buckets' depths, and for a leaf its quantum and prio. It returns the
+// warning Linux gives for a computed quantum it clamped, or "".
+func (cl *class) setParams(c ClassConfig, r2q uint32) string {
+	cl.cfg = c
+	cl.setRates(c.Rate, c.Ceil)
+	if cl.level != 0 {
+		return ""
+	}
+	warn := ""
+	q := min(c.Rate/uint64(r2q), 1<<31-1)
+	if c.Quantum == 0 {
+		switch {
+		case q < MinQuantum:
+			q, warn = MinQuantum, "small"
+		case q > MaxQuantum:
+			q, warn = MaxQuantum, "big"
+		}
+	} else {
+		q = uint64(c.Quantum)
+	}
+	cl.quantum = int32(q)
+	cl.cfg.Quantum = uint32(q)
+	cl.prio = int(min(c.Prio, NumPrio-1))
+	if warn != "" {
+		return "quantum of class " + classify.ClassID(c.ID) + " is " + warn + ". Consider r2q change."
+	}
+	return ""
+}
+
+// setRates sets the class's rate and ceil buckets (bytes per second), each
+// as deep as its configured burst.
+func (cl *class) setRates(r, c uint64) {
+	cl.rate = rate.New(r).WithOverhead(cl.cfg.Overhead).WithMPU(cl.cfg.MPU)
+	cl.ceil = rate.New(c).WithOverhead(cl.cfg.Overhead).WithMPU(cl.cfg.MPU)
+	cl.buffer = int64(cl.rate.TimeNS(cl.cfg.Burst))
+	cl.cbuffer = int64(cl.ceil.TimeNS(cl.cfg.CBurst))
+}

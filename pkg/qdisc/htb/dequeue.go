@@ -1,0 +1,150 @@
+package htb
+
+import (
+	"math/bits"
+	"time"
+
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
+)
+
+// lookupLeaf returns the leaf whose turn it is at prio in row, walking
+// down the feeds' round-robin pointers from it (htb_lookup_leaf): a
+// pointer past its feed's end is rewound to the start and its parent's
+// pointer moved on, and a pointer whose class left the feed resumes at
+// the next id.
+func (t *Tree) lookupLeaf(row *feed, prio int) *class {
+	if row.empty() {
+		return nil
+	}
+	var stk [MaxDepth]*feed
+	sp := 0
+	stk[0] = row
+	for range 65535 {
+		f := stk[sp]
+		if f.ptr == nil && f.lastID != 0 {
+			f.ptr = f.upper(f.lastID)
+		}
+		f.lastID = 0
+		if f.ptr == nil {
+			// At the right end: rewind, and move the parent on.
+			if f.empty() {
+				return nil
+			}
+			f.ptr = f.first()
+			if sp > 0 {
+				sp--
+				if stk[sp].ptr == nil {
+					return nil
+				}
+				stk[sp].advance()
+			}
+			continue
+		}
+		cl := f.ptr
+		if cl.level == 0 {
+			return cl
+		}
+		if sp+1 >= len(stk) {
+			return nil
+		}
+		sp++
+		stk[sp] = &cl.inner[prio]
+	}
+	return nil
+}
+
+// turnFeed is the feed whose pointer moves when leaf cl's turn at level
+// ends: its parent's (it borrows) or its level's row.
+func (t *Tree) turnFeed(cl *class, level, prio int) *feed {
+	if level != 0 {
+		return &cl.parent.inner[prio]
+	}
+	return &t.rows[0][prio]
+}
+
+// dequeueTree dequeues a packet from the leaves active at prio and level
+// in round-robin by quantum (htb_dequeue_tree), charging the tree.
+func (t *Tree) dequeueTree(prio, level int) (*stack.PacketBuffer, uint32, bool) {
+	row := &t.rows[level][prio]
+	start := t.lookupLeaf(row, prio)
+	cl := start
+	for {
+		if cl == nil {
+			return nil, 0, false
+		}
+		if cl.leafPackets == 0 {
+			// Emptied by its own qdisc's drops, or regrafted.
+			t.deactivate(cl)
+			if t.rowMask[level]&(1<<prio) == 0 {
+				return nil, 0, false
+			}
+			next := t.lookupLeaf(row, prio)
+			if cl == start {
+				start = next
+			}
+			cl = next
+			continue
+		}
+		pkt, size, ok := cl.leaf.Dequeue(t.now)
+		t.recount(cl)
+		if ok {
+			cl.bytes += uint64(size)
+			cl.packets++
+			if size > cl.cfg.Burst {
+				cl.gi++
+			}
+			cl.deficit[level] -= int32(size)
+			if cl.deficit[level] < 0 {
+				cl.deficit[level] += cl.quantum
+				t.turnFeed(cl, level, prio).advance()
+			}
+			if cl.leafPackets == 0 {
+				t.deactivate(cl)
+			}
+			t.charge(cl, level, size)
+			return pkt, size, true
+		}
+		// A leaf that is not work-conserving held its packets back.
+		t.turnFeed(cl, level, prio).advance()
+		cl = t.lookupLeaf(row, prio)
+		if cl == start {
+			return nil, 0, false
+		}
+	}
+}
+
+// dequeue is htb_dequeue at now: the direct queue first, then level by
+// level (a class that can send at its own rate before one that borrows,
+// and among borrowers those that borrow from nearer ancestors first),
+// prio by prio, the leaf whose turn it is. When nothing may leave though
+// packets wait, it sets next to when to look again.
+func (t *Tree) dequeue(now int64) (*stack.PacketBuffer, uint32, bool) {
+	if pkt, size, ok := t.direct.Dequeue(now); ok {
+		t.packets--
+		t.bytes -= uint64(size)
+		return pkt, size, true
+	}
+	t.armed = false
+	if t.packets == 0 {
+		return nil, 0, false
+	}
+	t.now = now
+	next := now + int64(5*time.Second)
+	if t.quotas {
+		next = min(next, t.renewDue())
+	}
+	for _, level := range t.levels { // the other levels have no class
+		event := t.doEvents(level)
+		if event == 0 {
+			event = now + int64(time.Second)
+		}
+		next = min(next, event)
+		for m := t.rowMask[level]; m != 0; m &= m - 1 {
+			if pkt, size, ok := t.dequeueTree(bits.TrailingZeros8(m), level); ok {
+				return pkt, size, true
+			}
+		}
+	}
+	t.next, t.armed = next, true
+	return nil, 0, false
+}

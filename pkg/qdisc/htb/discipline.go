@@ -1,0 +1,99 @@
+package htb
+
+import (
+	"fmt"
+	"strings"
+
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
+
+	"github.com/netqdisc/netqdisc/pkg/qdisc"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/dispatch"
+)
+
+// Discipline is an htb qdisc on a NIC: its Tree, drained by one dispatch
+// lane, as Linux's htb runs under its root qdisc's one lock.
+type Discipline struct {
+	tree  *Tree
+	lanes dispatch.Group
+}
+
+var _ stack.QueueingDiscipline = (*Discipline)(nil)
+
+// New returns htb on lower, timed by clock, with the classes and filters
+// cfg gives, and starts its dispatcher. Every invalid cfg is an error.
+func New(lower stack.LinkEndpoint, clock tcpip.Clock, cfg Config) (*Discipline, error) {
+	if lower == nil || clock == nil {
+		return nil, fmt.Errorf("htb: no lower link endpoint or clock")
+	}
+	return newDiscipline(lower, clock, cfg, nil)
+}
+
+// newDiscipline is New with the classifier c (nil: cfg.Rules').
+func newDiscipline(lower stack.LinkEndpoint, clock tcpip.Clock, cfg Config, c Classifier) (*Discipline, error) {
+	t, err := NewTree(cfg, c, nowNS(clock))
+	if err != nil {
+		return nil, err
+	}
+	d := &Discipline{tree: t}
+	d.lanes.Init(1, dispatch.Config{Lower: lower, MaxPackets: 1, Queue: t, Clock: clock})
+	d.lanes.Start()
+	return d, nil
+}
+
+// nowNS reads clock in ns, on the lanes' scale.
+func nowNS(c tcpip.Clock) int64 { return int64(c.NowMonotonic().Sub(tcpip.MonotonicTime{})) }
+
+// WritePacket implements stack.QueueingDiscipline.WritePacket: it queues
+// pkt in its class, taking a reference of its own.
+func (d *Discipline) WritePacket(pkt *stack.PacketBuffer) tcpip.Error {
+	return d.lanes.Lanes[0].Enqueue(pkt)
+}
+
+// Close implements stack.QueueingDiscipline.Close: what is queued is
+// dropped and counted, and the dispatcher has exited when it returns.
+func (d *Discipline) Close() { d.lanes.Close() }
+
+// Stats returns the qdisc's tc -s counters (overlimits: the times a class
+// went over its ceil, as Linux's htb counts them).
+func (d *Discipline) Stats() qdisc.Stats {
+	s := d.lanes.Stats()
+	d.lanes.Lanes[0].Locked(func() { s.Overlimits = d.tree.Overlimits() })
+	return s
+}
+
+// Classes returns every class's tc -s counters.
+func (d *Discipline) Classes() []ClassStats {
+	var c []ClassStats
+	d.lanes.Lanes[0].Locked(func() { c = d.tree.Classes() })
+	return c
+}
+
+// ChangeClass changes a class in place (see Tree.ChangeClass).
+func (d *Discipline) ChangeClass(cls ClassConfig) error {
+	l := &d.lanes.Lanes[0]
+	var err error
+	l.Locked(func() { err = d.tree.ChangeClass(cls, l.Now()) })
+	return err
+}
+
+// Warnings returns what Linux would have warned about the configuration.
+func (d *Discipline) Warnings() []string { return d.tree.Warnings() }
+
+// Quiescent reports whether the dispatcher is idle or waiting. Tests use
+// it.
+func (d *Discipline) Quiescent() bool { return d.lanes.Quiescent() }
+
+// TCStats is what `tc -s qdisc show` and `tc -s class show` print: the
+// qdisc's counters, then each class's.
+func (d *Discipline) TCStats() string {
+	var b strings.Builder
+	var direct uint64
+	d.lanes.Lanes[0].Locked(func() { direct = d.tree.DirectPackets() })
+	fmt.Fprintf(&b, "%s direct_packets_stat %d\n%v\n", d.tree.cfg.String(), direct, d.Stats())
+	for _, c := range d.Classes() {
+		b.WriteString(c.String())
+		b.WriteByte('\n')
+	}
+	return b.String()
+}

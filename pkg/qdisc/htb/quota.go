@@ -1,0 +1,210 @@
+package htb
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/netqdisc/netqdisc/pkg/qdisc/classify"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/rate"
+)
+
+// Quota is a byte budget per period on a class (kubernetes#2856: 10 Mbit/s
+// and 100 GB a month). Linux's htb has none; this is ours. Every byte
+// dequeued from the class or from a class under it counts; the packet
+// that reaches the budget is the last sent at the class's own rates, and
+// from the next one on the class and every class under it fall to Rate
+// (rate and ceil both, each no higher than its own), or, with Rate 0,
+// send nothing, until the period renews. Periods run back to back from
+// the tree's start.
+type Quota struct {
+	// Bytes is the budget per period.
+	Bytes uint64
+	// Period is how often the budget renews.
+	Period time.Duration
+	// Rate is what the class falls to once the budget is spent, in bytes
+	// per second; 0 blocks it.
+	Rate uint64
+}
+
+// String prints the quota in tc's units: "quota 50Gb per 24h0m0s then
+// 1Mbit".
+func (q Quota) String() string {
+	then := "block"
+	if q.Rate != 0 {
+		then = rate.FormatRate(q.Rate)
+	}
+	return fmt.Sprintf("quota %s per %v then %s", rate.FormatSize(q.Bytes), q.Period, then)
+}
+
+// noFall is a class's fall when no spent quota bounds it.
+const noFall = math.MaxUint64
+
+// renewQuotas starts a new period for every quota on cl and its ancestors
+// whose period has ended, and reports whether any did (the rates were then
+// applied anew).
+func (t *Tree) renewQuotas(cl *class) bool {
+	renewed := false
+	for c := cl; c != nil; c = c.parent {
+		q := c.cfg.Quota
+		if q == nil || t.now < c.quotaEnd {
+			continue
+		}
+		p := int64(q.Period)
+		c.quotaEnd += ((t.now-c.quotaEnd)/p + 1) * p
+		c.quotaUsed = 0
+		renewed = renewed || c.quotaSpent
+		c.quotaSpent = false
+	}
+	if renewed {
+		t.applyQuotas()
+	}
+	return renewed
+}
+
+// useQuotas counts a packet of bytes bytes sent from leaf cl against the
+// quotas on it and its ancestors, and reports whether one is now spent.
+func (t *Tree) useQuotas(cl *class, bytes uint32) bool {
+	spent := false
+	for c := cl; c != nil; c = c.parent {
+		if q := c.cfg.Quota; q != nil {
+			c.quotaUsed += uint64(bytes)
+			if !c.quotaSpent && c.quotaUsed >= q.Bytes {
+				c.quotaSpent, spent = true, true
+			}
+		}
+	}
+	return spent
+}
+
+// applyQuotas gives every class the rates its configuration and the spent
+// quotas above it allow, and moves a class whose bound changed to the mode
+// that gives it now. Parents come before children in t.classes.
+func (t *Tree) applyQuotas() {
+	for _, cl := range t.classes {
+		fall, blocked := uint64(noFall), int64(0)
+		if p := cl.parent; p != nil {
+			fall, blocked = p.fall, p.blockedUntil
+		}
+		if q := cl.cfg.Quota; q != nil && cl.quotaSpent {
+			if q.Rate == 0 {
+				blocked = max(blocked, cl.quotaEnd)
+			} else {
+				fall = min(fall, q.Rate)
+			}
+		}
+		if fall == cl.fall && blocked == cl.blockedUntil {
+			continue
+		}
+		cl.fall, cl.blockedUntil = fall, blocked
+		cl.setRates(min(cl.cfg.Rate, fall), min(cl.cfg.Ceil, fall))
+		t.refreshMode(cl)
+	}
+}
+
+// refreshMode moves cl to the mode its buckets and bounds give at t.now,
+// and queues its next change, as htb_do_events does.
+func (t *Tree) refreshMode(cl *class) {
+	if cl.waiting {
+		t.wait[cl.level].remove(cl)
+	}
+	diff := min(t.now-cl.tc, mbuffer)
+	t.changeMode(cl, &diff)
+	if cl.mode != CanSend {
+		t.addToWait(cl, diff)
+	}
+}
+
+// QuotaState is a quota's counters, as a checkpoint keeps them: the
+// bytes used this period and the time left in it.
+type QuotaState struct {
+	ID   uint32
+	Used uint64
+	Left time.Duration
+}
+
+// Quotas returns the state of every class's quota.
+func (t *Tree) Quotas() []QuotaState {
+	var out []QuotaState
+	for _, cl := range t.classes {
+		if cl.cfg.Quota != nil {
+			out = append(out, QuotaState{ID: cl.id, Used: cl.quotaUsed, Left: time.Duration(max(cl.quotaEnd-t.now, 0))})
+		}
+	}
+	return out
+}
+
+// RestoreQuotas sets the quotas' counters at now from a checkpoint's
+// (Quotas): a sandbox restored keeps what it had used, and the time its
+// periods had left.
+func (t *Tree) RestoreQuotas(states []QuotaState, now int64) error {
+	for _, s := range states {
+		cl, ok := t.byID[s.ID]
+		if !ok || cl.cfg.Quota == nil {
+			return fmt.Errorf("htb: restored quota of class %s, which has none", classify.ClassID(s.ID))
+		}
+		if s.Left < 0 || s.Left > cl.cfg.Quota.Period {
+			return fmt.Errorf("htb: restored quota of class %s has %v left of a %v period", classify.ClassID(s.ID), s.Left, cl.cfg.Quota.Period)
+		}
+	}
+	t.now = max(t.now, now)
+	for _, s := range states {
+		cl := t.byID[s.ID]
+		cl.quotaUsed, cl.quotaEnd = s.Used, t.now+int64(s.Left)
+		cl.quotaSpent = cl.quotaUsed >= cl.cfg.Quota.Bytes
+	}
+	t.applyQuotas()
+	return nil
+}
+
+// ResetQuota starts a new period of class id's quota at now, its budget
+// whole (runsc qdisc change, the operator's).
+func (t *Tree) ResetQuota(id uint32, now int64) error {
+	cl, ok := t.byID[id]
+	if !ok || cl.cfg.Quota == nil {
+		return fmt.Errorf("htb: class %s has no quota to reset", classify.ClassID(id))
+	}
+	t.now = max(t.now, now)
+	cl.quotaUsed, cl.quotaSpent, cl.quotaEnd = 0, false, t.now+int64(cl.cfg.Quota.Period)
+	t.applyQuotas()
+	return nil
+}
+
+// changeQuota applies a change of cl's quota from old (nil: none) at now:
+// a new quota starts its first period; a changed one keeps its period and
+// what it used, spent or not by the new budget (the operator may raise
+// it: runsc qdisc change); a removed one bounds nothing more.
+func (t *Tree) changeQuota(cl *class, old *Quota, now int64) {
+	t.now = max(t.now, now)
+	switch q := cl.cfg.Quota; {
+	case q == nil:
+		cl.quotaSpent = false
+	case old == nil:
+		t.quotas = true
+		t.quotaClasses = append(t.quotaClasses, cl)
+		cl.quotaUsed, cl.quotaSpent, cl.quotaEnd = 0, false, t.now+int64(q.Period)
+	default:
+		cl.quotaSpent = cl.quotaUsed >= q.Bytes
+	}
+	t.applyQuotas()
+}
+
+// renewDue renews every quota whose period has ended by t.now, and
+// returns when the next spent one renews (noEvent: none is spent): the
+// renewal is an event of its own, since a class fallen to a low rate
+// would otherwise wait out a departure booked at that rate.
+func (t *Tree) renewDue() int64 {
+	next := int64(noEvent)
+	for _, cl := range t.quotaClasses {
+		if t.now >= cl.quotaEnd {
+			t.renewQuotas(cl)
+		}
+		if cl.quotaSpent {
+			next = min(next, cl.quotaEnd)
+		}
+	}
+	return next
+}
+
+// noEvent is renewDue's answer when no quota is spent.
+const noEvent = math.MaxInt64

@@ -1,0 +1,4 @@
+package htb
+
+// Validate is a placeholder until the validation lands (helper).
+func (c Config) Validate() error { return nil }
