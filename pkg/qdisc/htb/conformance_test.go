@@ -199,6 +199,20 @@ func scriptedCases() []scripted {
 			},
 		},
 		{
+			name: "the root lends to leaves under two inner classes: DRR across the inner classes' feeds at level 7, by each leaf's parent's pointer",
+			cfg: htb.Config{Classes: []htb.ClassConfig{
+				{ID: root, Rate: 100 * mbit},
+				{ID: c2, Parent: root, Rate: 10 * mbit, Ceil: 100 * mbit},
+				{ID: c21, Parent: c2, Rate: 1 * mbit, Ceil: 100 * mbit, Quantum: 1514},
+				{ID: c22, Parent: c2, Rate: 1 * mbit, Ceil: 100 * mbit, Quantum: 4542},
+				{ID: c3, Parent: root, Rate: 10 * mbit, Ceil: 100 * mbit},
+				{ID: c31, Parent: c3, Rate: 1 * mbit, Ceil: 100 * mbit, Quantum: 3028},
+			}},
+			arrivals: htbtest.Merge(
+				offer(c21, 60, 0, win1, 1514), offer(c22, 60, 0, win1, 1514),
+				htbtest.Poisson(21, 0, c31, 3000, 120_000, htbtest.Odd(22))),
+		},
+		{
 			name: "no default: unclassified traffic goes direct, unshaped (kubernetes#25092)",
 			cfg:  htb.Config{Classes: []htb.ClassConfig{{ID: c10, Rate: 1 * mbit}}},
 			arrivals: htbtest.Merge(
@@ -283,17 +297,35 @@ func scriptedCases() []scripted {
 			cfg: htb.Config{Classes: []htb.ClassConfig{
 				{ID: root, Rate: 1000, Burst: 64 << 10, CBurst: 64 << 10},
 				{ID: c10, Parent: root, Rate: 1000, Burst: 2000, CBurst: 2000},
+				// A bucket of 100 s: after 200 s idle it holds 60.
+				{ID: c20, Rate: 1000, Burst: 100000, CBurst: 100000},
 			}},
 			arrivals: htbtest.Merge(
 				htbtest.Backlog(0, c10, 3, htbtest.Fixed(60000)),
 				htbtest.Backlog(70*sec, c10, 2, htbtest.Fixed(1000)),
-				htbtest.Backlog(400*sec, c10, 3, htbtest.Fixed(65000))),
+				htbtest.Backlog(400*sec, c10, 3, htbtest.Fixed(65000)),
+				htbtest.Backlog(0, c20, 2, htbtest.Fixed(50000)),
+				htbtest.Backlog(200*sec, c20, 4, htbtest.Fixed(50000))),
 			check: func(t *testing.T, _ []htbtest.Arrival, sent []htbtest.Departure) {
 				// Packet 1 leaves at 58 s and would take the leaf to -60 s:
 				// clamped at 1-mbuffer, it may send again 1 ns before 60 s
 				// later.
-				if len(sent) < 3 || sent[1].At != 58*sec || sent[2].At != 118*sec-1 {
-					t.Errorf("departures %v; want packet 1 at 58 s and packet 2 at 118 s - 1 ns", sent[:min(3, len(sent))])
+				var c10s, at200 []int64
+				for _, d := range sent {
+					if d.Class == c10 {
+						c10s = append(c10s, d.At)
+					} else if d.At == 200*sec {
+						at200 = append(at200, d.At)
+					}
+				}
+				if len(c10s) < 3 || c10s[1] != 58*sec || c10s[2] != 118*sec-1 {
+					t.Errorf("1:10 departures %v; want its second at 58 s and its third at 118 s - 1 ns", c10s)
+				}
+				// 1:20 emptied its bucket at 0: at 200 s it holds 60 s of
+				// credit, not 100: two packets of 50 s go at once, not
+				// three.
+				if len(at200) != 2 {
+					t.Errorf("1:20 sent %d packets at 200 s, want 2", len(at200))
 				}
 			},
 		},
@@ -397,9 +429,15 @@ func randomCase(seed int64) (htb.Config, []htbtest.Arrival, []htbtest.Change) {
 		cfg.Default = ids[rng.Intn(len(ids))]
 	}
 	var parts [][]htbtest.Arrival
+	ceil := map[uint32]uint64{}
+	for _, c := range cfg.Classes {
+		ceil[c.ID] = max(c.Rate, c.Ceil)
+	}
 	for k, id := range leaves {
-		gap := float64(50_000 + rng.Intn(2_000_000))
-		parts = append(parts, htbtest.Poisson(seed*100+int64(k), int64(rng.Intn(int(50*ms))), id, 50+rng.Intn(250), gap, randomSize(rng)))
+		// From a tenth to three times the leaf's ceil, in packets of
+		// about 5 kB on average.
+		offered := float64(ceil[id]) * (0.1 + 3*rng.Float64())
+		parts = append(parts, htbtest.Poisson(seed*100+int64(k), int64(rng.Intn(int(50*ms))), id, 50+rng.Intn(250), 5200e9/offered, randomSize(rng)))
 	}
 	for _, id := range []uint32{0, handle, ids[0], handle | 0x999} {
 		if rng.Intn(3) == 0 {

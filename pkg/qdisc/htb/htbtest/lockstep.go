@@ -30,6 +30,10 @@ type Lockstep struct {
 	Start int64
 	// Sent are the tree's departures, in order, times absolute.
 	Sent []Departure
+	// OnlyTree and OnlyLinux count the timer steps that only the tree's
+	// NextEvent, or only the model's watchdog, asked for: calls one side
+	// would not have had.
+	OnlyTree, OnlyLinux int
 
 	// named maps a packet's sequence number to the class it names.
 	named map[uint64]uint32
@@ -83,6 +87,9 @@ func Conform(t testing.TB, cfg htb.Config, arrivals []Arrival, changes []Change)
 	ls := NewLockstep(t, cfg)
 	ls.Run(t, arrivals, changes)
 	ls.Finish(t)
+	if ls.OnlyTree+ls.OnlyLinux > 0 {
+		t.Logf("timer steps only the tree asked for: %d; only Linux's watchdog: %d", ls.OnlyTree, ls.OnlyLinux)
+	}
 	sent := make([]Departure, len(ls.Sent))
 	for k, d := range ls.Sent {
 		d.At -= ls.Start
@@ -119,6 +126,12 @@ func (ls *Lockstep) Run(t testing.TB, arrivals []Arrival, changes []Change) {
 		ls.Clock.Advance(time.Duration(now - NowNS(ls.Clock)))
 		if mDue, tDue := m.Watchdog == now, ls.treeNext == now; mDue || tDue {
 			ls.note(now, fmt.Sprintf("timer (Linux's due: %v, tree's due: %v)", mDue, tDue))
+			if !mDue {
+				ls.OnlyTree++
+			}
+			if !tDue {
+				ls.OnlyLinux++
+			}
 			nm, nt := len(m.Sent), len(ls.Sent)
 			m.Dequeue(now)
 			ls.drainTree(t, now)
