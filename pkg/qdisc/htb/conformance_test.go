@@ -1,6 +1,7 @@
 package htb_test
 
 import (
+	"flag"
 	"fmt"
 	"math"
 	"math/rand"
@@ -377,15 +378,79 @@ func TestScriptedModel(t *testing.T) {
 	}
 }
 
+// TestChangeInvalid holds the tree to Linux on changes made mid-backlog
+// that htb_change_class refuses (no such class, no rate: both refuse, and
+// nothing changes) or mends (a prio above 7 is 7).
+func TestChangeInvalid(t *testing.T) {
+	cfg := twoLeaves(nil)
+	arrivals := htbtest.Merge(offer(c10, 70, 0, 200*ms, 1514), offer(c20, 70, 0, 200*ms, 1514))
+	for _, tc := range []struct {
+		name string
+		cls  htb.ClassConfig
+	}{
+		{"no such class", htb.ClassConfig{ID: 0x10077, Parent: root, Rate: 80 * mbit}},
+		{"no rate", htb.ClassConfig{ID: c10, Parent: root}},
+		{"no rate, a ceil", htb.ClassConfig{ID: c10, Parent: root, Ceil: 50 * mbit}},
+		{"prio 8 is 7", htb.ClassConfig{ID: c20, Parent: root, Rate: 20 * mbit, Prio: htb.NumPrio}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			htbtest.Conform(t, cfg, arrivals, []htbtest.Change{{At: 100 * ms, Class: tc.cls}})
+		})
+	}
+}
+
+// TestNewTreeRefuses holds NewTree to what htb_change_class refuses when
+// the classes are made (the model's errors), and to what it takes.
+func TestNewTreeRefuses(t *testing.T) {
+	deep := htb.Config{}
+	for k := uint32(1); k <= htb.MaxDepth+1; k++ {
+		c := htb.ClassConfig{ID: handle | k, Rate: mbit}
+		if k > 1 {
+			c.Parent = handle | (k - 1)
+		}
+		deep.Classes = append(deep.Classes, c)
+	}
+	for _, tc := range []struct {
+		name string
+		cfg  htb.Config
+	}{
+		{"valid", twoLeaves(nil)},
+		{"no rate", htb.Config{Classes: []htb.ClassConfig{{ID: c10}}}},
+		{"no rate, a ceil", htb.Config{Classes: []htb.ClassConfig{{ID: c10, Ceil: mbit}}}},
+		{"minor 0", htb.Config{Classes: []htb.ClassConfig{{ID: 0x10000, Rate: mbit}}}},
+		{"another qdisc's class", htb.Config{Classes: []htb.ClassConfig{{ID: 0x20010, Rate: mbit}}}},
+		{"a class twice", htb.Config{Classes: []htb.ClassConfig{{ID: c10, Rate: mbit}, {ID: c10, Rate: mbit}}}},
+		{"a missing parent", htb.Config{Classes: []htb.ClassConfig{{ID: c10, Parent: c20, Rate: mbit}}}},
+		{"eight levels", htb.Config{Classes: deep.Classes[:htb.MaxDepth]}},
+		{"nine levels", deep},
+		{"prio 8 (Linux takes 7)", htb.Config{Classes: []htb.ClassConfig{{ID: c10, Rate: mbit, Prio: htb.NumPrio}}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, merr := htbtest.NewModel(tc.cfg, 0)
+			tr, terr := htb.NewTree(tc.cfg, nil, 0)
+			if (merr == nil) != (terr == nil) {
+				t.Errorf("NewTree: %v; Linux: %v", terr, merr)
+			}
+			if tr != nil {
+				tr.Purge()
+			}
+		})
+	}
+}
+
+// randomSeeds is how many random trees TestRandomTrees runs: go test
+// -args -htb.seeds=1000 for a longer hunt.
+var randomSeeds = flag.Int("htb.seeds", 40, "random trees TestRandomTrees runs")
+
 // TestRandomTrees runs random valid trees (up to four levels) under random
 // traffic, changes included, in lockstep with the model.
 func TestRandomTrees(t *testing.T) {
-	n := 40
+	n := *randomSeeds
 	if testing.Short() {
-		n = 8
+		n = min(n, 8)
 	}
 	for seed := int64(1); seed <= int64(n); seed++ {
-		cfg, arrivals, changes := randomCase(seed)
+		cfg, arrivals, changes := randomCase(seed, seed%4 == 0)
 		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
 			t.Logf("seed %d: %d classes, %d packets, %d changes", seed, len(cfg.Classes), len(arrivals), len(changes))
 			htbtest.Conform(t, cfg, arrivals, changes)
@@ -393,27 +458,33 @@ func TestRandomTrees(t *testing.T) {
 	}
 }
 
-// randomCase is a random tree of up to four levels with random rates,
-// ceils, bursts, prios and quanta, random traffic to its leaves (and to
-// inner, missing and direct classes), and a few in-place changes.
-func randomCase(seed int64) (htb.Config, []htbtest.Arrival, []htbtest.Change) {
+// randomCase is a random tree with random rates, ceils, bursts, prios and
+// quanta, random traffic to its leaves (and to inner, missing and direct
+// classes), and a few in-place changes: up to 10 classes on four levels,
+// or, big, up to 24 on eight, with more changes.
+func randomCase(seed int64, big bool) (htb.Config, []htbtest.Arrival, []htbtest.Change) {
 	rng := rand.New(rand.NewSource(seed))
 	cfg := htb.Config{R2Q: uint32(rng.Intn(3) * 10), LeafLimit: uint32(rng.Intn(3) * 100)}
 	depth := map[uint32]int{}
+	byID := map[uint32]htb.ClassConfig{}
 	var ids []uint32
-	nClasses := 2 + rng.Intn(9)
+	nClasses, maxDepth, nChanges := 2+rng.Intn(9), 4, rng.Intn(4)
+	if big {
+		nClasses, maxDepth, nChanges = 2+rng.Intn(23), htb.MaxDepth, rng.Intn(12)
+	}
 	for k := 0; k < nClasses; k++ {
 		id := uint32(handle | (k + 1))
 		var parent uint32
 		if k > 0 && rng.Intn(4) != 0 {
 			parent = ids[rng.Intn(len(ids))]
-			if depth[parent] >= 3 {
+			if depth[parent] >= maxDepth-1 {
 				parent = 0
 			}
 		}
 		depth[id] = depth[parent] + 1
 		ids = append(ids, id)
-		cfg.Classes = append(cfg.Classes, randomClass(rng, id, parent))
+		cfg.Classes = append(cfg.Classes, randomClass(rng, id, parent, byID[parent]))
+		byID[id] = cfg.Classes[len(cfg.Classes)-1]
 	}
 	children := map[uint32]bool{}
 	for _, c := range cfg.Classes {
@@ -445,9 +516,9 @@ func randomCase(seed int64) (htb.Config, []htbtest.Arrival, []htbtest.Change) {
 		}
 	}
 	var changes []htbtest.Change
-	for k := rng.Intn(4); k > 0; k-- {
+	for k := nChanges; k > 0; k-- {
 		c := cfg.Classes[rng.Intn(len(cfg.Classes))]
-		nc := randomClass(rng, c.ID, c.Parent)
+		nc := randomClass(rng, c.ID, c.Parent, byID[c.Parent])
 		changes = append(changes, htbtest.Change{At: int64(rng.Intn(int(300 * ms))), Class: nc})
 	}
 	sortChanges(changes)
@@ -455,10 +526,20 @@ func randomCase(seed int64) (htb.Config, []htbtest.Arrival, []htbtest.Change) {
 }
 
 // randomClass is a class with random parameters, 0 (the default) often.
-func randomClass(rng *rand.Rand, id, parent uint32) htb.ClassConfig {
+// Under a parent, its rate is mostly a share of the parent's and its ceil
+// up to the parent's, so that classes borrow; sometimes anything.
+func randomClass(rng *rand.Rand, id, parent uint32, p htb.ClassConfig) htb.ClassConfig {
 	rates := []uint64{64_000, 1 * mbit, 3 * mbit, 10 * mbit, 37 * mbit, 100 * mbit, 1000 * mbit}
-	c := htb.ClassConfig{ID: id, Parent: parent, Rate: rates[rng.Intn(len(rates))], Prio: uint8(rng.Intn(htb.NumPrio))}
-	if rng.Intn(3) != 0 {
+	// Prios mostly 0 and 1, so that classes share a prio's feeds.
+	c := htb.ClassConfig{ID: id, Parent: parent, Rate: rates[rng.Intn(len(rates))], Prio: uint8(rng.Intn(2))}
+	if rng.Intn(4) == 0 {
+		c.Prio = uint8(rng.Intn(htb.NumPrio))
+	}
+	if p.Rate != 0 && rng.Intn(5) != 0 {
+		pceil := max(p.Rate, p.Ceil)
+		c.Rate = max(8000, uint64(float64(p.Rate)*(0.05+0.6*rng.Float64())))
+		c.Ceil = max(c.Rate, uint64(float64(pceil)*(0.5+0.5*rng.Float64())))
+	} else if rng.Intn(3) != 0 {
 		c.Ceil = c.Rate * uint64(1+rng.Intn(10))
 	}
 	if rng.Intn(2) == 0 {
@@ -502,7 +583,7 @@ func sortChanges(cs []htbtest.Change) {
 // and every packet is sent, dropped or (none) left queued.
 func TestRandomTreesModel(t *testing.T) {
 	for seed := int64(1); seed <= 40; seed++ {
-		cfg, arrivals, changes := randomCase(seed)
+		cfg, arrivals, changes := randomCase(seed, seed%4 == 0)
 		m, err := htbtest.Simulate(cfg, arrivals, changes)
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)

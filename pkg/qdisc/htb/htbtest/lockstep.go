@@ -76,6 +76,19 @@ func NewLockstep(t testing.TB, cfg htb.Config) *Lockstep {
 		t.Fatalf("htb.NewTree: %v", err)
 	}
 	ls.Model, ls.Tree = m, tree
+	// After a failure, give back what the tree holds and the test's own
+	// references, so that the leak check reports only real leaks.
+	t.Cleanup(func() {
+		if ls.pkts == nil {
+			return
+		}
+		ls.Tree.Purge()
+		for _, pkt := range ls.pkts {
+			if pkt.ReadRefs() > 0 {
+				pkt.DecRef()
+			}
+		}
+	})
 	return ls
 }
 

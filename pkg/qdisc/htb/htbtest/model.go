@@ -65,8 +65,9 @@ type Model struct {
 }
 
 // NewModel returns the model of an htb configured as cfg, its buckets full
-// at start (ns). It refuses what htb_change_class refuses, and leaves
-// other than the default pfifo.
+// at start (ns). It refuses what htb_change_class refuses (no rate, a
+// classid not of the qdisc or taken, a missing parent, a tree too deep),
+// and leaves other than the default pfifo.
 func NewModel(cfg htb.Config, start int64) (*Model, error) {
 	m := &Model{
 		handle:     cfg.Handle,
@@ -150,9 +151,6 @@ func (m *Model) setParams(cl *class, cc htb.ClassConfig) error {
 	if cc.Rate == 0 {
 		return fmt.Errorf("class %#x: no rate", cc.ID)
 	}
-	if cc.Prio >= htb.NumPrio {
-		return fmt.Errorf("class %#x: prio %d is not below %d", cc.ID, cc.Prio, htb.NumPrio)
-	}
 	ceil := cc.Ceil
 	if ceil == 0 {
 		ceil = cc.Rate
@@ -177,7 +175,8 @@ func (m *Model) setParams(cl *class, cc htb.ClassConfig) error {
 			q = max(htb.MinQuantum, min(q, htb.MaxQuantum))
 		}
 		cl.quantum = int64(q)
-		cl.prio = cc.Prio
+		// Linux takes a prio above the last as the last.
+		cl.prio = min(cc.Prio, htb.NumPrio-1)
 	}
 	return nil
 }
