@@ -362,6 +362,17 @@ func TestConformance(t *testing.T) {
 	}
 }
 
+// TestConformancePolled runs the scripted cases with the tree dequeued also
+// every 13 µs while it holds packets (up to 50000 times) and the model only
+// when Linux would dequeue: extra dequeues must not change a departure.
+func TestConformancePolled(t *testing.T) {
+	for _, tc := range scriptedCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			htbtest.ConformPolled(t, tc.cfg, tc.arrivals, tc.changes, 13_000, 50_000)
+		})
+	}
+}
+
 // TestScriptedModel checks that what each scripted case claims holds of the
 // model alone, so that the cases test what they say.
 func TestScriptedModel(t *testing.T) {
@@ -442,8 +453,9 @@ func TestNewTreeRefuses(t *testing.T) {
 // -args -htb.seeds=1000 for a longer hunt.
 var randomSeeds = flag.Int("htb.seeds", 40, "random trees TestRandomTrees runs")
 
-// TestRandomTrees runs random valid trees (up to four levels) under random
-// traffic, changes included, in lockstep with the model.
+// TestRandomTrees runs random valid trees (up to four levels, or eight)
+// under random traffic, changes included, in lockstep with the model; every
+// third with the tree polled more often than Linux dequeues.
 func TestRandomTrees(t *testing.T) {
 	n := *randomSeeds
 	if testing.Short() {
@@ -453,6 +465,12 @@ func TestRandomTrees(t *testing.T) {
 		cfg, arrivals, changes := randomCase(seed, seed%4 == 0)
 		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
 			t.Logf("seed %d: %d classes, %d packets, %d changes", seed, len(cfg.Classes), len(arrivals), len(changes))
+			if seed%3 == 0 {
+				// Every third with the tree polled more often than Linux
+				// dequeues.
+				htbtest.ConformPolled(t, cfg, arrivals, changes, 1000+seed*37, 20_000)
+				return
+			}
 			htbtest.Conform(t, cfg, arrivals, changes)
 		})
 	}

@@ -34,6 +34,15 @@ type Lockstep struct {
 	// NextEvent, or only the model's watchdog, asked for: calls one side
 	// would not have had.
 	OnlyTree, OnlyLinux int
+	// Poll, if not 0, makes the run hold the tree to Linux under more
+	// dequeues than Linux makes, as a lane woken for other reasons does:
+	// the tree is dequeued also every Poll ns while it holds packets (at
+	// most MaxPolls times), and the model only when its own watchdog
+	// fires, exactly as Linux calls htb_dequeue.
+	Poll     int64
+	MaxPolls int
+	polls    int
+	nextPoll int64
 
 	// named maps a packet's sequence number to the class it names.
 	named map[uint64]uint32
@@ -63,7 +72,7 @@ func NowNS(c tcpip.Clock) int64 { return int64(c.NowMonotonic().Sub(tcpip.Monoto
 // time.
 func NewLockstep(t testing.TB, cfg htb.Config) *Lockstep {
 	t.Helper()
-	ls := &Lockstep{Clock: faketime.NewManualClock(), named: make(map[uint64]uint32), treeNext: -1}
+	ls := &Lockstep{Clock: faketime.NewManualClock(), named: make(map[uint64]uint32), treeNext: -1, nextPoll: -1}
 	// Start away from 0 so that nothing relies on it.
 	ls.Clock.Advance(1000 * time.Second)
 	ls.Start = NowNS(ls.Clock)
@@ -90,6 +99,19 @@ func NewLockstep(t testing.TB, cfg htb.Config) *Lockstep {
 		}
 	})
 	return ls
+}
+
+// ConformPolled is Conform with the tree also dequeued every poll ns while
+// it holds packets (at most maxPolls times) and the model only when Linux
+// would call it: more dequeues than Linux makes must not change a
+// departure.
+func ConformPolled(t testing.TB, cfg htb.Config, arrivals []Arrival, changes []Change, poll int64, maxPolls int) {
+	t.Helper()
+	ls := NewLockstep(t, cfg)
+	ls.Poll, ls.MaxPolls = poll, maxPolls
+	ls.Run(t, arrivals, changes)
+	ls.Finish(t)
+	t.Logf("%d polls; timer steps only the tree asked for: %d; only Linux's watchdog: %d", ls.polls, ls.OnlyTree, ls.OnlyLinux)
 }
 
 // Conform runs the arrivals and changes in lockstep and then checks the
@@ -121,14 +143,13 @@ func (ls *Lockstep) Run(t testing.TB, arrivals []Arrival, changes []Change) {
 		if step > maxSteps {
 			t.Fatalf("no end after %d steps", step)
 		}
-		mw, tw := m.Watchdog, ls.treeNext
-		if mw >= 0 {
-			mw -= ls.Start
+		timers := []int64{m.Watchdog, ls.treeNext, ls.nextPoll}
+		for k, at := range timers {
+			if at >= 0 {
+				timers[k] = at - ls.Start
+			}
 		}
-		if tw >= 0 {
-			tw -= ls.Start
-		}
-		rel := nextTime(arrivals, i, changes, c, mw, tw)
+		rel := nextTime(arrivals, i, changes, c, timers...)
 		if rel == math.MaxInt64 {
 			return
 		}
@@ -137,21 +158,23 @@ func (ls *Lockstep) Run(t testing.TB, arrivals []Arrival, changes []Change) {
 			t.Fatalf("arrival or change at %dns is before %dns: not in time order", rel, NowNS(ls.Clock)-ls.Start)
 		}
 		ls.Clock.Advance(time.Duration(now - NowNS(ls.Clock)))
-		if mDue, tDue := m.Watchdog == now, ls.treeNext == now; mDue || tDue {
-			ls.note(now, fmt.Sprintf("timer (Linux's due: %v, tree's due: %v)", mDue, tDue))
-			if !mDue {
+		if mDue, tDue, pDue := m.Watchdog == now, ls.treeNext == now, ls.nextPoll == now; mDue || tDue || pDue {
+			ls.note(now, fmt.Sprintf("timer (Linux's due: %v, tree's due: %v, poll: %v)", mDue, tDue, pDue))
+			if tDue && !mDue {
 				ls.OnlyTree++
 			}
-			if !tDue {
+			if mDue && !tDue {
 				ls.OnlyLinux++
 			}
 			nm, nt := len(m.Sent), len(ls.Sent)
-			m.Dequeue(now)
+			if mDue || ls.Poll == 0 {
+				m.Dequeue(now)
+			}
 			ls.drainTree(t, now)
 			if len(m.Sent) > nm && !mDue {
 				ls.fail(t, now, fmt.Sprintf("the model sent packet %d only because the tree's NextEvent called it; its own watchdog was %s: a model bug", m.Sent[nm].Seq, ls.rel(m.Watchdog)))
 			}
-			if len(ls.Sent) > nt && !tDue {
+			if len(ls.Sent) > nt && !tDue && !pDue {
 				ls.fail(t, now, fmt.Sprintf("the tree sent packet %d only because Linux's watchdog called it; its NextEvent was %s: it would have slept past Linux's departure", ls.Sent[nt].Seq, ls.rel(ls.treeNext)))
 			}
 			ls.compare(t, now)
@@ -171,6 +194,20 @@ func (ls *Lockstep) Run(t testing.TB, arrivals []Arrival, changes []Change) {
 		for ; i < len(arrivals) && ls.Start+arrivals[i].At == now; i++ {
 			ls.arrive(t, now, arrivals[i])
 		}
+		ls.schedulePoll(now)
+	}
+}
+
+// schedulePoll arms the next poll of the tree, if polling, while it holds
+// packets.
+func (ls *Lockstep) schedulePoll(now int64) {
+	if ls.Poll == 0 || (ls.nextPoll > now) {
+		return
+	}
+	ls.nextPoll = -1
+	if n, _ := ls.Tree.Len(); n > 0 && ls.polls < ls.MaxPolls {
+		ls.nextPoll = now + ls.Poll
+		ls.polls++
 	}
 }
 
