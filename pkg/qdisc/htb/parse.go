@@ -126,8 +126,13 @@ func ParseClass(s string) (ClassConfig, error) {
 			}
 		case "mtu":
 			mtu, err = strconv.ParseUint(v, 10, 32)
-			if err != nil || mtu == 0 {
+			switch {
+			case err != nil:
 				err = errors.New("want bytes 1 to 4294967295 in decimal")
+			// tc takes mtu 0, and its default burst below 1 gbit/s is
+			// then 0; here a burst of 0 is the default.
+			case mtu == 0:
+				err = errors.New("mtu 0 would leave the default burst empty below 1gbit; give 1 or more (tc's is 1600)")
 			}
 		case "linklayer":
 			if v != "ethernet" {

@@ -258,3 +258,31 @@ func TestParseClassErrorIsConfigError(t *testing.T) {
 		t.Errorf("ParseClass = %v, want a *ConfigError for class 1:10's cburst", err)
 	}
 }
+
+// A class and its qdisc in tc's words, and an error that says what to
+// change.
+func ExampleParseClass() {
+	q, _ := htb.ParseQdisc("root handle 1: htb default 20")
+	for _, s := range []string{
+		"parent 1: classid 1:1 htb rate 1gbit",
+		"parent 1:1 classid 1:10 htb rate 900mbit ceil 1gbit",
+		"parent 1:1 classid 1:20 htb rate 10mbit burst 15k prio 1",
+	} {
+		c, err := htb.ParseClass(s)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		q.Classes = append(q.Classes, c)
+		fmt.Println(c)
+	}
+	fmt.Println(q.Validate())
+	_, err := htb.ParseClass("parent 1:1 classid 1:30 htb rate 10mbit prio 9")
+	fmt.Println(err)
+	// Output:
+	// parent 1: classid 1:1 htb rate 1Gbit
+	// parent 1:1 classid 1:10 htb rate 900Mbit ceil 1Gbit
+	// parent 1:1 classid 1:20 htb rate 10Mbit burst 15Kb prio 1
+	// <nil>
+	// htb: prio "9": prio is 0 (served first) to 7 (Linux would silently take 7)
+}

@@ -132,9 +132,9 @@ func (c Config) Validate() error {
 		index[cls.ID] = i
 		if cls.Leaf != nil {
 			// Ours: a queue is one leaf's; the tree takes it over.
-			// (A leaf of a type that is not comparable cannot be
-			// compared, nor given twice by mistake as the same pointer.)
-			if reflect.TypeOf(cls.Leaf).Comparable() {
+			// (A leaf whose value cannot be compared, nor be a map key,
+			// cannot be the same pointer given twice by mistake.)
+			if reflect.ValueOf(cls.Leaf).Comparable() {
 				if j, dup := leaves[cls.Leaf]; dup {
 					return htbClassErr(cls.ID, "leaf", "the class's leaf qdisc is class %s's too; give each leaf its own qdisc", classify.ClassID(c.Classes[j].ID))
 				}
@@ -142,8 +142,9 @@ func (c Config) Validate() error {
 			}
 		}
 	}
-	// Ours: Linux grafts a qdisc on a class with children (htb_graft
-	// takes it), but an inner class never dequeues from it.
+	// htb_graft: a qdisc grafted on a class with children (level > 0) is
+	// -EINVAL; and when a leaf gets its first child, htb_change_class
+	// purges and releases the leaf's qdisc.
 	for i, cls := range c.Classes {
 		if cls.Leaf != nil && firstChild[i] != 0 {
 			return htbClassErr(cls.ID, "leaf", "the class has children (%s first), and only a leaf class's qdisc is ever served; graft the qdisc on a leaf class", classify.ClassID(c.Classes[firstChild[i]-1].ID))

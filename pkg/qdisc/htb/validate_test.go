@@ -105,6 +105,9 @@ func TestValidateAccepts(t *testing.T) {
 		{"leaf qdiscs that cannot be compared", func(c *htb.Config) {
 			c.Classes[1].Leaf, c.Classes[2].Leaf = funcLeaf{}, funcLeaf{}
 		}},
+		{"leaf qdiscs of a comparable type holding what cannot be compared", func(c *htb.Config) {
+			c.Classes[1].Leaf, c.Classes[2].Leaf = leaf{funcLeaf{}}, leaf{funcLeaf{}}
+		}},
 		{"filter to X:0, the direct queue", func(c *htb.Config) { c.Rules[0].Class = 0x10000 }},
 		{"filter to no class (Linux: the default)", func(c *htb.Config) { c.Rules[0].Class = 0x10999 }},
 		{"filters at the most", func(c *htb.Config) { c.Rules = make([]classify.Rule, classify.MaxRules) }},
