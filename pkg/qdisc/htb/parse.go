@@ -6,6 +6,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/netqdisc/netqdisc/pkg/qdisc/classify"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/rate"
@@ -60,9 +61,9 @@ func ParseClass(s string) (ClassConfig, error) {
 			key = "parent"
 		}
 		switch key {
-		case "htb", "parent", "classid", "rate", "ceil", "burst", "cburst", "prio", "quantum", "overhead", "mpu", "mtu", "linklayer":
+		case "htb", "parent", "classid", "rate", "ceil", "burst", "cburst", "prio", "quantum", "overhead", "mpu", "mtu", "linklayer", "quota", "per", "then":
 		default:
-			return ClassConfig{}, fmt.Errorf("htb: unknown word %q: want parent (or root), classid, htb, rate, ceil, burst, cburst, prio, quantum, overhead, mpu, mtu or linklayer", w)
+			return ClassConfig{}, fmt.Errorf("htb: unknown word %q: want parent (or root), classid, htb, rate, ceil, burst, cburst, prio, quantum, overhead, mpu, mtu, linklayer, or quota ... per ... then ...", w)
 		}
 		if seen[key] {
 			return ClassConfig{}, fmt.Errorf("htb: %q given twice", w)
@@ -134,6 +135,11 @@ func ParseClass(s string) (ClassConfig, error) {
 			case mtu == 0:
 				err = errors.New("mtu 0 would leave the default burst empty below 1gbit; give 1 or more (tc's is 1600)")
 			}
+		case "quota", "per", "then":
+			if c.Quota == nil {
+				c.Quota = &Quota{}
+			}
+			err = parseQuotaWord(c.Quota, key, v)
 		case "linklayer":
 			if v != "ethernet" {
 				err = errors.New("only ethernet is taken (atm and adsl cell framing are not modelled)")
@@ -150,6 +156,8 @@ func ParseClass(s string) (ClassConfig, error) {
 		return ClassConfig{}, errors.New("htb: no parent: give the parent class (parent 1:1), or parent 1: (or root) for a class at the top")
 	case !seen["rate"]:
 		return ClassConfig{}, errors.New("htb: no rate: give the rate the class is guaranteed, e.g. rate 10mbit")
+	case c.Quota != nil && (!seen["quota"] || !seen["per"]):
+		return ClassConfig{}, errors.New("htb: a quota needs its budget and its period: quota 50gb per 24h (then 1mbit, or then block, the default)")
 	}
 	if mtu != DefaultMTU {
 		// tc's default buckets, computed here so that the Config
@@ -221,7 +229,53 @@ func (c ClassConfig) String() string {
 	if c.MPU != 0 {
 		fmt.Fprintf(&b, " mpu %d", c.MPU)
 	}
+	if q := c.Quota; q != nil {
+		then := "block"
+		if q.Rate != 0 {
+			then = rateWord(q.Rate)
+		}
+		fmt.Fprintf(&b, " quota %db per %v then %s", q.Bytes, q.Period, then)
+	}
 	return b.String()
+}
+
+// parseQuotaWord reads the value v of a quota's word key into q: quota
+// (bytes, in tc's size units), per (a Go duration, or whole days: 30d),
+// then (a rate, or block).
+func parseQuotaWord(q *Quota, key, v string) error {
+	switch key {
+	case "quota":
+		n, err := rate.ParseSize(v)
+		if err != nil {
+			return err
+		}
+		q.Bytes = n
+	case "per":
+		if d, ok := strings.CutSuffix(v, "d"); ok {
+			n, err := strconv.ParseUint(d, 10, 16)
+			if err != nil {
+				return errors.New("want a duration such as 24h, 30d or 90m")
+			}
+			q.Period = time.Duration(n) * 24 * time.Hour
+			return nil
+		}
+		p, err := time.ParseDuration(v)
+		if err != nil {
+			return errors.New("want a duration such as 24h, 30d or 90m")
+		}
+		q.Period = p
+	case "then":
+		if v == "block" {
+			q.Rate = 0
+			return nil
+		}
+		r, err := parseRateWord(v)
+		if err != nil {
+			return err
+		}
+		q.Rate = r
+	}
+	return nil
 }
 
 // ParseQdisc parses an htb qdisc in tc's words, the text after `tc qdisc

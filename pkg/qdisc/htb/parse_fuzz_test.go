@@ -87,7 +87,7 @@ func FuzzParseHTB(f *testing.F) {
 				t.Errorf("ParseClass(%q) = %+v, which Validate refuses: %v", line, c, err)
 			}
 			again, err := htb.ParseClass(c.String())
-			if err != nil || again != c {
+			if err != nil || !cmp.Equal(again, c) {
 				t.Errorf("ParseClass(%q) = %+v, %v; want %+v back (from %q)", c.String(), again, err, c, line)
 			}
 			cfg.Classes = append(cfg.Classes, c)

@@ -6,6 +6,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -47,6 +48,13 @@ func TestParseClass(t *testing.T) {
 		{in: "parent 1:1 classid 1:10 rate 10mbit maxburst 2k cmaxburst 3000",
 			want: htb.ClassConfig{ID: 0x10010, Parent: 0x10001, Rate: 10 * mbit, Burst: 2048, CBurst: 3000},
 			out:  "parent 1:1 classid 1:10 htb rate 10Mbit burst 2Kb cburst 3000b"},
+		// A quota (ours): a budget per period, then a rate or a block.
+		{in: "root classid 1:1 rate 10mbit quota 50gb per 24h then 1mbit",
+			want: htb.ClassConfig{ID: 0x10001, Rate: 10 * mbit, Quota: &htb.Quota{Bytes: 50 << 30, Period: 24 * time.Hour, Rate: mbit}},
+			out:  "root classid 1:1 htb rate 10Mbit quota 53687091200b per 24h0m0s then 1Mbit"},
+		{in: "root classid 1:1 rate 10mbit quota 100gb per 30d",
+			want: htb.ClassConfig{ID: 0x10001, Rate: 10 * mbit, Quota: &htb.Quota{Bytes: 100 << 30, Period: 30 * 24 * time.Hour}},
+			out:  "root classid 1:1 htb rate 10Mbit quota 107374182400b per 720h0m0s then block"},
 		// mtu sets tc's default buckets: rate/1e9 + mtu.
 		{in: "parent 1:1 classid 1:10 rate 10gbit ceil 20gbit mtu 9000",
 			want: htb.ClassConfig{ID: 0x10010, Parent: 0x10001, Rate: 10000 * mbit, Ceil: 20000 * mbit, Burst: 9001, CBurst: 9002},
@@ -80,7 +88,7 @@ func TestParseClass(t *testing.T) {
 			t.Errorf("ParseClass(%q).String() = %q, want %q", tc.in, s, out)
 		}
 		again, err := htb.ParseClass(got.String())
-		if err != nil || again != got {
+		if err != nil || !cmp.Equal(again, got) {
 			t.Errorf("ParseClass(%q) = %+v, %v; want %+v back", got.String(), again, err, got)
 		}
 	}
@@ -97,6 +105,12 @@ func TestParseClassRefuses(t *testing.T) {
 		{"parent 1:1 classid 1:10", "no rate: give the rate"},
 		{"parent 1:1 classid 1:10 rate", `"rate" needs a value`},
 		{ok + "foo 1", `unknown word "foo"`},
+		{ok + "quota 1gb", "a quota needs its budget and its period"},
+		{ok + "per 24h", "a quota needs its budget and its period"},
+		{ok + "quota 0 per 24h", "budget is 0 bytes"},
+		{ok + "quota 1gb per 1us", "shorter than 1ms"},
+		{ok + "quota 1gb per tomorrow", "want a duration"},
+		{ok + "quota 1gb per 24h then never", `then "never"`},
 		{"dev eth0 " + ok, `unknown word "dev"`},
 		{ok + "pr 1", `unknown word "pr"`},
 		{ok + "rate 20mbit", `"rate" given twice`},

@@ -234,7 +234,28 @@ func (c ClassConfig) Validate() error {
 	if err := checkBucket(id, "burst", "rate", c.Burst, c.Rate); err != nil {
 		return err
 	}
-	return checkBucket(id, "cburst", "ceil", c.CBurst, ceil)
+	if err := checkBucket(id, "cburst", "ceil", c.CBurst, ceil); err != nil {
+		return err
+	}
+	return c.validateQuota()
+}
+
+// MinQuotaPeriod is the shortest period a quota may have (ours: Linux's
+// htb has no quotas).
+const MinQuotaPeriod = time.Millisecond
+
+// validateQuota checks the class's quota, if any.
+func (c ClassConfig) validateQuota() error {
+	q := c.Quota
+	switch {
+	case q == nil:
+		return nil
+	case q.Bytes == 0:
+		return htbClassErr(c.ID, "quota", "the quota's budget is 0 bytes; give a budget such as quota 50gb, or no quota")
+	case q.Period < MinQuotaPeriod:
+		return htbClassErr(c.ID, "per", "the quota's period %v is shorter than %v; give a period such as per 24h", q.Period, MinQuotaPeriod)
+	}
+	return nil
 }
 
 // checkBucket checks a bucket of depth bytes (0: tc's default) at
