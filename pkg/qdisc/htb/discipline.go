@@ -125,6 +125,33 @@ func (d *Discipline) ChangeClass(cls ClassConfig) error {
 	l := &d.lanes.Lanes[0]
 	var err error
 	l.Locked(func() { err = d.tree.ChangeClass(cls, l.Now()) })
+	l.Wake() // a class may send sooner than the lane waits for
+	return err
+}
+
+// ResetQuota renews class id's quota now (Tree.ResetQuota).
+func (d *Discipline) ResetQuota(id uint32) error {
+	l := &d.lanes.Lanes[0]
+	var err error
+	l.Locked(func() { err = d.tree.ResetQuota(id, l.Now()) })
+	l.Wake() // its classes may send now
+	return err
+}
+
+// Quotas returns the quotas' counters, for a checkpoint (Tree.Quotas).
+func (d *Discipline) Quotas() []QuotaState {
+	var q []QuotaState
+	d.lanes.Lanes[0].Locked(func() { q = d.tree.Quotas() })
+	return q
+}
+
+// RestoreQuotas sets the quotas' counters from a checkpoint's
+// (Tree.RestoreQuotas).
+func (d *Discipline) RestoreQuotas(states []QuotaState) error {
+	l := &d.lanes.Lanes[0]
+	var err error
+	l.Locked(func() { err = d.tree.RestoreQuotas(states, l.Now()) })
+	l.Wake()
 	return err
 }
 
