@@ -64,7 +64,11 @@ func (n *NIC) Show() string {
 		fmt.Fprintf(&b, "qdisc noqueue dev %s root\n", n.Name)
 	}
 	if n.ingress != nil {
-		fmt.Fprintf(&b, "qdisc ingress dev %s: %v\n %s\n", n.Name, n.ingress, n.ingress.Stats())
+		stats := n.ingress.Stats().String()
+		if h := n.ingress.HTB(); h != nil {
+			stats = h.TCStats()
+		}
+		fmt.Fprintf(&b, "qdisc ingress dev %s: %v\n %s\n", n.Name, n.ingress, stats)
 	}
 	return b.String()
 }

@@ -163,13 +163,12 @@ func (d *Discipline) Warnings() []string { return d.tree.Warnings() }
 func (d *Discipline) Quiescent() bool { return d.lanes.Quiescent() }
 
 // TCStats is what `tc -s qdisc show` and `tc -s class show` print: the
-// qdisc's counters, then each class's.
+// qdisc's counters and direct_packets_stat, then each class's.
 func (d *Discipline) TCStats() string {
 	var b strings.Builder
 	var direct uint64
-	var desc string
-	d.lanes.Lanes[0].Locked(func() { direct, desc = d.tree.DirectPackets(), d.tree.cfg.String() })
-	fmt.Fprintf(&b, "%s direct_packets_stat %d\n%v\n", desc, direct, d.Stats())
+	d.lanes.Lanes[0].Locked(func() { direct = d.tree.DirectPackets() })
+	fmt.Fprintf(&b, "%v\n direct_packets_stat %d\n", d.Stats(), direct)
 	for _, c := range d.Classes() {
 		b.WriteString(c.String())
 		b.WriteByte('\n')
