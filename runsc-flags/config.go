@@ -58,6 +58,11 @@ type Config struct {
 	FQTarget      time.Duration
 	FQInterval    time.Duration
 	FQNoECN       bool
+	// HTB is --qdisc=htb's qdisc, classes and filters, and IngressHTB
+	// those on what the sandbox receives, as htb scripts (see script): ""
+	// for none.
+	HTB        string
+	IngressHTB string
 	// AllowFlagOverride lets annotations set any flag this package owns.
 	AllowFlagOverride bool
 	// Notices say what ApplyAnnotations did that the pod's author may not
@@ -70,6 +75,9 @@ type Config struct {
 
 	// operator holds the operator's values, the ceilings for annotations.
 	operator *Config
+	// resets are the quota resets a change (Changed) asks for, for
+	// Change to apply; a Config in force has none.
+	resets []quotaReset
 }
 
 // snapshot returns a copy of c's values, without its operator snapshot.
@@ -97,8 +105,11 @@ func (c Config) String() string {
 // NewQueueingDiscipline and NewIngress check. Every error names the flag
 // to change and the bound.
 func (c *Config) Validate() error {
-	if c.QDisc < QDiscNone || c.QDisc > QDiscFQCoDel {
-		return fmt.Errorf("--%s: invalid value %v: choose none, fifo, tbf or fq_codel", FlagQDisc, c.QDisc)
+	if c.QDisc < QDiscNone || c.QDisc > QDiscHTB {
+		return fmt.Errorf("--%s: invalid value %v: choose none, fifo, tbf, fq_codel or htb", FlagQDisc, c.QDisc)
+	}
+	if err := c.validateHTB(); err != nil {
+		return err
 	}
 	for i := range Flags {
 		if err := Flags[i].checkBound(c); err != nil {

@@ -35,6 +35,8 @@ func (f *Flag) unitDoc() string {
 		return "duration (`" + f.Example + "`)"
 	case KindPacketRate:
 		return "packets/s (`20000`, `20kpps`)"
+	case KindHTB:
+		return "tc's words, `;` between statements (`" + f.Example + "`)"
 	}
 	return "bool"
 }
@@ -65,6 +67,8 @@ func (r Rule) doc(f *Flag) string {
 			}
 		}
 		s = "select " + strings.Join(ch, "; ")
+	case Tighten:
+		s = "tighten it: every packet's classes no less strict"
 	case Lower:
 		s = "lower it, not to 0: the ceiling is the operator's value or, if unset, "
 		if r.Unset == DefaultCeiling {

@@ -12,6 +12,7 @@ import (
 	"github.com/netqdisc/netqdisc/pkg/qdisc"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/fifo"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/fqcodel"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/htb"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/ingress"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/rate"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/tbf"
@@ -29,7 +30,7 @@ type QDisc interface {
 	String() string
 }
 
-var _, _, _ QDisc = (*fifo.Discipline)(nil), (*tbf.Discipline)(nil), (*fqcodel.Discipline)(nil)
+var _, _, _, _ QDisc = (*fifo.Discipline)(nil), (*tbf.Discipline)(nil), (*fqcodel.Discipline)(nil), (*htb.Discipline)(nil)
 
 // NewQueueingDiscipline builds the qdisc the Config describes for lower:
 // nil for none (the NIC then writes straight to the link), fifo with one
@@ -49,6 +50,16 @@ func (c *Config) NewQueueingDiscipline(lower stack.LinkEndpoint, clock tcpip.Clo
 		q, err := fqcodel.New(lower, clock, c.FQCoDelConfig())
 		if err != nil {
 			return nil, flagError(err, fqCoDelFlags)
+		}
+		return q, nil
+	case QDiscHTB:
+		cfg, err := c.HTBConfig()
+		if err != nil {
+			return nil, err
+		}
+		q, err := htb.New(lower, clock, cfg)
+		if err != nil {
+			return nil, fmt.Errorf("--%s: %w", FlagHTB, err)
 		}
 		return q, nil
 	}
@@ -74,6 +85,17 @@ func (c *Config) NewQueueingDiscipline(lower stack.LinkEndpoint, clock tcpip.Clo
 func (c *Config) NewIngress(child stack.LinkEndpoint, clock tcpip.Clock) (*ingress.Endpoint, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
+	}
+	if c.IngressHTB != "" {
+		cfg, err := c.IngressHTBConfig()
+		if err != nil {
+			return nil, err
+		}
+		e, err := ingress.NewClasses(child, clock, cfg)
+		if err != nil {
+			return nil, fmt.Errorf("--%s: %w", FlagIngressHTB, err)
+		}
+		return e, nil
 	}
 	e, err := ingress.New(child, clock, c.IngressConfig())
 	if err != nil {

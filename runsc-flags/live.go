@@ -12,6 +12,7 @@ import (
 	"github.com/netqdisc/netqdisc/pkg/qdisc/dispatch"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/fifo"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/fqcodel"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/htb"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/ingress"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/tbf"
 )
@@ -63,7 +64,11 @@ func (n *NIC) Show() string {
 		fmt.Fprintf(&b, "qdisc noqueue dev %s root\n", n.Name)
 	}
 	if n.ingress != nil {
-		fmt.Fprintf(&b, "qdisc ingress dev %s: %v\n %s\n", n.Name, n.ingress, n.ingress.Stats())
+		stats := n.ingress.Stats().String()
+		if h := n.ingress.HTB(); h != nil {
+			stats = h.TCStats()
+		}
+		fmt.Fprintf(&b, "qdisc ingress dev %s: %v\n %s\n", n.Name, n.ingress, stats)
 	}
 	return b.String()
 }
@@ -109,6 +114,12 @@ func (c *Config) Changed(args []string) (*Config, error) {
 		f := lookup(name)
 		if f == nil {
 			return nil, fmt.Errorf("--%s: no such qdisc flag", name)
+		}
+		if f.classes != NotCeiling {
+			if err := next.changeClasses(f, value); err != nil {
+				return nil, fmt.Errorf("--%s: %w", name, err)
+			}
+			continue
 		}
 		if !f.live() {
 			return nil, fmt.Errorf("--%s cannot change on a running sandbox (it shapes the qdisc itself, as with Linux's tc qdisc change); the ceilings can: %s", name, liveFlags())
@@ -197,13 +208,21 @@ func (n *NIC) planLocked(args []string) (step, error) {
 	if s.receive, err = n.planIngress(&cur, next); err != nil {
 		return step{}, err
 	}
+	next.resets = nil // applied with the step, not kept in force
 	return s, nil
 }
 
 // planEgress checks the egress part of a change: a tbf changes in place
 // (tbf_change); a fifo or fq_codel takes the ceiling over its queue, or
-// loses it.
+// loses it; htb's classes change in place (htb_change_class).
 func (n *NIC) planEgress(cur, next *Config) (func() error, error) {
+	if resets := next.resetsOf(FlagHTB); cur.HTB != next.HTB || len(resets) > 0 {
+		q, ok := n.qdisc.(*htb.Discipline)
+		if !ok {
+			return nil, fmt.Errorf("--%s: the sandbox's qdisc is not htb (--%s=%v)", FlagHTB, FlagQDisc, cur.QDisc)
+		}
+		return planClasses(cur.HTB, next.HTB, q, resets)
+	}
 	if sameCeiling(EgressCeiling, cur, next) {
 		return nil, nil
 	}
@@ -232,6 +251,12 @@ func (n *NIC) planEgress(cur, next *Config) (func() error, error) {
 
 // planIngress checks the ingress part of a change.
 func (n *NIC) planIngress(cur, next *Config) (func() error, error) {
+	if resets := next.resetsOf(FlagIngressHTB); cur.IngressHTB != next.IngressHTB || len(resets) > 0 {
+		if n.ingress == nil || n.ingress.HTB() == nil {
+			return nil, fmt.Errorf("--%s: the sandbox's NIC has no htb classes on what it receives", FlagIngressHTB)
+		}
+		return planClasses(cur.IngressHTB, next.IngressHTB, n.ingress.HTB(), resets)
+	}
 	if sameCeiling(IngressCeiling, cur, next) {
 		return nil, nil
 	}

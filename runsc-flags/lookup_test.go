@@ -79,6 +79,19 @@ var roundTripSamples = map[string]string{
 	FlagFQCoDelFlows: "256", FlagFQCoDelQuantum: "300", FlagFQCoDelMemLimit: "4mb", FlagFQCoDelDropBatch: "16",
 	FlagFQCoDelTarget: "2ms", FlagFQCoDelInterval: "50ms", FlagFQCoDelECN: "false", FlagAllowFlagOverride: "true",
 	FlagTBFPacketRate: "20kpps", FlagTBFPacketBurst: "32", FlagIngressPacketRate: "1.5mpps", FlagIngressPacketBurst: "8",
+	FlagHTB: htbSample, FlagIngressHTB: htbSample,
+}
+
+// htbSample is a two-class htb script: the cluster unshaped, the rest 10
+// Mbit/s.
+const htbSample = "qdisc default 20; class root classid 1:1 rate 1gbit; class parent 1:1 classid 1:10 rate 990mbit ceil 1gbit; " +
+	"class parent 1:1 classid 1:20 rate 10mbit; filter dst 10.0.0.0/8 classid 1:10"
+
+// sampleBase is what a flag's sample needs of roundTripBase changed: htb
+// as the qdisc, or no ingress tbf beside ingress classes.
+var sampleBase = map[string][]string{
+	FlagHTB:        {FlagQDisc, "htb"},
+	FlagIngressHTB: {FlagIngressRate, "0", FlagIngressBurst, "0", FlagIngressPacketRate, "0", FlagIngressPacketBurst, "0"},
 }
 
 // TestRoundTrip: for every flag of the table, Set(Get()) changes nothing,
@@ -96,6 +109,11 @@ func TestRoundTrip(t *testing.T) {
 			}
 			if err := c.Set(f.Name, sample); err != nil {
 				t.Fatal(err)
+			}
+			for kv := sampleBase[f.Name]; len(kv) > 0; kv = kv[2:] {
+				if err := c.Set(kv[0], kv[1]); err != nil {
+					t.Fatal(err)
+				}
 			}
 			if err := c.Validate(); err != nil {
 				t.Fatalf("sample %q: %v", sample, err)
@@ -214,6 +232,8 @@ func annotationValues(f *Flag, op *Config) []string {
 		vs = append(vs, "fifo", ChildFQCoDel)
 	case KindBool:
 		vs = append(vs, "true", "false")
+	case KindHTB:
+		vs = append(vs, "class classid 1:20 rate 5mbit", "class classid 1:20 rate 20mbit", "class classid 1:30 parent 1:1 rate 1mbit")
 	default:
 		n := f.number(op)
 		if n == 0 {

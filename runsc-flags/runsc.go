@@ -13,7 +13,7 @@ package runscflags
 // CheckAnnotation says which values.
 func MayAnnotate(name string) bool {
 	f := lookup(name)
-	return f != nil && !f.runtime && (f.Annotation.Permit == Select || f.Annotation.Permit == Lower)
+	return f != nil && !f.runtime && (f.Annotation.Permit == Select || f.Annotation.Permit == Lower || f.Annotation.Permit == Tighten)
 }
 
 // ApplyKubernetesAnnotations applies Kubernetes' bandwidth annotations in

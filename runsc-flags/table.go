@@ -36,6 +36,8 @@ const (
 	FlagFQCoDelDropBatch   = "qdisc-fq-codel-drop-batch"
 	FlagFQCoDelECN         = "qdisc-fq-codel-ecn"
 	FlagAllowFlagOverride  = "allow-flag-override"
+	FlagHTB                = "qdisc-htb"
+	FlagIngressHTB         = "qdisc-ingress-htb"
 )
 
 // Flag is one flag of the table: everything registration, parsing, Args,
@@ -85,6 +87,9 @@ type Flag struct {
 	// runtime: the runtime's own switch (--allow-flag-override), which
 	// RegisterQDiscFlags, Owns and Args leave out.
 	runtime bool
+	// classes is the direction whose htb script (KindHTB) the flag is:
+	// `runsc qdisc change` changes its classes in place.
+	classes Ceiling
 }
 
 // Permit is what an annotation may do with a flag.
@@ -103,6 +108,9 @@ const (
 	// the ceiling (Rule.Unset says what it is where the operator left the
 	// flag unset).
 	Lower
+	// Tighten: an annotation may change an htb script's classes so that
+	// every packet is shaped at least as tightly (see tighten).
+	Tighten
 )
 
 // Unset is the ceiling of a Lower flag the operator left unset.
@@ -173,7 +181,7 @@ var Flags = []Flag{
 	{
 		Name: FlagQDisc, Kind: KindQDisc, field: func(c *Config) any { return &c.QDisc },
 		Default:    "fifo",
-		Usage:      "queueing discipline on the sandbox's non-loopback NICs: none, fifo, tbf or fq_codel.",
+		Usage:      "queueing discipline on the sandbox's non-loopback NICs: none, fifo, tbf, fq_codel or htb (classes: --qdisc-htb).",
 		Annotation: Rule{Permit: Select, Choices: []Choice{{Value: "tbf"}, {Value: "fq_codel", Over: []string{"none", "fifo", "fq_codel"}}}},
 		Linux:      Linux{Qdisc: "the root qdisc"},
 		Kube:       AnnotationKubeEgress,
@@ -361,6 +369,22 @@ var Flags = []Flag{
 		Usage:      "fq_codel: mark ECN-capable packets CE instead of dropping them (tc's ecn; false is noecn).",
 		Annotation: operatorOnly,
 		Linux:      Linux{Qdisc: "fq_codel", Param: "ecn"},
+	},
+	{
+		Name: FlagHTB, Kind: KindHTB, field: func(c *Config) any { return &c.HTB }, classes: EgressCeiling,
+		Default: "", Unset: "unset; required with `--qdisc=htb`",
+		Example:    "class root classid 1:1 rate 10mbit",
+		Usage:      "htb: classes and filters for --qdisc=htb, in tc's words, statements separated by ';': qdisc default 20; class root classid 1:1 rate 1gbit; class parent 1:1 classid 1:20 rate 10mbit quota 50gb per 24h; filter dst 10.0.0.0/8 classid 1:10.",
+		Annotation: Rule{Permit: Tighten, Note: "class statements that lower a class's rate, ceil, burst or cburst, or add or lower a quota (`class classid 1:20 ceil 5mbit`); the tree, filters and default stay the operator's"},
+		Linux:      Linux{Qdisc: "htb"},
+	},
+	{
+		Name: FlagIngressHTB, Kind: KindHTB, field: func(c *Config) any { return &c.IngressHTB }, classes: IngressCeiling,
+		Default: "", Unset: "not shaped by classes",
+		Example:    "class root classid 1:1 rate 10mbit",
+		Usage:      "htb on what the sandbox receives: classes and filters as --qdisc-htb, whose dst matches the sender. Excludes --qdisc-ingress-rate.",
+		Annotation: Rule{Permit: Tighten, Note: "as `--qdisc-htb`"},
+		Linux:      Linux{Qdisc: "htb", Param: "(on ifb)"},
 	},
 	{
 		Name: FlagAllowFlagOverride, Kind: KindBool, field: func(c *Config) any { return &c.AllowFlagOverride }, runtime: true,

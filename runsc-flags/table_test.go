@@ -20,6 +20,7 @@ func TestFieldAccessors(t *testing.T) {
 		KindQDisc: reflect.TypeFor[*QueueingDiscipline](), KindChild: reflect.TypeFor[*string](),
 		KindRate: reflect.TypeFor[*uint64](), KindSize: reflect.TypeFor[*uint64](), KindCount: reflect.TypeFor[*uint64](),
 		KindPacketRate: reflect.TypeFor[*uint64](), KindDuration: reflect.TypeFor[*time.Duration](), KindBool: reflect.TypeFor[*bool](),
+		KindHTB: reflect.TypeFor[*string](),
 	}
 	var c Config
 	base := reflect.ValueOf(&c).Elem()
@@ -130,6 +131,9 @@ func TestLiveIsCeiling(t *testing.T) {
 	var live []string
 	for i := range Flags {
 		f := &Flags[i]
+		if f.classes != NotCeiling {
+			continue // changes of classes, not ceilings: TestChangeClasses
+		}
 		arg := "--" + f.Name + "=" + f.get(c) // no change: valid wherever c is
 		next, err := c.Changed([]string{arg})
 		switch {
@@ -282,9 +286,17 @@ func TestMayAnnotate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	opHTB, err := parse(t, "--qdisc=htb", "--qdisc-htb="+htbSample, "--qdisc-ingress-htb="+htbSample)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i := range Flags {
 		f := &Flags[i]
 		some := false
+		op := op
+		if f.Annotation.Permit == Tighten {
+			op = opHTB // one with classes to tighten
+		}
 		for _, v := range annotationValues(f, op) {
 			some = some || CheckAnnotation(op, f.Name, v) == nil
 		}

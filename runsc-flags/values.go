@@ -22,9 +22,11 @@ const (
 	QDiscTBF
 	// QDiscFQCoDel queues packets per flow with CoDel (package fqcodel).
 	QDiscFQCoDel
+	// QDiscHTB shapes packets by class (package htb), as --qdisc-htb says.
+	QDiscHTB
 )
 
-var qdiscNames = []string{QDiscNone: "none", QDiscFIFO: "fifo", QDiscTBF: "tbf", QDiscFQCoDel: "fq_codel"}
+var qdiscNames = []string{QDiscNone: "none", QDiscFIFO: "fifo", QDiscTBF: "tbf", QDiscFQCoDel: "fq_codel", QDiscHTB: "htb"}
 
 // Set implements flag.Value.Set.
 func (q *QueueingDiscipline) Set(v string) error {
@@ -34,7 +36,7 @@ func (q *QueueingDiscipline) Set(v string) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("invalid qdisc %q: choose none, fifo, tbf or fq_codel", v)
+	return fmt.Errorf("invalid qdisc %q: choose none, fifo, tbf, fq_codel or htb", v)
 }
 
 // String implements flag.Value.String.
@@ -72,6 +74,9 @@ const (
 	KindBool
 	// KindPacketRate is packets per second, bare or with units ("20kpps").
 	KindPacketRate
+	// KindHTB is an htb script (see script): tc's words for a qdisc, its
+	// classes and filters, held as parseScript writes it back.
+	KindHTB
 )
 
 // parse reads flag text s as a value of the kind, of the field's type.
@@ -101,6 +106,15 @@ func (k Kind) parse(s string) (any, error) {
 		return strconv.ParseBool(s)
 	case KindPacketRate:
 		return parsePacketRate(s)
+	case KindHTB:
+		if strings.TrimSpace(s) == "" {
+			return "", nil
+		}
+		sc, err := parseScript(s)
+		if err != nil {
+			return "", err
+		}
+		return sc.String(), nil
 	}
 	return nil, fmt.Errorf("unknown kind %d", k)
 }
@@ -112,7 +126,7 @@ func (f *Flag) get(c *Config) string {
 	case *QueueingDiscipline:
 		return p.String()
 	case *string:
-		if *p == "" {
+		if *p == "" && f.Kind == KindChild {
 			return "fifo"
 		}
 		return *p

@@ -84,3 +84,20 @@ func (g *Group) Gate() Gate {
 	defer l.mu.Unlock()
 	return l.gate
 }
+
+// Wake makes a lane waiting on the Alarm look at its queue again at once:
+// its dispatcher is woken, and the caller runs no pass (see SetGate). A
+// control call that moved a Shaper's next event earlier (htb's quota
+// renewed by the operator) calls it; an idle or running lane needs
+// nothing.
+func (l *Lane) Wake() {
+	l.mu.Lock()
+	if l.closed || l.state != throttled {
+		l.mu.Unlock()
+		return
+	}
+	l.alarm.leave()
+	l.state = running
+	l.mu.Unlock()
+	l.wake.Assert()
+}

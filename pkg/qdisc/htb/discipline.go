@@ -8,7 +8,9 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 
 	"github.com/netqdisc/netqdisc/pkg/qdisc"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/classify"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/dispatch"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/gso"
 )
 
 // Discipline is an htb qdisc on a NIC: its Tree, drained by one dispatch
@@ -31,14 +33,63 @@ func New(lower stack.LinkEndpoint, clock tcpip.Clock, cfg Config) (*Discipline, 
 
 // newDiscipline is New with the classifier c (nil: cfg.Rules').
 func newDiscipline(lower stack.LinkEndpoint, clock tcpip.Clock, cfg Config, c Classifier) (*Discipline, error) {
+	return start(dispatch.Config{Lower: lower}, clock, cfg, c)
+}
+
+// NewTo returns htb on the receive path (package ingress): packets that
+// link delivers are queued in their classes, matched by their source
+// (cfg.Direction must be classify.Ingress), and written to out at their
+// departures, from the qdisc's own goroutine or timer only (a link's
+// delivering goroutine only queues: see dispatch.Config.QueueOnly). A
+// packet that GRO merged is charged as the segments it was on the wire,
+// as on an ifb device.
+func NewTo(out stack.LinkWriter, link stack.LinkEndpoint, clock tcpip.Clock, cfg Config) (*Discipline, error) {
+	if out == nil || link == nil || clock == nil {
+		return nil, fmt.Errorf("htb: no link endpoint or clock")
+	}
+	if cfg.Direction != classify.Ingress {
+		return nil, fmt.Errorf("htb: the receive path's classes match packets by their source: Direction must be ingress")
+	}
+	mtu := link.MTU()
+	return start(dispatch.Config{
+		Lower:     out,
+		QueueOnly: true,
+		Size:      func(pkt *stack.PacketBuffer) uint64 { return gso.ReceivedWireSize(pkt, mtu) },
+	}, clock, cfg, nil)
+}
+
+// start builds the tree and its lane as lane says, and starts it.
+func start(lane dispatch.Config, clock tcpip.Clock, cfg Config, c Classifier) (*Discipline, error) {
 	t, err := NewTree(cfg, c, nowNS(clock))
 	if err != nil {
 		return nil, err
 	}
 	d := &Discipline{tree: t}
-	d.lanes.Init(1, dispatch.Config{Lower: lower, MaxPackets: 1, Queue: t, Clock: clock})
+	lane.MaxPackets, lane.Queue, lane.Clock = 1, t, clock
+	d.lanes.Init(1, lane)
 	d.lanes.Start()
 	return d, nil
+}
+
+// Enqueue queues pkt, as WritePacket; hash is ignored (one lane). The
+// receive path (package ingress) calls it.
+func (d *Discipline) Enqueue(pkt *stack.PacketBuffer, _ uint32) tcpip.Error {
+	return d.lanes.Lanes[0].Enqueue(pkt)
+}
+
+// Lanes returns 1: a tree is drained by one lane, as Linux's htb runs
+// under one lock.
+func (d *Discipline) Lanes() int { return 1 }
+
+// MaxPacketBytes returns 0: htb passes a packet of any size, charging it
+// whole (a packet longer than a class's burst overdraws its bucket).
+func (d *Discipline) MaxPacketBytes() uint32 { return 0 }
+
+// String describes the qdisc as `tc qdisc show` does.
+func (d *Discipline) String() string {
+	var s string
+	d.lanes.Lanes[0].Locked(func() { s = d.tree.cfg.String() })
+	return s
 }
 
 // nowNS reads clock in ns, on the lanes' scale.
@@ -74,6 +125,33 @@ func (d *Discipline) ChangeClass(cls ClassConfig) error {
 	l := &d.lanes.Lanes[0]
 	var err error
 	l.Locked(func() { err = d.tree.ChangeClass(cls, l.Now()) })
+	l.Wake() // a class may send sooner than the lane waits for
+	return err
+}
+
+// ResetQuota renews class id's quota now (Tree.ResetQuota).
+func (d *Discipline) ResetQuota(id uint32) error {
+	l := &d.lanes.Lanes[0]
+	var err error
+	l.Locked(func() { err = d.tree.ResetQuota(id, l.Now()) })
+	l.Wake() // its classes may send now
+	return err
+}
+
+// Quotas returns the quotas' counters, for a checkpoint (Tree.Quotas).
+func (d *Discipline) Quotas() []QuotaState {
+	var q []QuotaState
+	d.lanes.Lanes[0].Locked(func() { q = d.tree.Quotas() })
+	return q
+}
+
+// RestoreQuotas sets the quotas' counters from a checkpoint's
+// (Tree.RestoreQuotas).
+func (d *Discipline) RestoreQuotas(states []QuotaState) error {
+	l := &d.lanes.Lanes[0]
+	var err error
+	l.Locked(func() { err = d.tree.RestoreQuotas(states, l.Now()) })
+	l.Wake()
 	return err
 }
 
@@ -85,12 +163,12 @@ func (d *Discipline) Warnings() []string { return d.tree.Warnings() }
 func (d *Discipline) Quiescent() bool { return d.lanes.Quiescent() }
 
 // TCStats is what `tc -s qdisc show` and `tc -s class show` print: the
-// qdisc's counters, then each class's.
+// qdisc's counters and direct_packets_stat, then each class's.
 func (d *Discipline) TCStats() string {
 	var b strings.Builder
 	var direct uint64
 	d.lanes.Lanes[0].Locked(func() { direct = d.tree.DirectPackets() })
-	fmt.Fprintf(&b, "%s direct_packets_stat %d\n%v\n", d.tree.cfg.String(), direct, d.Stats())
+	fmt.Fprintf(&b, "%v\n direct_packets_stat %d\n", d.Stats(), direct)
 	for _, c := range d.Classes() {
 		b.WriteString(c.String())
 		b.WriteByte('\n')

@@ -89,9 +89,9 @@ func (s ClassStats) String() string {
 // reports tokens.
 func ticks(ns int64) int64 { return min(max(ns>>6, math.MinInt32), math.MaxInt32) }
 
-// String prints the qdisc as `tc qdisc show` does:
-// "qdisc htb 1: root r2q 10 default 0x10 direct_qlen 1000".
+// String describes the qdisc as `tc qdisc show` does after "qdisc":
+// "htb 1: r2q 10 default 0x10 direct_qlen 1000".
 func (c Config) String() string {
 	c = c.withDefaults()
-	return fmt.Sprintf("qdisc htb %x: root r2q %d default %#x direct_qlen %d", c.Handle>>16, c.R2Q, c.Default&0xffff, c.DirectQLen)
+	return fmt.Sprintf("htb %x: r2q %d default %#x direct_qlen %d", c.Handle>>16, c.R2Q, c.Default&0xffff, c.DirectQLen)
 }

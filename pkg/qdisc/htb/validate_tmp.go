@@ -1,4 +1,0 @@
-package htb
-
-// Validate is a placeholder until the validation lands (helper).
-func (c Config) Validate() error { return nil }

@@ -1,0 +1,76 @@
+package ingress
+
+import (
+	"errors"
+	"fmt"
+
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
+
+	"github.com/netqdisc/netqdisc/pkg/qdisc/classify"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/flowhash"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/htb"
+)
+
+// errClasses is Change's answer on an Endpoint shaped by htb classes.
+var errClasses = errors.New("ingress: the receive direction is shaped by htb classes; change a class in place (ChangeClass), not a tbf")
+
+// NewClasses returns an Endpoint that shapes what child delivers with htb
+// classes (package htb), as an ifb device with an htb qdisc does on a
+// host: the same classes on the way in, rules matching a packet's source
+// as dst (downloads from the internet capped, from the cluster not).
+// Control frames pass within their allowance, as with a tbf.
+func NewClasses(child stack.LinkEndpoint, clock tcpip.Clock, cfg htb.Config) (*Endpoint, error) {
+	if child == nil {
+		return nil, fmt.Errorf("ingress: no link endpoint to shape")
+	}
+	if clock == nil {
+		return nil, fmt.Errorf("ingress: no clock")
+	}
+	e := &Endpoint{child: child, clock: clock, hash: flowhash.New(), control: newAllowance(clock)}
+	e.Endpoint.Init(child, e)
+	cfg.Direction = classify.Ingress
+	d, err := htb.NewTo(delivery{e}, child, clock, cfg)
+	if err != nil {
+		return nil, err
+	}
+	e.classes = d
+	return e, nil
+}
+
+// deliverClasses is deliver for an Endpoint shaped by classes: a control
+// frame within its allowance goes up at once; the rest is queued in its
+// class, a GRO aggregate whole (htb passes any size, charged as the
+// segments it was).
+func (e *Endpoint) deliverClasses(protocol tcpip.NetworkProtocolNumber, pkt *stack.PacketBuffer) tcpip.Error {
+	if isControl(protocol, pkt) && !e.closed.Load() && e.control.take() {
+		e.controlPackets.Add(1)
+		e.controlBytes.Add(uint64(pkt.Size()))
+		e.Endpoint.DeliverNetworkPacket(protocol, pkt)
+		return nil
+	}
+	if pkt.NetworkProtocolNumber != protocol {
+		pkt.NetworkProtocolNumber = protocol // the classifier and delivery read it
+	}
+	return e.classes.Enqueue(pkt, 0)
+}
+
+// Classes returns the classes' tc -s counters (nil when a tbf shapes).
+func (e *Endpoint) Classes() []htb.ClassStats {
+	if e.classes == nil {
+		return nil
+	}
+	return e.classes.Classes()
+}
+
+// ChangeClass changes a class in place (htb.Discipline.ChangeClass).
+func (e *Endpoint) ChangeClass(cls htb.ClassConfig) error {
+	if e.classes == nil {
+		return fmt.Errorf("ingress: the receive direction has no htb classes to change")
+	}
+	return e.classes.ChangeClass(cls)
+}
+
+// HTB returns the classes' qdisc, nil when a tbf shapes: for its TCStats
+// and quotas.
+func (e *Endpoint) HTB() *htb.Discipline { return e.classes }

@@ -1,0 +1,34 @@
+package runscflags
+
+import (
+	"os"
+	"regexp"
+	"testing"
+)
+
+// TestClassesDocExamples: every htb script docs/classes.md shows parses and
+// builds a valid tree.
+func TestClassesDocExamples(t *testing.T) {
+	b, err := os.ReadFile("../docs/classes.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var scripts []string
+	for _, re := range []*regexp.Regexp{
+		regexp.MustCompile("(?s)`egress.htb`[^\n]*\n\n```text\n(.*?)```"),
+		regexp.MustCompile(`"qdisc(?:-ingress)?-htb" = "([^"]*)"`),
+		regexp.MustCompile(`"--qdisc-htb=([^"]*)"`),
+	} {
+		for _, m := range re.FindAllStringSubmatch(string(b), -1) {
+			scripts = append(scripts, m[1])
+		}
+	}
+	if len(scripts) < 4 {
+		t.Fatalf("found %d scripts in docs/classes.md, want the egress.htb file, Docker's and Kubernetes' two", len(scripts))
+	}
+	for _, s := range scripts {
+		if _, err := parseScript(s); err != nil {
+			t.Errorf("docs/classes.md's script %q: %v", s, err)
+		}
+	}
+}

@@ -1,0 +1,75 @@
+package runscflags_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/netqdisc/netqdisc/pkg/qdisc/htb"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/qdisctest"
+	runscflags "github.com/netqdisc/netqdisc/runsc-flags"
+)
+
+const liveHTB = "qdisc default 20; class root classid 1:1 rate 1gbit; class parent 1:1 classid 1:10 rate 990mbit ceil 1gbit; " +
+	"class parent 1:1 classid 1:20 rate 10mbit quota 3000b per 24h then block; filter dst 10.0.0.0/8 classid 1:10"
+
+// TestChangeClasses changes a running htb's classes as `runsc qdisc
+// change` does: a class's rate in place (the operator may raise it), a
+// quota reset, and what a change cannot do (add a class, touch the
+// filters) refused, changing nothing.
+func TestChangeClasses(t *testing.T) {
+	p := newLiveNIC(t, "eth0", 1500, map[string]string{"qdisc": "htb", "qdisc-htb": liveHTB, "qdisc-ingress-htb": liveHTB})
+	q := p.q.(*htb.Discipline)
+	// Three 1000-byte packets spend the default class's 3000-byte quota.
+	for i := range 4 {
+		pkt := qdisctest.MakePacket(1000, 0, uint64(i))
+		if err := q.WritePacket(pkt); err != nil {
+			t.Fatal(err)
+		}
+		pkt.DecRef()
+		qdisctest.WaitQuiescent(t, q)
+		p.clock.Advance(time.Millisecond)
+	}
+	if n := len(p.link.Records()); n != 3 {
+		t.Fatalf("%d packets sent, want the quota's 3", n)
+	}
+	if _, err := runscflags.Change([]*runscflags.NIC{p.NIC}, []string{"--qdisc-htb=class classid 1:20 rate 20mbit; reset classid 1:20"}); err != nil {
+		t.Fatal(err)
+	}
+	qdisctest.WaitQuiescent(t, q)
+	p.clock.Advance(time.Millisecond)
+	qdisctest.WaitQuiescent(t, q)
+	if n := len(p.link.Records()); n != 4 {
+		t.Errorf("%d packets sent after the quota's reset, want 4", n)
+	}
+	cls := q.Classes()
+	if cls[2].Rate != 2_500_000 || cls[2].QuotaUsed != 1000 {
+		t.Errorf("class 1:20 after the change: rate %d, quota used %d; want 2500000 and 1000", cls[2].Rate, cls[2].QuotaUsed)
+	}
+	if !strings.Contains(p.NIC.Config().HTB, "rate 20Mbit") {
+		t.Errorf("the Config in force does not carry the change: %q", p.NIC.Config().HTB)
+	}
+	if _, err := runscflags.Change([]*runscflags.NIC{p.NIC}, []string{"--qdisc-ingress-htb=class classid 1:10 ceil 500mbit"}); err != nil {
+		t.Fatal(err)
+	}
+	if c := p.in.Classes()[1]; c.Ceil != 62_500_000 {
+		t.Errorf("ingress class 1:10's ceil is %d after the change, want 62500000", c.Ceil)
+	}
+	before := p.NIC.Config()
+	for _, bad := range []struct{ arg, says string }{
+		{"--qdisc-htb=class parent 1:1 classid 1:30 rate 1mbit", "no class 1:30"},
+		{"--qdisc-htb=filter dst 0.0.0.0/0 classid 1:10", "the filters' words"},
+		{"--qdisc-htb=reset classid 1:10", "has no quota"},
+	} {
+		_, err := runscflags.Change([]*runscflags.NIC{p.NIC}, []string{bad.arg})
+		if err == nil || !strings.Contains(err.Error(), bad.says) {
+			t.Errorf("Change(%q): %v; want an error saying %q", bad.arg, err, bad.says)
+		}
+	}
+	if after := p.NIC.Config(); after.HTB != before.HTB {
+		t.Errorf("a refused change changed the Config: %q", after.HTB)
+	}
+	if show := p.NIC.Show(); !strings.Contains(show, "class htb 1:20 parent 1:1") || !strings.Contains(show, "quota") {
+		t.Errorf("Show does not list the classes as tc -s class show does:\n%s", show)
+	}
+}

@@ -1,0 +1,269 @@
+package runscflags
+
+import (
+	"fmt"
+
+	"github.com/netqdisc/netqdisc/pkg/qdisc/classify"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/htb"
+)
+
+// validateHTB is Validate for the htb flags: --qdisc=htb needs its
+// script, a script needs its qdisc, and the receive direction takes a
+// tbf or classes, not both.
+func (c *Config) validateHTB() error {
+	switch {
+	case c.QDisc == QDiscHTB && c.HTB == "":
+		return fmt.Errorf("--%s=htb requires --%s, its classes (such as %q)", FlagQDisc, FlagHTB, "class root classid 1:1 rate 10mbit")
+	case c.QDisc != QDiscHTB && c.HTB != "":
+		return fmt.Errorf("--%s gives htb's classes and needs --%s=htb", FlagHTB, FlagQDisc)
+	case c.IngressHTB != "" && (c.IngressRate != 0 || c.IngressPacketRate != 0):
+		return fmt.Errorf("--%s and --%s both shape what the sandbox receives; give one of them", FlagIngressHTB, FlagIngressRate)
+	}
+	for _, f := range []struct{ name, text string }{{FlagHTB, c.HTB}, {FlagIngressHTB, c.IngressHTB}} {
+		if f.text == "" {
+			continue
+		}
+		if _, err := parseScript(f.text); err != nil {
+			return fmt.Errorf("--%s: %w", f.name, err)
+		}
+	}
+	return nil
+}
+
+// HTBConfig returns the htb.Config --qdisc-htb describes (send path).
+func (c *Config) HTBConfig() (htb.Config, error) {
+	s, err := parseScript(c.HTB)
+	if err != nil {
+		return htb.Config{}, fmt.Errorf("--%s: %w", FlagHTB, err)
+	}
+	return s.config(classify.Egress), nil
+}
+
+// IngressHTBConfig returns the htb.Config --qdisc-ingress-htb describes
+// (receive path: rules match the sender).
+func (c *Config) IngressHTBConfig() (htb.Config, error) {
+	s, err := parseScript(c.IngressHTB)
+	if err != nil {
+		return htb.Config{}, fmt.Errorf("--%s: %w", FlagIngressHTB, err)
+	}
+	return s.config(classify.Ingress), nil
+}
+
+// tighten applies an annotation's update of an htb script (class
+// statements, see classUpdate) to next, over the operator's script in op, and
+// refuses it unless it shapes every packet at least as tightly as the
+// operator's: see tightens. With --allow-flag-override it may also add
+// classes, and need not tighten.
+func (f *Flag) tighten(op, next *Config, value string) error {
+	base := *f.field(op).(*string)
+	if base == "" {
+		return fmt.Errorf("--%s is not set by the operator: there are no classes to tighten; setting it %s", f.Name, requiresOverride)
+	}
+	opScript, err := parseScript(base)
+	if err != nil {
+		return fmt.Errorf("the operator's --%s: %w", f.Name, err)
+	}
+	sc, _, err := opScript.parseUpdate(value, op.AllowFlagOverride, false)
+	if err != nil {
+		return err
+	}
+	if !op.AllowFlagOverride {
+		if err := tightens(opScript, sc); err != nil {
+			return fmt.Errorf("%w; loosening --%s %s", err, f.Name, requiresOverride)
+		}
+	}
+	*f.field(next).(*string) = sc.String()
+	return nil
+}
+
+// tightens reports why next does not shape every packet at least as
+// tightly as op, or nil: the same classes in the same places (the filters,
+// the default and the qdisc are op's, so every packet goes to the same
+// leaf and passes the same chain of classes), each with a rate, ceil,
+// burst and cburst no higher, the same prio, quantum, overhead and mpu
+// (they decide who gets the excess, not how much), and every quota of
+// op's kept with a budget and a rate no higher and the same period (a
+// class may gain a quota).
+func tightens(op, next script) error {
+	if len(next.classes) != len(op.classes) {
+		return fmt.Errorf("the operator's tree has %d classes; an annotation may not add any", len(op.classes))
+	}
+	for _, o := range op.classes {
+		j := classIndex(next.classes, o.ID)
+		if j < 0 {
+			return fmt.Errorf("class %s is gone", classify.ClassID(o.ID))
+		}
+		n := next.classes[j]
+		id := classify.ClassID(o.ID)
+		eo, en := effective(o), effective(n)
+		for _, b := range []struct {
+			what      string
+			got, over uint64
+		}{
+			{"rate", en.Rate, eo.Rate}, {"ceil", en.Ceil, eo.Ceil},
+			{"burst", uint64(en.Burst), uint64(eo.Burst)}, {"cburst", uint64(en.CBurst), uint64(eo.CBurst)},
+		} {
+			if b.got > b.over {
+				return fmt.Errorf("class %s: %s %d is above the operator's %d", id, b.what, b.got, b.over)
+			}
+		}
+		switch {
+		case n.Parent != o.Parent:
+			return fmt.Errorf("class %s: its parent is the operator's", id)
+		case n.Prio != o.Prio || n.Quantum != o.Quantum:
+			return fmt.Errorf("class %s: prio and quantum decide which class gets the excess; they are the operator's", id)
+		case n.Overhead != o.Overhead || n.MPU != o.MPU:
+			return fmt.Errorf("class %s: overhead and mpu are the operator's", id)
+		}
+		if q := o.Quota; q != nil {
+			nq := n.Quota
+			switch {
+			case nq == nil:
+				return fmt.Errorf("class %s: the operator's quota (%v) cannot be removed", id, *q)
+			case nq.Bytes > q.Bytes || nq.Rate > q.Rate || nq.Period != q.Period:
+				return fmt.Errorf("class %s: quota %v is looser than the operator's %v (a budget and a rate no higher, the same period)", id, *nq, *q)
+			}
+		}
+	}
+	return nil
+}
+
+// effective returns c with tc's defaults for what it leaves 0 (the ceil
+// is the rate; a bucket is rate/1e9 + 1600 bytes).
+func effective(c htb.ClassConfig) htb.ClassConfig {
+	if c.Ceil == 0 {
+		c.Ceil = c.Rate
+	}
+	if c.Burst == 0 {
+		c.Burst = uint32(min(c.Rate/1e9+htb.DefaultMTU, 1<<32-1))
+	}
+	if c.CBurst == 0 {
+		c.CBurst = uint32(min(c.Ceil/1e9+htb.DefaultMTU, 1<<32-1))
+	}
+	return c
+}
+
+// changeClasses applies `runsc qdisc change --qdisc-htb=...` to c: the
+// operator's class statements change classes in place (any setting, up
+// or down, and quotas raised or removed; new classes cannot be added to a
+// running tree), and "reset classid X" statements renew quotas. The
+// resets are kept for planClasses in c's script as it is: a reset
+// changes no setting.
+func (c *Config) changeClasses(f *Flag, value string) error {
+	p := f.field(c).(*string)
+	if *p == "" {
+		return fmt.Errorf("the sandbox has no htb classes here to change")
+	}
+	cur, err := parseScript(*p)
+	if err != nil {
+		return err
+	}
+	next, u, err := cur.parseUpdate(value, false, true)
+	if err != nil {
+		return err
+	}
+	*p = next.String()
+	c.resets = append(c.resets, resetsOf(f, u.resets)...)
+	return nil
+}
+
+// A quota reset a change asks for: the direction's flag and the class.
+type quotaReset struct {
+	flag  string
+	class uint32
+}
+
+// resetsOf returns the classes whose quota reset c asks for on the
+// direction of flag.
+func (c *Config) resetsOf(flag string) []uint32 {
+	var ids []uint32
+	for _, r := range c.resets {
+		if r.flag == flag {
+			ids = append(ids, r.class)
+		}
+	}
+	return ids
+}
+
+// resetsOf pairs f with each class of ids.
+func resetsOf(f *Flag, ids []uint32) []quotaReset {
+	out := make([]quotaReset, len(ids))
+	for i, id := range ids {
+		out[i] = quotaReset{f.Name, id}
+	}
+	return out
+}
+
+// planClasses checks the change of a running htb's classes from the
+// script cur to next and returns it, to apply: each class whose settings
+// differ is changed in place (htb.Discipline.ChangeClass, whose checks
+// were made on the whole tree).
+func planClasses(cur, next string, q *htb.Discipline, resets []uint32) (func() error, error) {
+	a, err := parseScript(cur)
+	if err != nil {
+		return nil, err
+	}
+	b, err := parseScript(next)
+	if err != nil {
+		return nil, err
+	}
+	var changed []htb.ClassConfig
+	for _, c := range b.classes {
+		j := classIndex(a.classes, c.ID)
+		if j < 0 {
+			return nil, fmt.Errorf("class %s is not in the running tree; classes are not added to a running sandbox", classify.ClassID(c.ID))
+		}
+		if a.classes[j].String() != c.String() {
+			changed = append(changed, c)
+		}
+	}
+	return func() error {
+		for _, c := range changed {
+			if err := q.ChangeClass(c); err != nil {
+				return err
+			}
+		}
+		for _, id := range resets {
+			if err := q.ResetQuota(id); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, nil
+}
+
+// applyKubeHTB applies a bandwidth annotation of r bytes/s to the htb
+// classes of its direction, if that direction has them, and reports
+// whether it did: each class at the top of the tree gets a rate and ceil
+// no higher than r, so that the pod's whole traffic that way, which
+// passes one of them, is held to it (with several top classes, each is).
+// The tree, its filters and its quotas stay the operator's.
+func (c *Config) applyKubeHTB(key, value string, r uint64) bool {
+	p := &c.HTB
+	if key == AnnotationKubeIngress {
+		p = &c.IngressHTB
+	} else if c.QDisc != QDiscHTB {
+		return false
+	}
+	if *p == "" {
+		return false
+	}
+	s, err := parseScript(*p)
+	if err != nil {
+		return false // Validate reports it
+	}
+	top := 0
+	for i, cl := range s.classes {
+		if cl.Parent != 0 && cl.Parent&0xffff != 0 {
+			continue
+		}
+		top++
+		e := effective(cl)
+		s.classes[i].Rate, s.classes[i].Ceil = min(e.Rate, r), min(e.Ceil, r)
+	}
+	if top > 1 {
+		c.Notices = append(c.Notices, fmt.Sprintf("annotation %s=%q: the htb tree has %d classes at its top; each is held to %s, not their sum", key, value, top, showRate(r)))
+	}
+	*p = s.String()
+	return true
+}

@@ -1,0 +1,284 @@
+package runscflags
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/netqdisc/netqdisc/pkg/qdisc/classify"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/htb"
+)
+
+// script is an htb qdisc as --qdisc-htb and --qdisc-ingress-htb give it: tc's
+// words, one statement after another, separated by ";" or newlines, as
+// `tc -batch` takes them without the command and device:
+//
+//	qdisc default 20; class root classid 1:1 rate 1gbit;
+//	class parent 1:1 classid 1:20 rate 10mbit quota 50gb per 24h;
+//	filter dst 10.0.0.0/8 classid 1:10
+//
+// A "qdisc" statement (at most one, first) takes htb.ParseQdisc's words,
+// a "class" statement htb.ParseClass's, a "filter" statement
+// classify.ParseRule's.
+type script struct {
+	qdisc   htb.Config // Handle, Default, R2Q, DirectQLen
+	classes []htb.ClassConfig
+	rules   []classify.Rule
+}
+
+// statements splits text into its statements: each a keyword and the
+// rest of its words.
+func statements(text string) [][2]string {
+	var out [][2]string
+	for _, line := range strings.FieldsFunc(text, func(r rune) bool { return r == ';' || r == '\n' }) {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		kw, rest, _ := strings.Cut(line, " ")
+		out = append(out, [2]string{kw, strings.TrimSpace(rest)})
+	}
+	return out
+}
+
+// parseScript reads an htb script and checks it whole (htb.Config's
+// Validate); an error names the statement.
+func parseScript(text string) (script, error) {
+	var s script
+	for i, st := range statements(text) {
+		switch st[0] {
+		case "qdisc":
+			if i != 0 {
+				return script{}, fmt.Errorf("statement %d (qdisc %s): the qdisc statement comes first, once", i+1, st[1])
+			}
+			q, err := htb.ParseQdisc(st[1])
+			if err != nil {
+				return script{}, fmt.Errorf("statement %d (qdisc %s): %w", i+1, st[1], err)
+			}
+			s.qdisc = q
+		case "class":
+			c, err := htb.ParseClass(st[1])
+			if err != nil {
+				return script{}, fmt.Errorf("statement %d (class %s): %w", i+1, st[1], err)
+			}
+			s.classes = append(s.classes, c)
+		case "filter":
+			r, err := classify.ParseRule(st[1])
+			if err != nil {
+				return script{}, fmt.Errorf("statement %d (filter %s): %w", i+1, st[1], err)
+			}
+			s.rules = append(s.rules, r)
+		default:
+			return script{}, fmt.Errorf("statement %d: %q: each statement starts with qdisc, class or filter", i+1, st[0])
+		}
+	}
+	if len(s.classes) == 0 {
+		return script{}, errors.New("no class: give at least one, such as class root classid 1:1 rate 10mbit")
+	}
+	if err := s.config(classify.Egress).Validate(); err != nil {
+		return script{}, err
+	}
+	return s, nil
+}
+
+// config returns the htb.Config of the script for packets travelling in
+// direction dir.
+func (s script) config(dir classify.Direction) htb.Config {
+	c := s.qdisc
+	c.Classes = append([]htb.ClassConfig(nil), s.classes...)
+	c.Rules = append([]classify.Rule(nil), s.rules...)
+	c.Direction = dir
+	return c
+}
+
+// String writes the script back in its own words, one statement after
+// another, separated by "; ": parseScript reads it back to the same
+// script.
+func (s script) String() string {
+	var parts []string
+	if q := qdiscWords(s.qdisc); q != "" {
+		parts = append(parts, "qdisc "+q)
+	}
+	for _, c := range s.classes {
+		parts = append(parts, "class "+c.String())
+	}
+	for _, r := range s.rules {
+		parts = append(parts, "filter "+r.String())
+	}
+	return strings.Join(parts, "; ")
+}
+
+// qdiscWords writes the qdisc's settings that are not the defaults in
+// htb.ParseQdisc's words ("" when all are).
+func qdiscWords(c htb.Config) string {
+	var w []string
+	if c.Handle != 0 && c.Handle != 1<<16 {
+		w = append(w, fmt.Sprintf("handle %x:", c.Handle>>16))
+	}
+	if c.Default != 0 {
+		w = append(w, fmt.Sprintf("default %x", c.Default&0xffff))
+	}
+	if c.R2Q != 0 && c.R2Q != htb.DefaultR2Q {
+		w = append(w, fmt.Sprintf("r2q %d", c.R2Q))
+	}
+	if c.DirectQLen != 0 && c.DirectQLen != htb.DefaultDirectQLen {
+		w = append(w, fmt.Sprintf("direct_qlen %d", c.DirectQLen))
+	}
+	return strings.Join(w, " ")
+}
+
+// classUpdate is a change to a running tree's classes, or to an operator's
+// tree by an annotation: "class classid 1:20 ceil 5mbit" statements that
+// give a class's new settings (the rest as they were; "noquota" removes
+// its quota), and, for the operator only, "reset classid 1:1" statements
+// that renew a quota's budget now.
+type classUpdate struct {
+	classes []htb.ClassConfig // whole, the settings merged
+	resets  []uint32
+}
+
+// parseUpdate reads an update of the tree in s; addClasses lets it add
+// classes that s does not have (the operator's flags, or
+// --allow-flag-override), and resets lets it reset quotas.
+func (s script) parseUpdate(text string, addClasses, resets bool) (script, classUpdate, error) {
+	next := s
+	next.classes = append([]htb.ClassConfig(nil), s.classes...)
+	var u classUpdate
+	for i, st := range statements(text) {
+		switch st[0] {
+		case "class":
+			c, err := mergeClass(next.classes, st[1], addClasses)
+			if err != nil {
+				return script{}, classUpdate{}, fmt.Errorf("statement %d (class %s): %w", i+1, st[1], err)
+			}
+			if j := classIndex(next.classes, c.ID); j >= 0 {
+				next.classes[j] = c
+			} else {
+				next.classes = append(next.classes, c)
+			}
+			u.classes = append(u.classes, c)
+		case "reset":
+			if !resets {
+				return script{}, classUpdate{}, fmt.Errorf("statement %d (reset %s): only the operator may reset a quota (runsc qdisc change)", i+1, st[1])
+			}
+			words := strings.Fields(st[1])
+			if len(words) != 2 || words[0] != "classid" {
+				return script{}, classUpdate{}, fmt.Errorf("statement %d (reset %s): say reset classid 1:1", i+1, st[1])
+			}
+			r, err := classify.ParseRule("classid " + words[1])
+			if err != nil {
+				return script{}, classUpdate{}, fmt.Errorf("statement %d (reset %s): %w", i+1, st[1], err)
+			}
+			j := classIndex(next.classes, r.Class)
+			if j < 0 || next.classes[j].Quota == nil {
+				return script{}, classUpdate{}, fmt.Errorf("statement %d (reset %s): class %s has no quota", i+1, st[1], words[1])
+			}
+			u.resets = append(u.resets, r.Class)
+		case "qdisc", "filter":
+			return script{}, classUpdate{}, fmt.Errorf("statement %d (%s %s): the qdisc's and the filters' words place packets in the tree, which stays as it is: change classes (class classid 1:10 rate 20mbit)", i+1, st[0], st[1])
+		default:
+			return script{}, classUpdate{}, fmt.Errorf("statement %d: %q: a change is class (or reset) statements", i+1, st[0])
+		}
+	}
+	if len(u.classes) == 0 && len(u.resets) == 0 {
+		return script{}, classUpdate{}, errors.New("no change: give class statements such as class classid 1:10 ceil 5mbit")
+	}
+	if err := next.config(classify.Egress).Validate(); err != nil {
+		return script{}, classUpdate{}, err
+	}
+	return next, u, nil
+}
+
+// classIndex returns where class id is in classes, or -1.
+func classIndex(classes []htb.ClassConfig, id uint32) int {
+	for i, c := range classes {
+		if c.ID == id {
+			return i
+		}
+	}
+	return -1
+}
+
+// mergeClass reads a class statement of an update: the words given
+// replace the class's own (its parent may be given, and must be the one
+// it has); a class not in classes is new, if add allows.
+func mergeClass(classes []htb.ClassConfig, text string, add bool) (htb.ClassConfig, error) {
+	words := strings.Fields(text)
+	given := map[string]string{}
+	noQuota := false
+	for i := 0; i < len(words); i++ {
+		switch w := words[i]; w {
+		case "htb":
+		case "root":
+			given["parent"] = "root"
+		case "noquota":
+			noQuota = true
+		default:
+			if i+1 == len(words) {
+				return htb.ClassConfig{}, fmt.Errorf("%q needs a value", w)
+			}
+			given[w] = words[i+1]
+			i++
+		}
+	}
+	idText, ok := given["classid"]
+	if !ok {
+		return htb.ClassConfig{}, errors.New("no classid: name the class to change, such as classid 1:10")
+	}
+	r, err := classify.ParseRule("classid " + idText)
+	if err != nil {
+		return htb.ClassConfig{}, err
+	}
+	j := classIndex(classes, r.Class)
+	if j < 0 {
+		if !add {
+			return htb.ClassConfig{}, fmt.Errorf("no class %s to change; adding a class here %s", idText, requiresOverride)
+		}
+		return htb.ParseClass(text)
+	}
+	// The class's own words, then the given ones over them.
+	own := map[string]string{}
+	var order []string
+	cur := strings.Fields(classes[j].String())
+	for i := 0; i < len(cur); i++ {
+		switch w := cur[i]; w {
+		case "htb":
+		case "root":
+			own["parent"] = "root"
+			order = append(order, "parent")
+		default:
+			own[w] = cur[i+1]
+			order = append(order, w)
+			i++
+		}
+	}
+	if p, ok := given["parent"]; ok && p != own["parent"] && !(p == "root" && strings.HasSuffix(own["parent"], ":")) {
+		return htb.ClassConfig{}, fmt.Errorf("parent %s: a change keeps a class where it is (under %s)", p, own["parent"])
+	}
+	if noQuota {
+		delete(own, "quota")
+		delete(own, "per")
+		delete(own, "then")
+	}
+	for k, v := range given {
+		if _, ok := own[k]; !ok {
+			order = append(order, k)
+		}
+		own[k] = v
+	}
+	var b strings.Builder
+	seen := map[string]bool{}
+	for _, k := range order {
+		v, ok := own[k]
+		if !ok || seen[k] {
+			continue
+		}
+		seen[k] = true
+		if k == "parent" && v == "root" {
+			b.WriteString("root ")
+			continue
+		}
+		fmt.Fprintf(&b, "%s %s ", k, v)
+	}
+	return htb.ParseClass(b.String())
+}
