@@ -13,7 +13,7 @@ import (
 )
 
 const (
-	mbit = htbtest.Mbit
+	mbps = htbtest.Mbit
 	ms   = int64(time.Millisecond)
 	sec  = int64(time.Second)
 )
@@ -31,10 +31,10 @@ const (
 	c31    = 0x10031
 )
 
-// offer is class's traffic of size-byte packets at mbps Mbit/s, evenly
+// offer is class's traffic of size-byte packets at mbits Mbit/s, evenly
 // spaced, from start for dur ns.
-func offer(class uint32, mbps float64, start, dur int64, size uint32) []htbtest.Arrival {
-	gap := float64(size) * 1e9 / (mbps * mbit)
+func offer(class uint32, mbits float64, start, dur int64, size uint32) []htbtest.Arrival {
+	gap := float64(size) * 1e9 / (mbits * mbps)
 	return htbtest.Paced(start, class, int(float64(dur)/gap), int64(gap), htbtest.Fixed(size))
 }
 
@@ -42,7 +42,7 @@ func offer(class uint32, mbps float64, start, dur int64, size uint32) []htbtest.
 func within(t *testing.T, what string, got, want, tol float64) {
 	t.Helper()
 	if math.Abs(got-want) > tol*want {
-		t.Errorf("%s: %.3f Mbit/s, want %.3f ±%.1f%%", what, got/mbit, want/mbit, tol*100)
+		t.Errorf("%s: %.3f Mbit/s, want %.3f ±%.1f%%", what, got/mbps, want/mbps, tol*100)
 	}
 }
 
@@ -56,9 +56,9 @@ func rateOf(t *testing.T, sent []htbtest.Departure, class uint32, from, to int64
 // each of rate 20 Mbit/s and ceil 100 Mbit/s; change modifies the leaves.
 func twoLeaves(change func(c *htb.ClassConfig)) htb.Config {
 	cfg := htb.Config{Classes: []htb.ClassConfig{
-		{ID: root, Rate: 100 * mbit},
-		{ID: c10, Parent: root, Rate: 20 * mbit, Ceil: 100 * mbit},
-		{ID: c20, Parent: root, Rate: 20 * mbit, Ceil: 100 * mbit},
+		{ID: root, Rate: 100 * mbps},
+		{ID: c10, Parent: root, Rate: 20 * mbps, Ceil: 100 * mbps},
+		{ID: c20, Parent: root, Rate: 20 * mbps, Ceil: 100 * mbps},
 	}}
 	if change != nil {
 		change(&cfg.Classes[1])
@@ -83,10 +83,10 @@ func scriptedCases() []scripted {
 	return []scripted{
 		{
 			name:     "a single class sends at its rate",
-			cfg:      htb.Config{Classes: []htb.ClassConfig{{ID: c10, Rate: 10 * mbit}}},
+			cfg:      htb.Config{Classes: []htb.ClassConfig{{ID: c10, Rate: 10 * mbps}}},
 			arrivals: offer(c10, 12, 0, win1, 1514),
 			check: func(t *testing.T, _ []htbtest.Arrival, sent []htbtest.Departure) {
-				rateOf(t, sent, c10, win0, win1, 10*mbit, 0.01)
+				rateOf(t, sent, c10, win0, win1, 10*mbps, 0.01)
 			},
 		},
 		{
@@ -94,7 +94,7 @@ func scriptedCases() []scripted {
 			cfg:      twoLeaves(nil),
 			arrivals: offer(c10, 110, 0, win1, 1514),
 			check: func(t *testing.T, _ []htbtest.Arrival, sent []htbtest.Departure) {
-				rateOf(t, sent, c10, win0, win1, 100*mbit, 0.01)
+				rateOf(t, sent, c10, win0, win1, 100*mbps, 0.01)
 			},
 		},
 		{
@@ -102,33 +102,33 @@ func scriptedCases() []scripted {
 			cfg:      twoLeaves(nil),
 			arrivals: htbtest.Merge(offer(c10, 70, 0, win1, 1514), offer(c20, 70, 0, win1, 1514)),
 			check: func(t *testing.T, _ []htbtest.Arrival, sent []htbtest.Departure) {
-				rateOf(t, sent, c10, win0, win1, 50*mbit, 0.02)
-				rateOf(t, sent, c20, win0, win1, 50*mbit, 0.02)
+				rateOf(t, sent, c10, win0, win1, 50*mbps, 0.02)
+				rateOf(t, sent, c20, win0, win1, 50*mbps, 0.02)
 			},
 		},
 		{
 			name: "rates 90/10 under 100: each its rate",
 			cfg: htb.Config{Classes: []htb.ClassConfig{
-				{ID: root, Rate: 100 * mbit},
-				{ID: c10, Parent: root, Rate: 90 * mbit, Ceil: 100 * mbit},
-				{ID: c20, Parent: root, Rate: 10 * mbit, Ceil: 100 * mbit},
+				{ID: root, Rate: 100 * mbps},
+				{ID: c10, Parent: root, Rate: 90 * mbps, Ceil: 100 * mbps},
+				{ID: c20, Parent: root, Rate: 10 * mbps, Ceil: 100 * mbps},
 			}},
 			arrivals: htbtest.Merge(offer(c10, 100, 0, win1, 1514), offer(c20, 100, 0, win1, 1514)),
 			check: func(t *testing.T, _ []htbtest.Arrival, sent []htbtest.Departure) {
-				rateOf(t, sent, c10, win0, win1, 90*mbit, 0.01)
-				rateOf(t, sent, c20, win0, win1, 10*mbit, 0.02)
+				rateOf(t, sent, c10, win0, win1, 90*mbps, 0.01)
+				rateOf(t, sent, c20, win0, win1, 10*mbps, 0.02)
 			},
 		},
 		{
 			name: "ceil caps a borrower though its parent has more",
 			cfg: htb.Config{Classes: []htb.ClassConfig{
-				{ID: root, Rate: 100 * mbit},
-				{ID: c10, Parent: root, Rate: 10 * mbit, Ceil: 30 * mbit},
-				{ID: c20, Parent: root, Rate: 10 * mbit, Ceil: 100 * mbit},
+				{ID: root, Rate: 100 * mbps},
+				{ID: c10, Parent: root, Rate: 10 * mbps, Ceil: 30 * mbps},
+				{ID: c20, Parent: root, Rate: 10 * mbps, Ceil: 100 * mbps},
 			}},
 			arrivals: offer(c10, 60, 0, win1, 1514),
 			check: func(t *testing.T, _ []htbtest.Arrival, sent []htbtest.Departure) {
-				rateOf(t, sent, c10, win0, win1, 30*mbit, 0.01)
+				rateOf(t, sent, c10, win0, win1, 30*mbps, 0.01)
 			},
 		},
 		{
@@ -140,29 +140,29 @@ func scriptedCases() []scripted {
 			}),
 			arrivals: htbtest.Merge(offer(c10, 100, 0, win1, 1514), offer(c20, 100, 0, win1, 1514)),
 			check: func(t *testing.T, _ []htbtest.Arrival, sent []htbtest.Departure) {
-				rateOf(t, sent, c10, win0, win1, 80*mbit, 0.01)
-				rateOf(t, sent, c20, win0, win1, 20*mbit, 0.02)
+				rateOf(t, sent, c10, win0, win1, 80*mbps, 0.01)
+				rateOf(t, sent, c20, win0, win1, 20*mbps, 0.02)
 			},
 		},
 		{
 			name: "same-prio borrowers share the excess in proportion to quantum (DRR)",
 			cfg: htb.Config{Classes: []htb.ClassConfig{
-				{ID: root, Rate: 100 * mbit},
-				{ID: c10, Parent: root, Rate: 10 * mbit, Ceil: 100 * mbit, Quantum: 3 * 1514},
-				{ID: c20, Parent: root, Rate: 10 * mbit, Ceil: 100 * mbit, Quantum: 1514},
+				{ID: root, Rate: 100 * mbps},
+				{ID: c10, Parent: root, Rate: 10 * mbps, Ceil: 100 * mbps, Quantum: 3 * 1514},
+				{ID: c20, Parent: root, Rate: 10 * mbps, Ceil: 100 * mbps, Quantum: 1514},
 			}},
 			arrivals: htbtest.Merge(offer(c10, 100, 0, win1, 1514), offer(c20, 100, 0, win1, 1514)),
 			check: func(t *testing.T, _ []htbtest.Arrival, sent []htbtest.Departure) {
-				rateOf(t, sent, c10, win0, win1, 70*mbit, 0.02)
-				rateOf(t, sent, c20, win0, win1, 30*mbit, 0.03)
+				rateOf(t, sent, c10, win0, win1, 70*mbps, 0.02)
+				rateOf(t, sent, c20, win0, win1, 30*mbps, 0.03)
 			},
 		},
 		{
 			name: "DRR with odd sizes and quanta below a packet",
 			cfg: htb.Config{Classes: []htb.ClassConfig{
-				{ID: root, Rate: 50 * mbit},
-				{ID: c10, Parent: root, Rate: 1 * mbit, Ceil: 50 * mbit, Quantum: 700},
-				{ID: c20, Parent: root, Rate: 1 * mbit, Ceil: 50 * mbit, Quantum: 2100},
+				{ID: root, Rate: 50 * mbps},
+				{ID: c10, Parent: root, Rate: 1 * mbps, Ceil: 50 * mbps, Quantum: 700},
+				{ID: c20, Parent: root, Rate: 1 * mbps, Ceil: 50 * mbps, Quantum: 2100},
 			}},
 			arrivals: htbtest.Merge(
 				htbtest.Poisson(1, 0, c10, 800, 150_000, htbtest.Odd(2)),
@@ -182,32 +182,32 @@ func scriptedCases() []scripted {
 		{
 			name: "three levels: a leaf borrows from its nearest ancestor first (lending level order), prio at each level",
 			cfg: htb.Config{Classes: []htb.ClassConfig{
-				{ID: root, Rate: 100 * mbit},
-				{ID: c2, Parent: root, Rate: 60 * mbit, Ceil: 100 * mbit},
-				{ID: c21, Parent: c2, Rate: 10 * mbit, Ceil: 100 * mbit, Prio: 0},
-				{ID: c22, Parent: c2, Rate: 10 * mbit, Ceil: 100 * mbit, Prio: 1},
-				{ID: c3, Parent: root, Rate: 20 * mbit, Ceil: 100 * mbit},
-				{ID: c31, Parent: c3, Rate: 10 * mbit, Ceil: 100 * mbit, Prio: 1},
+				{ID: root, Rate: 100 * mbps},
+				{ID: c2, Parent: root, Rate: 60 * mbps, Ceil: 100 * mbps},
+				{ID: c21, Parent: c2, Rate: 10 * mbps, Ceil: 100 * mbps, Prio: 0},
+				{ID: c22, Parent: c2, Rate: 10 * mbps, Ceil: 100 * mbps, Prio: 1},
+				{ID: c3, Parent: root, Rate: 20 * mbps, Ceil: 100 * mbps},
+				{ID: c31, Parent: c3, Rate: 10 * mbps, Ceil: 100 * mbps, Prio: 1},
 			}},
 			arrivals: htbtest.Merge(offer(c21, 100, 0, win1, 1514), offer(c22, 100, 0, win1, 1514), offer(c31, 100, 0, win1, 1514)),
 			check: func(t *testing.T, _ []htbtest.Arrival, sent []htbtest.Departure) {
 				// 1:21 gets its 10, 1:2's 40 (prio 0 first at level 6)
 				// and the root's 20 (prio 0 first at level 7); 1:22 its
 				// rate; 1:31 its 10 and 1:3's 10.
-				rateOf(t, sent, c21, win0, win1, 70*mbit, 0.01)
-				rateOf(t, sent, c22, win0, win1, 10*mbit, 0.02)
-				rateOf(t, sent, c31, win0, win1, 20*mbit, 0.02)
+				rateOf(t, sent, c21, win0, win1, 70*mbps, 0.01)
+				rateOf(t, sent, c22, win0, win1, 10*mbps, 0.02)
+				rateOf(t, sent, c31, win0, win1, 20*mbps, 0.02)
 			},
 		},
 		{
 			name: "the root lends to leaves under two inner classes: DRR across the inner classes' feeds at level 7, by each leaf's parent's pointer",
 			cfg: htb.Config{Classes: []htb.ClassConfig{
-				{ID: root, Rate: 100 * mbit},
-				{ID: c2, Parent: root, Rate: 10 * mbit, Ceil: 100 * mbit},
-				{ID: c21, Parent: c2, Rate: 1 * mbit, Ceil: 100 * mbit, Quantum: 1514},
-				{ID: c22, Parent: c2, Rate: 1 * mbit, Ceil: 100 * mbit, Quantum: 4542},
-				{ID: c3, Parent: root, Rate: 10 * mbit, Ceil: 100 * mbit},
-				{ID: c31, Parent: c3, Rate: 1 * mbit, Ceil: 100 * mbit, Quantum: 3028},
+				{ID: root, Rate: 100 * mbps},
+				{ID: c2, Parent: root, Rate: 10 * mbps, Ceil: 100 * mbps},
+				{ID: c21, Parent: c2, Rate: 1 * mbps, Ceil: 100 * mbps, Quantum: 1514},
+				{ID: c22, Parent: c2, Rate: 1 * mbps, Ceil: 100 * mbps, Quantum: 4542},
+				{ID: c3, Parent: root, Rate: 10 * mbps, Ceil: 100 * mbps},
+				{ID: c31, Parent: c3, Rate: 1 * mbps, Ceil: 100 * mbps, Quantum: 3028},
 			}},
 			arrivals: htbtest.Merge(
 				offer(c21, 60, 0, win1, 1514), offer(c22, 60, 0, win1, 1514),
@@ -215,7 +215,7 @@ func scriptedCases() []scripted {
 		},
 		{
 			name: "no default: unclassified traffic goes direct, unshaped (kubernetes#25092)",
-			cfg:  htb.Config{Classes: []htb.ClassConfig{{ID: c10, Rate: 1 * mbit}}},
+			cfg:  htb.Config{Classes: []htb.ClassConfig{{ID: c10, Rate: 1 * mbps}}},
 			arrivals: htbtest.Merge(
 				offer(c10, 5, 0, 200*ms, 1000),
 				offer(0, 50, 0, 200*ms, 1000),
@@ -227,25 +227,25 @@ func scriptedCases() []scripted {
 						t.Errorf("direct packet %d arrived at %dns, left at %dns", d.Seq, arrivals[d.Seq].At, d.At)
 					}
 				}
-				rateOf(t, sent, handle, 0, 200*ms, (50+10+10)*mbit, 0.02)
+				rateOf(t, sent, handle, 0, 200*ms, (50+10+10)*mbps, 0.02)
 			},
 		},
 		{
 			name: "a default class shapes unclassified traffic; the handle still goes direct",
 			cfg: htb.Config{Default: c20, Classes: []htb.ClassConfig{
-				{ID: root, Rate: 10 * mbit},
-				{ID: c10, Parent: root, Rate: 5 * mbit},
-				{ID: c20, Parent: root, Rate: 2 * mbit},
+				{ID: root, Rate: 10 * mbps},
+				{ID: c10, Parent: root, Rate: 5 * mbps},
+				{ID: c20, Parent: root, Rate: 2 * mbps},
 			}},
 			arrivals: htbtest.Merge(offer(0, 20, 0, win1, 1000), offer(root, 20, 0, win1, 1000), offer(handle, 1, 0, win1, 200)),
 			check: func(t *testing.T, _ []htbtest.Arrival, sent []htbtest.Departure) {
-				rateOf(t, sent, c20, win0, win1, 2*mbit, 0.02)
+				rateOf(t, sent, c20, win0, win1, 2*mbps, 0.02)
 			},
 		},
 		{
 			name: "a leaf's pfifo overflows: drops counted, the rest in order",
 			cfg: htb.Config{LeafLimit: 50, DirectQLen: 5, Classes: []htb.ClassConfig{
-				{ID: c10, Rate: 1 * mbit},
+				{ID: c10, Rate: 1 * mbps},
 			}},
 			arrivals: htbtest.Merge(
 				htbtest.Backlog(0, c10, 200, htbtest.Odd(9)),
@@ -260,17 +260,17 @@ func scriptedCases() []scripted {
 		{
 			name: "rate and ceil raised then lowered in place mid-backlog: nothing dropped or reordered",
 			cfg: htb.Config{LeafLimit: 5000, Classes: []htb.ClassConfig{
-				{ID: root, Rate: 50 * mbit},
-				{ID: c10, Parent: root, Rate: 5 * mbit, Ceil: 10 * mbit},
-				{ID: c20, Parent: root, Rate: 5 * mbit, Ceil: 20 * mbit, Prio: 1},
+				{ID: root, Rate: 50 * mbps},
+				{ID: c10, Parent: root, Rate: 5 * mbps, Ceil: 10 * mbps},
+				{ID: c20, Parent: root, Rate: 5 * mbps, Ceil: 20 * mbps, Prio: 1},
 			}},
 			arrivals: htbtest.Merge(htbtest.Backlog(0, c10, 2000, htbtest.Odd(12)), offer(c20, 30, 0, sec, 1514)),
 			changes: []htbtest.Change{
-				{At: 200 * ms, Class: htb.ClassConfig{ID: c10, Parent: root, Rate: 20 * mbit, Ceil: 40 * mbit}},
-				{At: 300 * ms, Class: htb.ClassConfig{ID: root, Rate: 30 * mbit}},
-				{At: 400 * ms, Class: htb.ClassConfig{ID: c20, Parent: root, Rate: 1 * mbit, Ceil: 5 * mbit, Prio: 0, Quantum: 1000}},
-				{At: 500 * ms, Class: htb.ClassConfig{ID: c10, Parent: root, Rate: 2 * mbit, Ceil: 3 * mbit, Burst: 20000}},
-				{At: 700 * ms, Class: htb.ClassConfig{ID: root, Rate: 80 * mbit, Ceil: 100 * mbit, CBurst: 100000}},
+				{At: 200 * ms, Class: htb.ClassConfig{ID: c10, Parent: root, Rate: 20 * mbps, Ceil: 40 * mbps}},
+				{At: 300 * ms, Class: htb.ClassConfig{ID: root, Rate: 30 * mbps}},
+				{At: 400 * ms, Class: htb.ClassConfig{ID: c20, Parent: root, Rate: 1 * mbps, Ceil: 5 * mbps, Prio: 0, Quantum: 1000}},
+				{At: 500 * ms, Class: htb.ClassConfig{ID: c10, Parent: root, Rate: 2 * mbps, Ceil: 3 * mbps, Burst: 20000}},
+				{At: 700 * ms, Class: htb.ClassConfig{ID: root, Rate: 80 * mbps, Ceil: 100 * mbps, CBurst: 100000}},
 			},
 			check: func(t *testing.T, _ []htbtest.Arrival, sent []htbtest.Departure) {
 				last := map[uint32]uint64{}
@@ -289,8 +289,8 @@ func scriptedCases() []scripted {
 				}
 				// 1:10 (prio 0) at its new ceil, 1:20 the rest; then the
 				// root lowered to 30: 1:20 keeps its rate, 1:10 the rest.
-				rateOf(t, sent, c10, 250*ms, 300*ms, 40*mbit, 0.03)
-				rateOf(t, sent, c10, 350*ms, 400*ms, 25*mbit, 0.03)
+				rateOf(t, sent, c10, 250*ms, 300*ms, 40*mbps, 0.03)
+				rateOf(t, sent, c10, 350*ms, 400*ms, 25*mbps, 0.03)
 			},
 		},
 		{
@@ -333,13 +333,13 @@ func scriptedCases() []scripted {
 		{
 			name: "64 KiB GSO packets overdraw a small burst and wait it out",
 			cfg: htb.Config{Classes: []htb.ClassConfig{
-				{ID: root, Rate: 100 * mbit},
-				{ID: c10, Parent: root, Rate: 10 * mbit, Ceil: 50 * mbit, Burst: 1514, CBurst: 1514},
-				{ID: c20, Parent: root, Rate: 10 * mbit, Ceil: 100 * mbit, Burst: 1514, CBurst: 1514},
+				{ID: root, Rate: 100 * mbps},
+				{ID: c10, Parent: root, Rate: 10 * mbps, Ceil: 50 * mbps, Burst: 1514, CBurst: 1514},
+				{ID: c20, Parent: root, Rate: 10 * mbps, Ceil: 100 * mbps, Burst: 1514, CBurst: 1514},
 			}},
 			arrivals: htbtest.Merge(offer(c10, 80, 0, win1, 65536), offer(c20, 30, 0, win1, 65160), offer(c20, 5, 3, win1, 1514)),
 			check: func(t *testing.T, _ []htbtest.Arrival, sent []htbtest.Departure) {
-				rateOf(t, sent, c10, win0, win1, 50*mbit, 0.15)
+				rateOf(t, sent, c10, win0, win1, 50*mbps, 0.15)
 			},
 		},
 	}
@@ -390,8 +390,8 @@ func TestScriptedModel(t *testing.T) {
 }
 
 // TestChangeInvalid holds the tree to Linux on changes made mid-backlog
-// that htb_change_class refuses (no such class, no rate: both refuse, and
-// nothing changes) or mends (a prio above 7 is 7).
+// that htb_change_class refuses (no such class, no rate) and a prio above 7
+// (Linux takes 7; netqdisc refuses): both refuse, and nothing changes.
 func TestChangeInvalid(t *testing.T) {
 	cfg := twoLeaves(nil)
 	arrivals := htbtest.Merge(offer(c10, 70, 0, 200*ms, 1514), offer(c20, 70, 0, 200*ms, 1514))
@@ -399,10 +399,10 @@ func TestChangeInvalid(t *testing.T) {
 		name string
 		cls  htb.ClassConfig
 	}{
-		{"no such class", htb.ClassConfig{ID: 0x10077, Parent: root, Rate: 80 * mbit}},
+		{"no such class", htb.ClassConfig{ID: 0x10077, Parent: root, Rate: 80 * mbps}},
 		{"no rate", htb.ClassConfig{ID: c10, Parent: root}},
-		{"no rate, a ceil", htb.ClassConfig{ID: c10, Parent: root, Ceil: 50 * mbit}},
-		{"prio 8 is 7", htb.ClassConfig{ID: c20, Parent: root, Rate: 20 * mbit, Prio: htb.NumPrio}},
+		{"no rate, a ceil", htb.ClassConfig{ID: c10, Parent: root, Ceil: 50 * mbps}},
+		{"prio 8", htb.ClassConfig{ID: c20, Parent: root, Rate: 20 * mbps, Prio: htb.NumPrio}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			htbtest.Conform(t, cfg, arrivals, []htbtest.Change{{At: 100 * ms, Class: tc.cls}})
@@ -415,7 +415,7 @@ func TestChangeInvalid(t *testing.T) {
 func TestNewTreeRefuses(t *testing.T) {
 	deep := htb.Config{}
 	for k := uint32(1); k <= htb.MaxDepth+1; k++ {
-		c := htb.ClassConfig{ID: handle | k, Rate: mbit}
+		c := htb.ClassConfig{ID: handle | k, Rate: mbps}
 		if k > 1 {
 			c.Parent = handle | (k - 1)
 		}
@@ -427,14 +427,14 @@ func TestNewTreeRefuses(t *testing.T) {
 	}{
 		{"valid", twoLeaves(nil)},
 		{"no rate", htb.Config{Classes: []htb.ClassConfig{{ID: c10}}}},
-		{"no rate, a ceil", htb.Config{Classes: []htb.ClassConfig{{ID: c10, Ceil: mbit}}}},
-		{"minor 0", htb.Config{Classes: []htb.ClassConfig{{ID: 0x10000, Rate: mbit}}}},
-		{"another qdisc's class", htb.Config{Classes: []htb.ClassConfig{{ID: 0x20010, Rate: mbit}}}},
-		{"a class twice", htb.Config{Classes: []htb.ClassConfig{{ID: c10, Rate: mbit}, {ID: c10, Rate: mbit}}}},
-		{"a missing parent", htb.Config{Classes: []htb.ClassConfig{{ID: c10, Parent: c20, Rate: mbit}}}},
+		{"no rate, a ceil", htb.Config{Classes: []htb.ClassConfig{{ID: c10, Ceil: mbps}}}},
+		{"minor 0", htb.Config{Classes: []htb.ClassConfig{{ID: 0x10000, Rate: mbps}}}},
+		{"another qdisc's class", htb.Config{Classes: []htb.ClassConfig{{ID: 0x20010, Rate: mbps}}}},
+		{"a class twice", htb.Config{Classes: []htb.ClassConfig{{ID: c10, Rate: mbps}, {ID: c10, Rate: mbps}}}},
+		{"a missing parent", htb.Config{Classes: []htb.ClassConfig{{ID: c10, Parent: c20, Rate: mbps}}}},
 		{"eight levels", htb.Config{Classes: deep.Classes[:htb.MaxDepth]}},
 		{"nine levels", deep},
-		{"prio 8 (Linux takes 7)", htb.Config{Classes: []htb.ClassConfig{{ID: c10, Rate: mbit, Prio: htb.NumPrio}}}},
+		{"prio 8 (Linux takes 7; refused)", htb.Config{Classes: []htb.ClassConfig{{ID: c10, Rate: mbps, Prio: htb.NumPrio}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, merr := htbtest.NewModel(tc.cfg, 0)
@@ -547,7 +547,7 @@ func randomCase(seed int64, big bool) (htb.Config, []htbtest.Arrival, []htbtest.
 // Under a parent, its rate is mostly a share of the parent's and its ceil
 // up to the parent's, so that classes borrow; sometimes anything.
 func randomClass(rng *rand.Rand, id, parent uint32, p htb.ClassConfig) htb.ClassConfig {
-	rates := []uint64{64_000, 1 * mbit, 3 * mbit, 10 * mbit, 37 * mbit, 100 * mbit, 1000 * mbit}
+	rates := []uint64{64_000, 1 * mbps, 3 * mbps, 10 * mbps, 37 * mbps, 100 * mbps, 1000 * mbps}
 	// Prios mostly 0 and 1, so that classes share a prio's feeds.
 	c := htb.ClassConfig{ID: id, Parent: parent, Rate: rates[rng.Intn(len(rates))], Prio: uint8(rng.Intn(2))}
 	if rng.Intn(4) == 0 {

@@ -66,8 +66,9 @@ type Model struct {
 
 // NewModel returns the model of an htb configured as cfg, its buckets full
 // at start (ns). It refuses what htb_change_class refuses (no rate, a
-// classid not of the qdisc or taken, a missing parent, a tree too deep),
-// and leaves other than the default pfifo.
+// classid not of the qdisc or taken, a missing parent, a tree too deep), a
+// prio above 7 (which Linux takes as 7), and leaves other than the default
+// pfifo.
 func NewModel(cfg htb.Config, start int64) (*Model, error) {
 	m := &Model{
 		handle:     cfg.Handle,
@@ -151,6 +152,11 @@ func (m *Model) setParams(cl *class, cc htb.ClassConfig) error {
 	if cc.Rate == 0 {
 		return fmt.Errorf("class %#x: no rate", cc.ID)
 	}
+	// Linux takes a prio above the last as the last; netqdisc refuses it
+	// (issue 28: every bound Linux has is refused with a clear error).
+	if cc.Prio >= htb.NumPrio {
+		return fmt.Errorf("class %#x: prio %d is above %d", cc.ID, cc.Prio, htb.NumPrio-1)
+	}
 	ceil := cc.Ceil
 	if ceil == 0 {
 		ceil = cc.Rate
@@ -175,8 +181,7 @@ func (m *Model) setParams(cl *class, cc htb.ClassConfig) error {
 			q = max(htb.MinQuantum, min(q, htb.MaxQuantum))
 		}
 		cl.quantum = int64(q)
-		// Linux takes a prio above the last as the last.
-		cl.prio = min(cc.Prio, htb.NumPrio-1)
+		cl.prio = cc.Prio
 	}
 	return nil
 }
