@@ -21,13 +21,26 @@ type stat struct {
 	packets, overlimits, lends, borrows, drops uint64
 }
 
+// times lists each of n packets' departure time, -1 for one not sent.
+func times(n int, sent []Departure) []int64 {
+	got := make([]int64, n)
+	for k := range got {
+		got[k] = -1
+	}
+	for _, d := range sent {
+		got[d.Seq] = d.At
+	}
+	return got
+}
+
 func statOf(s htb.ClassStats) stat {
 	return stat{s.Tokens, s.CTokens, s.Mode, s.Packets, s.Overlimits, s.Lends, s.Borrows, s.Drops}
 }
 
 // TestModelByHand checks the model against departures and token counts
 // worked out by hand from sch_htb.c, so that the model is checked by
-// something other than the code it checks.
+// something other than the code it checks; and the tree against the same
+// departures.
 func TestModelByHand(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -76,6 +89,35 @@ func TestModelByHand(t *testing.T) {
 			},
 		},
 		{
+			// Leaves A (1:10, quantum 1000) and B (1:20, quantum 2000)
+			// of rate 1000 B/s (1 s a packet, buffer 1 s) and ceil 1 ms
+			// a packet (cbuffer 1 ms) under a root of 4 ms a packet
+			// (buffer 4 ms). At 0 each sends two at its own rate (A0 A1,
+			// then B0 B1), the second taking it to -1 s and its ceil to
+			// -1 ms, and the root to -12 ms. From 1 ms both may borrow;
+			// the root may lend at 12 ms, then every 4 ms. Level 7's DRR:
+			// each deficit starts at 0, so A's and B's first turns end
+			// after a packet (A: -1000+1000 = 0, B: -1000+2000 = 1000);
+			// then A sends 1 packet a turn, B 2 (1000 -> 0 -> -1000+2000).
+			// When B empties at 36 ms the feed's pointer (at B) is lost,
+			// its id kept, and the next lookup finds nothing at or after
+			// B: it rewinds to A.
+			name: "DRR by quantum at level 7",
+			cfg: htb.Config{Classes: []htb.ClassConfig{
+				{ID: 0x10001, Rate: fast, Burst: 1000, CBurst: 1000},
+				{ID: 0x10010, Parent: 0x10001, Rate: 1000, Ceil: 1_000_000, Burst: 1000, CBurst: 1000, Quantum: 1000},
+				{ID: 0x10020, Parent: 0x10001, Rate: 1000, Ceil: 1_000_000, Burst: 1000, CBurst: 1000, Quantum: 2000},
+			}},
+			arrivals: Merge(Backlog(0, 0x10010, 6, Fixed(1000)), Backlog(0, 0x10020, 6, Fixed(1000))),
+			sent: []int64{0, 0, 12 * ms, 20 * ms, 32 * ms, 40 * ms,
+				0, 0, 16 * ms, 24 * ms, 28 * ms, 36 * ms},
+			stats: map[uint32]stat{
+				0x10001: {tokens: -4 * ms, ctokens: -4 * ms, mode: htb.CantSend, packets: 12, overlimits: 9, lends: 8},
+				0x10010: {tokens: -960 * ms, ctokens: 0, mode: htb.MayBorrow, packets: 6, overlimits: 1, lends: 2, borrows: 4},
+				0x10020: {tokens: -964 * ms, ctokens: 0, mode: htb.MayBorrow, packets: 6, overlimits: 1, lends: 2, borrows: 4},
+			},
+		},
+		{
 			// Packets 0-4 name 1:10, whose bucket holds one packet (8 ms)
 			// and whose pfifo holds 2: 0 and 1 leave at once (tokens 8 ->
 			// 0 -> -8 ms), 2 and 3 queue, 4 is dropped; 2 leaves at 8 ms,
@@ -114,15 +156,12 @@ func TestModelByHand(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := make([]int64, len(tc.arrivals))
-			for k := range got {
-				got[k] = -1
-			}
-			for _, d := range m.Sent {
-				got[d.Seq] = d.At
-			}
-			if !reflect.DeepEqual(got, tc.sent) {
+			if got := times(len(tc.arrivals), m.Sent); !reflect.DeepEqual(got, tc.sent) {
 				t.Errorf("departures %v, want %v", got, tc.sent)
+			}
+			// The tree, in lockstep with the model, to the same numbers.
+			if got := times(len(tc.arrivals), Conform(t, tc.cfg, tc.arrivals, nil)); !reflect.DeepEqual(got, tc.sent) {
+				t.Errorf("tree's departures %v, want %v", got, tc.sent)
 			}
 			if m.Drops() != tc.drops {
 				t.Errorf("drops %d, want %d", m.Drops(), tc.drops)
