@@ -258,6 +258,22 @@ func scriptedCases() []scripted {
 			},
 		},
 		{
+			name: "grafted bfifo leaves refuse what would pass their byte limit",
+			cfg: htb.Config{Classes: []htb.ClassConfig{
+				{ID: root, Rate: 20 * mbps},
+				{ID: c10, Parent: root, Rate: 5 * mbps, Ceil: 20 * mbps, Leaf: htbtest.NewByteFIFO(20000)},
+				{ID: c20, Parent: root, Rate: 5 * mbps, Ceil: 20 * mbps, Leaf: htbtest.NewByteFIFO(6000)},
+			}},
+			arrivals: htbtest.Merge(
+				htbtest.Poisson(31, 0, c10, 2000, 200_000, htbtest.Odd(32)),
+				htbtest.Poisson(33, 0, c20, 2000, 200_000, htbtest.Odd(34))),
+			check: func(t *testing.T, _ []htbtest.Arrival, sent []htbtest.Departure) {
+				if len(sent) > 3900 {
+					t.Errorf("%d of 4000 sent; the bfifos should have dropped more", len(sent))
+				}
+			},
+		},
+		{
 			name: "rate and ceil raised then lowered in place mid-backlog: nothing dropped or reordered",
 			cfg: htb.Config{LeafLimit: 5000, Classes: []htb.ClassConfig{
 				{ID: root, Rate: 50 * mbps},
@@ -516,6 +532,11 @@ func randomCase(seed int64, big bool) (htb.Config, []htbtest.Arrival, []htbtest.
 	}
 	if rng.Intn(2) == 0 {
 		cfg.Default = ids[rng.Intn(len(ids))]
+	}
+	for k := range cfg.Classes {
+		if !children[cfg.Classes[k].ID] && rng.Intn(3) == 0 {
+			cfg.Classes[k].Leaf = htbtest.NewByteFIFO(uint64(3000 + rng.Intn(200000)))
+		}
 	}
 	var parts [][]htbtest.Arrival
 	ceil := map[uint32]uint64{}

@@ -10,7 +10,7 @@ import (
 const mbuffer = int64(htb.MBuffer)
 
 // class is one class of the model: sch_htb's struct htb_class, its leaf
-// queue a pfifo of (seq, size).
+// queue a pfifo or a bfifo of (seq, size).
 type class struct {
 	id     uint32
 	parent *class
@@ -38,10 +38,12 @@ type class struct {
 	prioActivity uint8
 
 	// A leaf's DRR deficit at each level it may be served from, and its
-	// pfifo.
-	deficit [htb.MaxDepth]int64
-	queue   []Departure
-	backlog uint64
+	// queue: the default pfifo, or a bfifo of byteLimit bytes.
+	deficit   [htb.MaxDepth]int64
+	queue     []Departure
+	backlog   uint64
+	bfifo     bool
+	byteLimit uint64
 
 	// An inner class's feeds: per prio, the children that may borrow
 	// from it, in classid order, with the round-robin pointer.

@@ -67,7 +67,7 @@ func (m *Model) dequeueTree(prio, level int, now int64) (Departure, bool) {
 			break
 		}
 		// An empty leaf in a row: Linux deactivates it and looks again.
-		// With pfifo leaves it cannot happen.
+		// With fifo leaves it cannot happen.
 		m.deactivate(cl)
 		if row.empty() {
 			return Departure{}, false

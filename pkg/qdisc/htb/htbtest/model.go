@@ -13,7 +13,8 @@
 // not overloaded) and near_ev_cache (the cache is never later than a
 // level's first pending event, so it only skips htb_do_events calls that
 // would find nothing due; its staleness can make Linux's watchdog fire
-// early, for a dequeue that sends nothing). Leaves are pfifos.
+// early, for a dequeue that sends nothing). Leaves are pfifos, or bfifos
+// where the tree's leaf is a ByteFIFO.
 package htbtest
 
 import (
@@ -33,8 +34,8 @@ type Departure struct {
 	At    int64
 }
 
-// Model is Linux's sch_htb for one configuration: classes with pfifo
-// leaves and the direct queue, drained by htb_dequeue, which the kernel
+// Model is Linux's sch_htb for one configuration: classes with pfifo (or
+// bfifo) leaves and the direct queue, drained by htb_dequeue, which the kernel
 // calls after every enqueue and whenever the watchdog (an ideal hrtimer)
 // fires.
 type Model struct {
@@ -68,7 +69,7 @@ type Model struct {
 // at start (ns). It refuses what htb_change_class refuses (no rate, a
 // classid not of the qdisc or taken, a missing parent, a tree too deep), a
 // prio above 7 (which Linux takes as 7), and leaves other than the default
-// pfifo.
+// pfifo and ByteFIFO.
 func NewModel(cfg htb.Config, start int64) (*Model, error) {
 	m := &Model{
 		handle:     cfg.Handle,
@@ -112,8 +113,14 @@ func (m *Model) addClass(cc htb.ClassConfig, now int64) error {
 	if m.byID[cc.ID] != nil {
 		return fmt.Errorf("class %#x: defined twice", cc.ID)
 	}
+	var bfifo bool
+	var byteLimit uint64
 	if cc.Leaf != nil {
-		return fmt.Errorf("class %#x: the model has pfifo leaves only", cc.ID)
+		b, ok := cc.Leaf.(*ByteFIFO)
+		if !ok {
+			return fmt.Errorf("class %#x: the model has pfifo and ByteFIFO leaves only", cc.ID)
+		}
+		bfifo, byteLimit = true, b.Limit
 	}
 	var parent *class
 	if cc.Parent != 0 && cc.Parent != m.handle {
@@ -124,7 +131,7 @@ func (m *Model) addClass(cc htb.ClassConfig, now int64) error {
 			return fmt.Errorf("class %#x: tree is too deep", cc.ID)
 		}
 	}
-	cl := &class{id: cc.ID, parent: parent, mode: htb.CanSend}
+	cl := &class{id: cc.ID, parent: parent, mode: htb.CanSend, bfifo: bfifo, byteLimit: byteLimit}
 	if err := m.setParams(cl, cc); err != nil {
 		return err
 	}
@@ -195,7 +202,7 @@ func (m *Model) Change(cc htb.ClassConfig, now int64) error {
 		return fmt.Errorf("class %#x: no such class", cc.ID)
 	}
 	if cc.Leaf != nil {
-		return fmt.Errorf("class %#x: the model has pfifo leaves only", cc.ID)
+		return fmt.Errorf("class %#x: the model changes no leaf qdisc", cc.ID)
 	}
 	return m.setParams(cl, cc)
 }
@@ -231,7 +238,11 @@ func (m *Model) Enqueue(now int64, seq uint64, id uint32, size uint32) bool {
 		m.qlen++
 		return true
 	}
-	if len(cl.queue) >= m.leafLimit {
+	full := len(cl.queue) >= m.leafLimit
+	if cl.bfifo {
+		full = cl.backlog+uint64(size) > cl.byteLimit
+	}
+	if full {
 		cl.drops++
 		m.drops++
 		return false
