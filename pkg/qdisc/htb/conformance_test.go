@@ -310,6 +310,16 @@ func scriptedCases() []scripted {
 			},
 		},
 		{
+			name: "a purge (htb_reset) mid-backlog: queues dropped, every class CanSend again with its tokens as they were",
+			cfg: twoLeaves(func(c *htb.ClassConfig) {
+				if c.ID == c20 {
+					c.Prio, c.Quantum = 1, 3000
+				}
+			}),
+			arrivals: htbtest.Merge(offer(c10, 70, 0, 300*ms, 1514), offer(c20, 70, 0, 300*ms, 1514), htbtest.Poisson(41, 0, 0, 100, 3e6, htbtest.Odd(42))),
+			changes:  []htbtest.Change{{At: 100 * ms, Purge: true}, {At: 100*ms + 3, Purge: true}, {At: 200 * ms, Purge: true}},
+		},
+		{
 			name: "after a long idle the credit is at most mbuffer (60 s), and a huge overdraw clamps at 1-mbuffer",
 			cfg: htb.Config{Classes: []htb.ClassConfig{
 				{ID: root, Rate: 1000, Burst: 64 << 10, CBurst: 64 << 10},
@@ -557,8 +567,13 @@ func randomCase(seed int64, big bool) (htb.Config, []htbtest.Arrival, []htbtest.
 	var changes []htbtest.Change
 	for k := nChanges; k > 0; k-- {
 		c := cfg.Classes[rng.Intn(len(cfg.Classes))]
+		at := int64(rng.Intn(int(300 * ms)))
+		if rng.Intn(8) == 0 {
+			changes = append(changes, htbtest.Change{At: at, Purge: true})
+			continue
+		}
 		nc := randomClass(rng, c.ID, c.Parent, byID[c.Parent])
-		changes = append(changes, htbtest.Change{At: int64(rng.Intn(int(300 * ms))), Class: nc})
+		changes = append(changes, htbtest.Change{At: at, Class: nc})
 	}
 	sortChanges(changes)
 	return cfg, htbtest.Merge(parts...), changes
@@ -619,7 +634,7 @@ func sortChanges(cs []htbtest.Change) {
 }
 
 // TestRandomTreesModel runs the random cases on the model alone: it ends,
-// and every packet is sent, dropped or (none) left queued.
+// and every packet is sent, dropped, purged or (none) left queued.
 func TestRandomTreesModel(t *testing.T) {
 	for seed := int64(1); seed <= 40; seed++ {
 		cfg, arrivals, changes := randomCase(seed, seed%4 == 0)
@@ -627,8 +642,8 @@ func TestRandomTreesModel(t *testing.T) {
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
 		}
-		if n, _ := m.Len(); len(m.Sent)+int(m.Drops())+n != len(arrivals) || n != 0 {
-			t.Errorf("seed %d: %d packets: %d sent, %d dropped, %d queued", seed, len(arrivals), len(m.Sent), m.Drops(), n)
+		if n, _ := m.Len(); len(m.Sent)+int(m.Drops()+m.Purged())+n != len(arrivals) || n != 0 {
+			t.Errorf("seed %d: %d packets: %d sent, %d dropped, %d purged, %d queued", seed, len(arrivals), len(m.Sent), m.Drops(), m.Purged(), n)
 		}
 	}
 }

@@ -23,10 +23,12 @@ type Arrival struct {
 }
 
 // Change is htb_change_class on an existing class At ns after the tree was
-// made.
+// made; or, if Purge, htb_reset (tc qdisc's reset: the queues dropped, the
+// classes CanSend again).
 type Change struct {
 	At    int64
 	Class htb.ClassConfig
+	Purge bool
 }
 
 // Backlog is n packets for class that all arrive at at.

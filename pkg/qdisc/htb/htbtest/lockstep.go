@@ -180,6 +180,10 @@ func (ls *Lockstep) Run(t testing.TB, arrivals []Arrival, changes []Change) {
 			ls.compare(t, now)
 		}
 		for ; c < len(changes) && ls.Start+changes[c].At == now; c++ {
+			if changes[c].Purge {
+				ls.purge(t, now)
+				continue
+			}
 			cc := changes[c].Class
 			ls.note(now, fmt.Sprintf("change %+v", cc))
 			merr := m.Change(cc, now)
@@ -209,6 +213,19 @@ func (ls *Lockstep) schedulePoll(now int64) {
 		ls.nextPoll = now + ls.Poll
 		ls.polls++
 	}
+}
+
+// purge purges both sides (htb_reset); Linux dequeues nothing after it.
+func (ls *Lockstep) purge(t testing.TB, now int64) {
+	t.Helper()
+	ls.note(now, "purge")
+	mn, mb := ls.Model.Purge()
+	tn, tb := ls.Tree.Purge()
+	if mn != tn || mb != tb {
+		ls.fail(t, now, fmt.Sprintf("Purge: tree dropped %d packets %d bytes; Linux %d packets %d bytes", tn, tb, mn, mb))
+	}
+	ls.treeNext = -1
+	ls.compare(t, now)
 }
 
 // arrive enqueues one packet into both sides and dequeues both.

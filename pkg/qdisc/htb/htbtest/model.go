@@ -58,6 +58,8 @@ type Model struct {
 	pqSeq uint64
 
 	overlimits, drops, directPkts uint64
+	// purged counts the packets Purge dropped.
+	purged uint64
 
 	// Watchdog is when the watchdog fires next, -1 when it is not armed.
 	Watchdog int64
@@ -312,3 +314,28 @@ func (m *Model) Classes() []htb.ClassStats {
 
 // Handle returns the qdisc's handle (major:0).
 func (m *Model) Handle() uint32 { return m.handle }
+
+// Purge is htb_reset: every queued packet is dropped (not counted as a
+// drop); every class leaves the feeds, rows and wait queues and is
+// CanSend again, its tokens, tc and deficits kept; the round-robin
+// pointers start over. It returns the packets and bytes dropped.
+func (m *Model) Purge() (int, uint64) {
+	n, bytes := m.Len()
+	m.purged += uint64(n)
+	m.direct = nil
+	m.qlen = 0
+	for _, cl := range m.classes {
+		cl.queue, cl.backlog = nil, 0
+		cl.feed = [htb.NumPrio]idList{}
+		cl.prioActivity = 0
+		cl.mode = htb.CanSend
+		cl.inPQ = false
+	}
+	m.rows = [htb.MaxDepth][htb.NumPrio]idList{}
+	m.wait = [htb.MaxDepth][]*class{}
+	m.Watchdog = -1
+	return n, bytes
+}
+
+// Purged returns the packets Purge dropped.
+func (m *Model) Purged() uint64 { return m.purged }

@@ -34,6 +34,10 @@ func Simulate(cfg htb.Config, arrivals []Arrival, changes []Change) (*Model, err
 			m.Dequeue(next)
 		}
 		for ; c < len(changes) && changes[c].At == next; c++ {
+			if changes[c].Purge {
+				m.Purge()
+				continue
+			}
 			// A change Linux refuses changes nothing.
 			_ = m.Change(changes[c].Class, next)
 			m.Dequeue(next)
