@@ -399,6 +399,19 @@ func TestConformancePolled(t *testing.T) {
 	}
 }
 
+// TestConformancePeek runs the scripted cases with every Dequeue of the
+// tree after two Peeks at the same time (qdisc_peek_dequeued).
+func TestConformancePeek(t *testing.T) {
+	for _, tc := range scriptedCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			ls := htbtest.NewLockstep(t, tc.cfg)
+			ls.PeekFirst = true
+			ls.Run(t, tc.arrivals, tc.changes)
+			ls.Finish(t)
+		})
+	}
+}
+
 // TestScriptedModel checks that what each scripted case claims holds of the
 // model alone, so that the cases test what they say.
 func TestScriptedModel(t *testing.T) {
@@ -480,8 +493,9 @@ func TestNewTreeRefuses(t *testing.T) {
 var randomSeeds = flag.Int("htb.seeds", 40, "random trees TestRandomTrees runs")
 
 // TestRandomTrees runs random valid trees (up to four levels, or eight)
-// under random traffic, changes included, in lockstep with the model; every
-// third with the tree polled more often than Linux dequeues.
+// under random traffic, changes and purges included, in lockstep with the
+// model; a third with the tree polled more often than Linux dequeues, a
+// third with every Dequeue after two Peeks.
 func TestRandomTrees(t *testing.T) {
 	n := *randomSeeds
 	if testing.Short() {
@@ -491,13 +505,19 @@ func TestRandomTrees(t *testing.T) {
 		cfg, arrivals, changes := randomCase(seed, seed%4 == 0)
 		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
 			t.Logf("seed %d: %d classes, %d packets, %d changes", seed, len(cfg.Classes), len(arrivals), len(changes))
-			if seed%3 == 0 {
-				// Every third with the tree polled more often than Linux
-				// dequeues.
+			switch seed % 3 {
+			case 0:
+				// The tree polled more often than Linux dequeues.
 				htbtest.ConformPolled(t, cfg, arrivals, changes, 1000+seed*37, 20_000)
-				return
+			case 1:
+				// Every Dequeue after two Peeks.
+				ls := htbtest.NewLockstep(t, cfg)
+				ls.PeekFirst = true
+				ls.Run(t, arrivals, changes)
+				ls.Finish(t)
+			default:
+				htbtest.Conform(t, cfg, arrivals, changes)
 			}
-			htbtest.Conform(t, cfg, arrivals, changes)
 		})
 	}
 }

@@ -43,6 +43,10 @@ type Lockstep struct {
 	MaxPolls int
 	polls    int
 	nextPoll int64
+	// PeekFirst makes every Dequeue of the tree follow two Peeks at the
+	// same time (qdisc_peek_dequeued): they must name the packet the
+	// Dequeue hands over, or none when it hands over none.
+	PeekFirst bool
 
 	// named maps a packet's sequence number to the class it names.
 	named map[uint64]uint32
@@ -255,7 +259,11 @@ func (ls *Lockstep) arrive(t testing.TB, now int64, a Arrival) {
 func (ls *Lockstep) drainTree(t testing.TB, now int64) {
 	t.Helper()
 	for {
+		peeked, psize := ls.peek(t, now)
 		pkt, size, ok := ls.Tree.Dequeue(now)
+		if ls.PeekFirst && (peeked != ok || size != psize) {
+			ls.fail(t, now, fmt.Sprintf("Peek named a packet: %v (%d bytes); Dequeue handed one over: %v (%d bytes)", peeked, psize, ok, size))
+		}
 		if !ok {
 			break
 		}
@@ -280,6 +288,25 @@ func (ls *Lockstep) drainTree(t testing.TB, now int64) {
 			ls.fail(t, now, fmt.Sprintf("Dequeue handed over nothing with %d packets queued, and NextEvent is %s, not after now", n, ls.rel(ls.treeNext)))
 		}
 	}
+}
+
+// peek, if PeekFirst, peeks at the tree twice and returns whether it named
+// a packet and its size.
+func (ls *Lockstep) peek(t testing.TB, now int64) (bool, uint32) {
+	t.Helper()
+	if !ls.PeekFirst {
+		return false, 0
+	}
+	var sizes [2][4]uint32
+	var arrived [2][4]int64
+	var n [2]int
+	for k := range n {
+		n[k] = ls.Tree.Peek(now, sizes[k][:], arrived[k][:])
+	}
+	if n[0] > 1 || n[0] != n[1] || sizes[0][0] != sizes[1][0] {
+		ls.fail(t, now, fmt.Sprintf("two Peeks at once: %d packets %v, then %d %v; want the same, at most one", n[0], sizes[0][:n[0]], n[1], sizes[1][:n[1]]))
+	}
+	return n[0] == 1, sizes[0][0]
 }
 
 // compare checks the departures not yet compared.
