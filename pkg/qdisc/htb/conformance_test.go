@@ -412,6 +412,20 @@ func TestConformancePeek(t *testing.T) {
 	}
 }
 
+// TestConformanceBatched runs the scripted cases with the packets that
+// arrive at one time all enqueued before the dequeues (Linux's qdisc
+// running on another CPU): bursts fill the direct queue and the leaves.
+func TestConformanceBatched(t *testing.T) {
+	for _, tc := range scriptedCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			ls := htbtest.NewLockstep(t, tc.cfg)
+			ls.Batch = true
+			ls.Run(t, tc.arrivals, tc.changes)
+			ls.Finish(t)
+		})
+	}
+}
+
 // TestScriptedModel checks that what each scripted case claims holds of the
 // model alone, so that the cases test what they say.
 func TestScriptedModel(t *testing.T) {
@@ -495,7 +509,8 @@ var randomSeeds = flag.Int("htb.seeds", 40, "random trees TestRandomTrees runs")
 // TestRandomTrees runs random valid trees (up to four levels, or eight)
 // under random traffic, changes and purges included, in lockstep with the
 // model; a third with the tree polled more often than Linux dequeues, a
-// third with every Dequeue after two Peeks.
+// third with every Dequeue after two Peeks, and of the rest half with the
+// packets of one time enqueued together.
 func TestRandomTrees(t *testing.T) {
 	n := *randomSeeds
 	if testing.Short() {
@@ -516,7 +531,11 @@ func TestRandomTrees(t *testing.T) {
 				ls.Run(t, arrivals, changes)
 				ls.Finish(t)
 			default:
-				htbtest.Conform(t, cfg, arrivals, changes)
+				// Half with the packets of one time enqueued together.
+				ls := htbtest.NewLockstep(t, cfg)
+				ls.Batch = seed%2 == 0
+				ls.Run(t, arrivals, changes)
+				ls.Finish(t)
 			}
 		})
 	}
@@ -528,7 +547,7 @@ func TestRandomTrees(t *testing.T) {
 // or, big, up to 24 on eight, with more changes.
 func randomCase(seed int64, big bool) (htb.Config, []htbtest.Arrival, []htbtest.Change) {
 	rng := rand.New(rand.NewSource(seed))
-	cfg := htb.Config{R2Q: uint32(rng.Intn(3) * 10), LeafLimit: uint32(rng.Intn(3) * 100)}
+	cfg := htb.Config{R2Q: uint32(rng.Intn(3) * 10), LeafLimit: uint32(rng.Intn(3) * 100), DirectQLen: uint32(rng.Intn(3) * 10)}
 	depth := map[uint32]int{}
 	byID := map[uint32]htb.ClassConfig{}
 	var ids []uint32
@@ -582,6 +601,13 @@ func randomCase(seed int64, big bool) (htb.Config, []htbtest.Arrival, []htbtest.
 	for _, id := range []uint32{0, handle, ids[0], handle | 0x999} {
 		if rng.Intn(3) == 0 {
 			parts = append(parts, htbtest.Poisson(seed*100+int64(id&0xfff), 0, id, 1+rng.Intn(30), 3e6, randomSize(rng)))
+		}
+	}
+	// Bursts: packets arriving at one instant, for leaves and the direct
+	// queue.
+	for _, id := range append(leaves, handle) {
+		if rng.Intn(3) == 0 {
+			parts = append(parts, htbtest.Backlog(int64(rng.Intn(int(200*ms))), id, 1+rng.Intn(60), randomSize(rng)))
 		}
 	}
 	var changes []htbtest.Change

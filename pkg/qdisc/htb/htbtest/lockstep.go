@@ -43,6 +43,11 @@ type Lockstep struct {
 	MaxPolls int
 	polls    int
 	nextPoll int64
+	// Batch makes the packets that arrive at one time all enqueued before
+	// both sides are dequeued, as when Linux's qdisc is already running
+	// on another CPU (or the device is busy): the direct queue and the
+	// leaves then hold bursts.
+	Batch bool
 	// PeekFirst makes every Dequeue of the tree follow two Peeks at the
 	// same time (qdisc_peek_dequeued): they must name the packet the
 	// Dequeue hands over, or none when it hands over none.
@@ -201,6 +206,9 @@ func (ls *Lockstep) Run(t testing.TB, arrivals []Arrival, changes []Change) {
 		}
 		for ; i < len(arrivals) && ls.Start+arrivals[i].At == now; i++ {
 			ls.arrive(t, now, arrivals[i])
+			if ls.Batch && (i+1 == len(arrivals) || arrivals[i+1].At != arrivals[i].At) {
+				ls.drain(t, now)
+			}
 		}
 		ls.schedulePoll(now)
 	}
@@ -232,7 +240,8 @@ func (ls *Lockstep) purge(t testing.TB, now int64) {
 	ls.compare(t, now)
 }
 
-// arrive enqueues one packet into both sides and dequeues both.
+// arrive enqueues one packet into both sides and, unless batching,
+// dequeues both.
 func (ls *Lockstep) arrive(t testing.TB, now int64, a Arrival) {
 	t.Helper()
 	seq := uint64(len(ls.pkts))
@@ -249,6 +258,14 @@ func (ls *Lockstep) arrive(t testing.TB, now int64, a Arrival) {
 	if ok != queued {
 		ls.fail(t, now, fmt.Sprintf("packet %d (%d bytes) for class %#x: tree queued=%v, Linux queued=%v", seq, a.Size, a.Class, queued, ok))
 	}
+	if !ls.Batch {
+		ls.drain(t, now)
+	}
+}
+
+// drain dequeues both sides at now and compares their departures.
+func (ls *Lockstep) drain(t testing.TB, now int64) {
+	t.Helper()
 	ls.Model.Dequeue(now)
 	ls.drainTree(t, now)
 	ls.compare(t, now)
