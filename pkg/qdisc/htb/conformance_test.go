@@ -548,6 +548,15 @@ func TestRandomTrees(t *testing.T) {
 func randomCase(seed int64, big bool) (htb.Config, []htbtest.Arrival, []htbtest.Change) {
 	rng := rand.New(rand.NewSource(seed))
 	cfg := htb.Config{R2Q: uint32(rng.Intn(3) * 10), LeafLimit: uint32(rng.Intn(3) * 100), DirectQLen: uint32(rng.Intn(3) * 10)}
+	// The qdisc's handle: 1: (given or 0) mostly, sometimes another.
+	h := uint32(handle)
+	switch rng.Intn(4) {
+	case 0:
+		cfg.Handle = h
+	case 1:
+		h = uint32(2+rng.Intn(0xfffd)) << 16
+		cfg.Handle = h
+	}
 	depth := map[uint32]int{}
 	byID := map[uint32]htb.ClassConfig{}
 	var ids []uint32
@@ -556,7 +565,7 @@ func randomCase(seed int64, big bool) (htb.Config, []htbtest.Arrival, []htbtest.
 		nClasses, maxDepth, nChanges = 2+rng.Intn(23), htb.MaxDepth, rng.Intn(12)
 	}
 	for k := 0; k < nClasses; k++ {
-		id := uint32(handle | (k + 1))
+		id := h | uint32(k+1)
 		var parent uint32
 		if k > 0 && rng.Intn(4) != 0 {
 			parent = ids[rng.Intn(len(ids))]
@@ -598,14 +607,14 @@ func randomCase(seed int64, big bool) (htb.Config, []htbtest.Arrival, []htbtest.
 		offered := float64(ceil[id]) * (0.1 + 3*rng.Float64())
 		parts = append(parts, htbtest.Poisson(seed*100+int64(k), int64(rng.Intn(int(50*ms))), id, 50+rng.Intn(250), 5200e9/offered, randomSize(rng)))
 	}
-	for _, id := range []uint32{0, handle, ids[0], handle | 0x999} {
+	for _, id := range []uint32{0, h, ids[0], h | 0x999, handle | 1} {
 		if rng.Intn(3) == 0 {
 			parts = append(parts, htbtest.Poisson(seed*100+int64(id&0xfff), 0, id, 1+rng.Intn(30), 3e6, randomSize(rng)))
 		}
 	}
 	// Bursts: packets arriving at one instant, for leaves and the direct
 	// queue.
-	for _, id := range append(leaves, handle) {
+	for _, id := range append(leaves, h) {
 		if rng.Intn(3) == 0 {
 			parts = append(parts, htbtest.Backlog(int64(rng.Intn(int(200*ms))), id, 1+rng.Intn(60), randomSize(rng)))
 		}
@@ -629,7 +638,7 @@ func randomCase(seed int64, big bool) (htb.Config, []htbtest.Arrival, []htbtest.
 // Under a parent, its rate is mostly a share of the parent's and its ceil
 // up to the parent's, so that classes borrow; sometimes anything.
 func randomClass(rng *rand.Rand, id, parent uint32, p htb.ClassConfig) htb.ClassConfig {
-	rates := []uint64{64_000, 1 * mbps, 3 * mbps, 10 * mbps, 37 * mbps, 100 * mbps, 1000 * mbps}
+	rates := []uint64{64_000, 1 * mbps, 3 * mbps, 10 * mbps, 37 * mbps, 100 * mbps, 1000 * mbps, 10000 * mbps}
 	// Prios mostly 0 and 1, so that classes share a prio's feeds.
 	c := htb.ClassConfig{ID: id, Parent: parent, Rate: rates[rng.Intn(len(rates))], Prio: uint8(rng.Intn(2))}
 	if rng.Intn(4) == 0 {
