@@ -1,8 +1,12 @@
 // Package htbtest holds an htb tree to Linux's: a model of sch_htb written
 // from net/sched/sch_htb.c (Linux 6.12) apart from package htb's code, the
 // arrival patterns, and a lockstep harness that runs an htb.Tree and the
-// model on the same arrivals and times and compares every departure to the
-// nanosecond.
+// model on the same arrivals, changes and times and compares every
+// departure to the nanosecond, every refusal, and at the end every class's
+// counters and tokens. The harness can also poll the tree more often than
+// Linux dequeues (Poll), peek before every dequeue (PeekFirst), and enqueue
+// the packets of one instant together (Batch): none of these may change a
+// departure.
 //
 // The model keeps Linux's decisions with simpler structures: sorted slices
 // for the id-ordered rows and feeds (with their round-robin pointers,
@@ -13,8 +17,11 @@
 // not overloaded) and near_ev_cache (the cache is never later than a
 // level's first pending event, so it only skips htb_do_events calls that
 // would find nothing due; its staleness can make Linux's watchdog fire
-// early, for a dequeue that sends nothing). Leaves are pfifos, or bfifos
-// where the tree's leaf is a ByteFIFO.
+// early, for a dequeue that sends nothing). htb_hysteresis is 0, as by
+// default: modes change at exactly 0 tokens. Leaves are pfifos, or bfifos
+// where the tree's leaf is a ByteFIFO. Where netqdisc's conventions differ
+// from Linux's (times in ns from package rate, a prio above 7 refused), the
+// model takes netqdisc's; see NewModel.
 package htbtest
 
 import (
