@@ -52,6 +52,9 @@ type Lockstep struct {
 	// same time (qdisc_peek_dequeued): they must name the packet the
 	// Dequeue hands over, or none when it hands over none.
 	PeekFirst bool
+	// Trace, if not nil, is given every step as the failure report would
+	// show it.
+	Trace func(string)
 
 	// named maps a packet's sequence number to the class it names.
 	named map[uint64]uint32
@@ -168,7 +171,7 @@ func (ls *Lockstep) Run(t testing.TB, arrivals []Arrival, changes []Change) {
 		}
 		ls.Clock.Advance(time.Duration(now - NowNS(ls.Clock)))
 		if mDue, tDue, pDue := m.Watchdog == now, ls.treeNext == now, ls.nextPoll == now; mDue || tDue || pDue {
-			ls.note(now, fmt.Sprintf("timer (Linux's due: %v, tree's due: %v, poll: %v)", mDue, tDue, pDue))
+			ls.note(now, fmt.Sprintf("timer (Linux's due: %v, tree's due: %v, poll: %v; Linux's watchdog %s, tree's NextEvent %s)", mDue, tDue, pDue, ls.rel(m.Watchdog), ls.rel(ls.treeNext)))
 			if tDue && !mDue {
 				ls.OnlyTree++
 			}
@@ -474,6 +477,9 @@ func (ls *Lockstep) note(now int64, s string) {
 		ls.history = ls.history[1:]
 	}
 	ls.history = append(ls.history, fmt.Sprintf("t=%dns %s", now-ls.Start, s))
+	if ls.Trace != nil {
+		ls.Trace(ls.history[len(ls.history)-1])
+	}
 }
 
 // dep prints a departure with its time from Start.
