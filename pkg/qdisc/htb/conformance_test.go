@@ -663,6 +663,19 @@ func randomClass(rng *rand.Rand, id, parent uint32, p htb.ClassConfig) htb.Class
 	if rng.Intn(5) == 0 {
 		c.Overhead, c.MPU = int32(rng.Intn(40)), uint32(rng.Intn(100))
 	}
+	// Now and then what Linux takes though tc's users seldom give it: a
+	// ceil below the rate, a bucket smaller than any packet, a quantum of
+	// a few bytes.
+	switch rng.Intn(12) {
+	case 0:
+		c.Ceil = max(1000, c.Rate/uint64(2+rng.Intn(4)))
+	case 1:
+		// Tiny, but at least a nanosecond's worth (Validate's bound).
+		ceil := max(c.Rate, c.Ceil)
+		c.Burst, c.CBurst = uint32(c.Rate/1e9)+1+uint32(rng.Intn(60)), uint32(ceil/1e9)+1+uint32(rng.Intn(60))
+	case 2:
+		c.Quantum = uint32(1 + rng.Intn(100))
+	}
 	return c
 }
 
