@@ -1,6 +1,7 @@
 package runscflags_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -71,5 +72,44 @@ func TestChangeClasses(t *testing.T) {
 	}
 	if show := p.NIC.Show(); !strings.Contains(show, "class htb 1:20 parent 1:1") || !strings.Contains(show, "quota") {
 		t.Errorf("Show does not list the classes as tc -s class show does:\n%s", show)
+	}
+}
+
+// TestCheckpointState: a checkpoint keeps a NIC's class changes and its
+// quotas' counters, and a NIC built from the same flags takes them back: a
+// restore neither undoes `runsc qdisc change` nor renews a budget.
+func TestCheckpointState(t *testing.T) {
+	flags := map[string]string{"qdisc": "htb", "qdisc-htb": liveHTB}
+	p := newLiveNIC(t, "eth0", 1500, flags)
+	q := p.q.(*htb.Discipline)
+	for i := range 2 {
+		pkt := qdisctest.MakePacket(1000, 0, uint64(i))
+		if err := q.WritePacket(pkt); err != nil {
+			t.Fatal(err)
+		}
+		pkt.DecRef()
+		qdisctest.WaitQuiescent(t, q)
+	}
+	if _, err := runscflags.Change([]*runscflags.NIC{p.NIC}, []string{"--qdisc-htb=class classid 1:20 rate 20mbit"}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(p.NIC.State(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var saved runscflags.NICState
+	if err := json.Unmarshal(b, &saved); err != nil {
+		t.Fatal(err)
+	}
+	restored := newLiveNIC(t, "eth0", 1500, flags)
+	if err := restored.NIC.Restore(saved); err != nil {
+		t.Fatalf("Restore(%s): %v", b, err)
+	}
+	got := restored.q.(*htb.Discipline).Classes()[2]
+	if got.Rate != 2_500_000 || got.QuotaUsed != 2000 {
+		t.Errorf("restored class 1:20: rate %d, quota used %d; want the change's 2500000 and the 2000 bytes used before the checkpoint (saved %s)", got.Rate, got.QuotaUsed, b)
+	}
+	if s := restored.NIC.State(false); len(s.Args) != 0 || len(s.EgressQuotas) != 1 {
+		t.Errorf("State(false) = %+v; want no args and the one quota", s)
 	}
 }
