@@ -13,6 +13,7 @@ import (
 )
 
 const (
+	// mbps is 1 Mbit/s in bytes per second, as rates are given.
 	mbps = htbtest.Mbit
 	ms   = int64(time.Millisecond)
 	sec  = int64(time.Second)
@@ -357,7 +358,7 @@ func scriptedCases() []scripted {
 			},
 		},
 		{
-			name: "64 KiB GSO packets overdraw a small burst and wait it out",
+			name: "64 KiB packets (GSO-sized) overdraw a small burst and wait it out",
 			cfg: htb.Config{Classes: []htb.ClassConfig{
 				{ID: root, Rate: 100 * mbps},
 				{ID: c10, Parent: root, Rate: 10 * mbps, Ceil: 50 * mbps, Burst: 1514, CBurst: 1514},
