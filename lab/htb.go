@@ -55,7 +55,10 @@ func (l *Lab) AddClusterPeer(n *Netstack) error {
 // kernelSide is the kernel side's address for a netstack side's: 10.77.x.y
 // is 10.78.x.y; any other stays.
 func kernelSide(a netip.Addr) netip.Addr {
-	if b := a.As4(); a.Is4() && b[0] == 10 && b[1] == 77 {
+	if !a.Is4() {
+		return a
+	}
+	if b := a.As4(); b[0] == 10 && b[1] == 77 {
 		b[1] = 78
 		return netip.AddrFrom4(b)
 	}
@@ -275,6 +278,9 @@ type HTBResult struct {
 // peer address.
 func (l *Lab) MeasureNetstackHTB(mk MakeQDisc, loads []ClassLoad, o measure.Options) (HTBResult, error) {
 	var r HTBResult
+	if err := checkLoads(loads); err != nil {
+		return r, err
+	}
 	srv, err := l.Start(l.NSP, nil, "socat", "-u", fmt.Sprintf("TCP-LISTEN:%d,reuseaddr,fork", sinkPort), "OPEN:/dev/null")
 	if err != nil {
 		return r, err
@@ -295,7 +301,11 @@ func (l *Lab) MeasureNetstackHTB(mk MakeQDisc, loads []ClassLoad, o measure.Opti
 	if err := l.AddClusterPeer(n); err != nil {
 		return r, err
 	}
-	idle, err := idleRTTs(l.NSP, loads, NetstackAddr, func(s string) string { return s })
+	peers := make([]string, len(loads))
+	for i, ld := range loads {
+		peers[i] = ld.Dst
+	}
+	idle, err := idleRTTs(l.NSP, peers, NetstackAddr)
 	if err != nil {
 		return r, err
 	}
@@ -311,12 +321,29 @@ func (l *Lab) MeasureNetstackHTB(mk MakeQDisc, loads []ClassLoad, o measure.Opti
 		}
 		return m, nil
 	}
-	err = l.htbWindow(loads, NetstackAddr, func(s string) string { return s }, counters, wireBytes(l.NSP, l.VethP1), o, &r)
+	err = l.htbWindow(loads, peers, NetstackAddr, counters, wireBytes(l.NSP, l.VethP1), o, &r)
 	for i := range r.Classes {
 		r.Classes[i].IdleRTT = idle[i]
 	}
 	r.TC = d.TCStats()
 	return r, err
+}
+
+// checkLoads checks that each load has an IPv4 destination and a stream
+// or more.
+func checkLoads(loads []ClassLoad) error {
+	if len(loads) == 0 {
+		return fmt.Errorf("no load")
+	}
+	for i, ld := range loads {
+		if a, err := netip.ParseAddr(ld.Dst); err != nil || !a.Is4() {
+			return fmt.Errorf("load %d: destination %q: want an IPv4 address", i+1, ld.Dst)
+		}
+		if ld.Streams < 1 {
+			return fmt.Errorf("load %d: %d streams: want 1 or more", i+1, ld.Streams)
+		}
+	}
+	return nil
 }
 
 // startStreams dials each load's streams from the netstack to the peer's
@@ -359,6 +386,13 @@ func startStreams(n *Netstack, loads []ClassLoad) (stop func(), err error) {
 // warnings too.
 func (l *Lab) MeasureKernelHTB(cfg htb.Config, loads []ClassLoad, o measure.Options) (HTBResult, []string, error) {
 	var r HTBResult
+	if err := checkLoads(loads); err != nil {
+		return r, nil, err
+	}
+	peers := make([]string, len(loads))
+	for i, ld := range loads {
+		peers[i] = kernelSide(netip.MustParseAddr(ld.Dst)).String() // checked
+	}
 	if err := l.AddClusterPeer(nil); err != nil {
 		return r, nil, err
 	}
@@ -372,23 +406,21 @@ func (l *Lab) MeasureKernelHTB(cfg htb.Config, loads []ClassLoad, o measure.Opti
 		return r, warnings, err
 	}
 	defer stop()
-	peer := func(s string) string { return kernelSide(netip.MustParseAddr(s)).String() }
-	idle, err := idleRTTs(l.NSP, loads, KernelAddr, peer)
+	idle, err := idleRTTs(l.NSP, peers, KernelAddr)
 	if err != nil {
 		return r, warnings, err
 	}
-	for _, ld := range loads {
-		dst := kernelSide(netip.MustParseAddr(ld.Dst)).String()
+	for i, ld := range loads {
 		o := o
 		o.Streams = ld.Streams
-		cli, err := l.Start(l.NSK, nil, iperfArgs(dst, o)...)
+		cli, err := l.Start(l.NSK, nil, iperfArgs(peers[i], o)...)
 		if err != nil {
 			return r, warnings, err
 		}
 		defer cli.Process.Kill()
 	}
 	counters := func() (map[uint32]uint64, error) { return KernelClassBytes(l.NSK, l.VethK) }
-	err = l.htbWindow(loads, KernelAddr, peer, counters, wireBytes(l.NSP, l.VethP2), o, &r)
+	err = l.htbWindow(loads, peers, KernelAddr, counters, wireBytes(l.NSP, l.VethP2), o, &r)
 	for i := range r.Classes {
 		r.Classes[i].IdleRTT = idle[i]
 	}
@@ -396,17 +428,17 @@ func (l *Lab) MeasureKernelHTB(cfg htb.Config, loads []ClassLoad, o measure.Opti
 	return r, warnings, err
 }
 
-// idleRTTs is the median RTT of a few pings to sender from each load's
-// peer address (peer(load.Dst)), the path idle.
-func idleRTTs(ns string, loads []ClassLoad, sender string, peer func(string) string) ([]time.Duration, error) {
-	idle := make([]time.Duration, len(loads))
-	for i, ld := range loads {
-		rtts, _, err := pingFrom(ns, peer(ld.Dst), sender, 5, 50*time.Millisecond)
+// idleRTTs is the median RTT of a few pings to sender from each of the
+// peer's addresses, the path idle.
+func idleRTTs(ns string, peers []string, sender string) ([]time.Duration, error) {
+	idle := make([]time.Duration, len(peers))
+	for i, p := range peers {
+		rtts, _, err := pingFrom(ns, p, sender, 5, 50*time.Millisecond)
 		if err != nil {
 			return nil, err
 		}
 		if len(rtts) == 0 {
-			return nil, fmt.Errorf("no answer to ping -I %s %s", peer(ld.Dst), sender)
+			return nil, fmt.Errorf("no answer to ping -I %s %s", p, sender)
 		}
 		idle[i] = measure.Quantile(rtts, 0.5)
 	}
@@ -414,20 +446,20 @@ func idleRTTs(ns string, loads []ClassLoad, sender string, peer func(string) str
 }
 
 // htbWindow waits o.Warmup, then reads counters, each load's goodput at
-// the peer (at peer(load.Dst)) and wire, the peer's received bytes, over
-// o.Window, pinging sender from each load's peer address meanwhile.
-func (l *Lab) htbWindow(loads []ClassLoad, sender string, peer func(string) string, counters func() (map[uint32]uint64, error), wire func() (uint64, error), o measure.Options, r *HTBResult) error {
+// the peer (at its address peers[i]) and wire, the peer's received bytes,
+// over o.Window, pinging sender from each load's peer address meanwhile.
+func (l *Lab) htbWindow(loads []ClassLoad, peers []string, sender string, counters func() (map[uint32]uint64, error), wire func() (uint64, error), o measure.Options, r *HTBResult) error {
 	time.Sleep(o.Warmup)
 	r.Classes = make([]ClassResult, len(loads))
 	var wg sync.WaitGroup
 	perr := make([]error, len(loads))
 	if o.PingInterval > 0 {
-		for i, ld := range loads {
+		for i := range loads {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				c := &r.Classes[i]
-				c.RTTs, c.PingsSent, perr[i] = pingFrom(l.NSP, peer(ld.Dst), sender, int(o.Window/o.PingInterval), o.PingInterval)
+				c.RTTs, c.PingsSent, perr[i] = pingFrom(l.NSP, peers[i], sender, int(o.Window/o.PingInterval), o.PingInterval)
 			}()
 		}
 	}
@@ -447,8 +479,8 @@ func (l *Lab) htbWindow(loads []ClassLoad, sender string, peer func(string) stri
 			return nil, nil, 0, t, err
 		}
 		g := make([]uint64, len(loads))
-		for i, ld := range loads {
-			if g[i], err = l.peerReceived(peer(ld.Dst)); err != nil {
+		for i, p := range peers {
+			if g[i], err = l.peerReceived(p); err != nil {
 				return nil, nil, 0, t, err
 			}
 		}
@@ -546,6 +578,9 @@ type QuotaCutover struct {
 // measures the rate it fell to over o.Window after o.Warmup.
 func (l *Lab) MeasureQuotaCutover(mk MakeQDisc, load ClassLoad, o measure.Options, poll, timeout time.Duration) (QuotaCutover, error) {
 	var q QuotaCutover
+	if err := checkLoads([]ClassLoad{load}); err != nil {
+		return q, err
+	}
 	srv, err := l.Start(l.NSP, nil, "socat", "-u", fmt.Sprintf("TCP-LISTEN:%d,reuseaddr,fork", sinkPort), "OPEN:/dev/null")
 	if err != nil {
 		return q, err
@@ -585,23 +620,23 @@ func (l *Lab) MeasureQuotaCutover(mk MakeQDisc, load ClassLoad, o measure.Option
 		return q, err
 	}
 	defer stop()
-	// A ring of a second's samples gives the rate before the cut-over.
+	// The samples of the last second give the rate before the cut-over.
 	type sample struct {
 		t     time.Time
 		bytes uint64
 	}
-	var ring []sample
+	var ring []sample // the last second's, oldest first
 	for {
 		c, err := class()
 		if err != nil {
 			return q, err
 		}
 		now := time.Now()
+		for len(ring) > 1 && now.Sub(ring[1].t) >= time.Second {
+			ring = ring[1:]
+		}
 		if c.QuotaSpent {
 			q.Used, q.Bytes, q.After = c.QuotaUsed, c.Bytes, now.Sub(start)
-			for len(ring) > 1 && now.Sub(ring[1].t) >= time.Second {
-				ring = ring[1:]
-			}
 			if len(ring) > 0 && now.Sub(ring[0].t) > 0 {
 				q.Before = float64(c.Bytes-ring[0].bytes) / now.Sub(ring[0].t).Seconds()
 			}
