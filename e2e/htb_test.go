@@ -13,7 +13,7 @@ import (
 	"github.com/netqdisc/netqdisc/pkg/qdisc/fqcodel"
 )
 
-// htbWindow is each htb case's: short, the whole test stays under two
+// htbOptions are each htb case's: short, the whole test stays under two
 // minutes (the class counters are exact: what a window needs is that no
 // class's queue empties in it).
 var htbOptions = measure.Options{Streams: 4, Warmup: 2 * time.Second, Window: 3 * time.Second}
@@ -85,9 +85,11 @@ func TestHTBAgainstTheKernel(t *testing.T) {
 
 // TestHTBQuotaCutover: the internet class (rate 10 ceil 100 Mbit/s) with
 // a quota of 20 MiB per hour, then 1 Mbit/s, 4 streams: the quota is
-// spent at the packet that reaches 20 MiB (the class's QuotaUsed at the
-// first 1 ms poll that sees it spent is within two full packets past the
-// budget), and the class then sends within [0.99, 1.01] of 1 Mbit/s.
+// spent at the packet that reaches 20 MiB (polled every 1 ms, the
+// class's QuotaUsed is below the budget at the poll before the one that
+// sees it spent, and within two full-size packets past it at that one:
+// the packet that reached it, and at most one at the fallen rate, 12 ms
+// a packet), and the class then sends within [0.99, 1.01] of 1 Mbit/s.
 // Linux's htb has no quota: there is no kernel control.
 func TestHTBQuotaCutover(t *testing.T) {
 	l := newLab(t)
@@ -97,10 +99,13 @@ func TestHTBQuotaCutover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("spent after %v: used %d bytes (budget %d, +%d), class sent %d; before %.2f Mbit/s, after %.3f Mbit/s = %.4f of 1 Mbit/s",
-		q.After.Round(time.Millisecond), q.Used, q.Budget, int64(q.Used)-int64(q.Budget), q.Bytes, q.Before*8/1e6, q.Fallen*8/1e6, q.Fallen/fallen)
+	t.Logf("spent after %v: used %d bytes (budget %d, +%d; %d at the poll before), class sent %d; before %.2f Mbit/s, after %.3f Mbit/s = %.4f of 1 Mbit/s",
+		q.After.Round(time.Millisecond), q.Used, q.Budget, int64(q.Used)-int64(q.Budget), q.Unspent, q.Bytes, q.Before*8/1e6, q.Fallen*8/1e6, q.Fallen/fallen)
 	if q.Budget != budget {
 		t.Errorf("budget %d, want %d", q.Budget, budget)
+	}
+	if q.Unspent >= budget {
+		t.Errorf("quota not spent at %d bytes used, the budget %d", q.Unspent, budget)
 	}
 	if q.Used < budget || q.Used >= budget+2*1514 {
 		t.Errorf("quota seen spent at %d bytes used; want within [%d, %d)", q.Used, budget, budget+2*1514)
@@ -110,11 +115,14 @@ func TestHTBQuotaCutover(t *testing.T) {
 
 // TestHTBFQCoDelLeaves: the 90/10 classes both busy, each leaf an
 // fq_codel (htb.ClassConfig.Leaf: runsc's flags cannot set it yet, so
-// the lab sets it), pings from each class's peer address: each class
-// still within [0.99, 1.01] of its share, and the pings, a sparse flow
-// in each class's fq_codel, at most 15 ms above the idle RTT at p99 and
-// none lost. The default pfifo leaves and the kernel's htb (pfifo
-// leaves: this kernel has no fq_codel) are logged beside it.
+// the lab sets it), pings from each class's peer address: the pings, a
+// sparse flow in each class's fq_codel, at most 15 ms above the idle RTT
+// at p99 and none lost, and each class within [0.97, 1.03] of its share
+// (CoDel keeps a leaf's queue short: when TCP lets the cluster's empty
+// for a moment the internet class borrows, as it should; seen 0.9959 and
+// 1.0062 once, 1.0000 with pfifo leaves). The default pfifo leaves and
+// the kernel's htb (pfifo leaves: this kernel has no fq_codel) are
+// logged beside it.
 func TestHTBFQCoDelLeaves(t *testing.T) {
 	if raceDetector {
 		t.Skip("latency under load is timing-sensitive: measured without -race (.ci/run runs go test ./e2e/ too)")
@@ -151,7 +159,7 @@ func TestHTBFQCoDelLeaves(t *testing.T) {
 				if !tc.assert {
 					continue
 				}
-				checkRate(t, fmt.Sprintf("class %s's share", classify.ClassID(c.Class)), ratio, 0.99, 1.01)
+				checkRate(t, fmt.Sprintf("class %s's share", classify.ClassID(c.Class)), ratio, 0.97, 1.03)
 				if p99 := c.RTT(0.99) - c.IdleRTT; p99 > 15*time.Millisecond {
 					t.Errorf("class %s: ping p99 %v above idle; want at most 15ms", classify.ClassID(c.Class), p99)
 				}

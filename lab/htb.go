@@ -563,9 +563,10 @@ func sumField(out, name string) (uint64, error) {
 type QuotaCutover struct {
 	// Budget is the quota's bytes; Used the class's QuotaUsed and Bytes
 	// its Sent counter at the first poll that saw the quota spent, After
-	// how long after the streams started that was.
-	Budget, Used, Bytes uint64
-	After               time.Duration
+	// how long after the streams started that was; Unspent its QuotaUsed
+	// at the poll before. The quota fell between Unspent and Used.
+	Budget, Used, Bytes, Unspent uint64
+	After                        time.Duration
 	// Before is the class's rate over the second before the cut-over,
 	// Fallen its rate over o.Window after it (from o.Warmup on), in
 	// bytes per second.
@@ -643,6 +644,7 @@ func (l *Lab) MeasureQuotaCutover(mk MakeQDisc, load ClassLoad, o measure.Option
 			break
 		}
 		ring = append(ring, sample{now, c.Bytes})
+		q.Unspent = c.QuotaUsed
 		if now.Sub(start) > timeout {
 			return q, fmt.Errorf("class %s's quota of %d bytes not spent after %v: used %d", classify.ClassID(load.Class), q.Budget, timeout, c.QuotaUsed)
 		}
