@@ -173,3 +173,45 @@ func TestHTBFQCoDelLeaves(t *testing.T) {
 		})
 	}
 }
+
+// TestHTBInRunsc: the same classes in a runsc sandbox (runsc/build.sh's,
+// which knows --qdisc=htb), iperf inside it sending 4 streams into each
+// busy class: each class within [0.99, 1.01] of the model's share, read
+// at the classes' counters as `runsc qdisc show` prints them. It skips
+// without a runsc binary.
+func TestHTBInRunsc(t *testing.T) {
+	r := newRunscRig(t)
+	if err := r.AddClusterRoute(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		setting           lab.HTBSetting
+		cluster, internet bool
+		flags             []string
+	}{
+		{lab.HTBSettings[0], true, true, nil},
+		{lab.HTBSettings[2], false, true, nil},
+	} {
+		loads := lab.Loads(tc.cluster, tc.internet, htbOptions.Streams)
+		want, name := tc.setting.Both[:], "both busy"
+		if !tc.cluster {
+			want, name = []uint64{tc.setting.InternetAlone}, "internet alone"
+		}
+		t.Run(tc.setting.Label+"/"+name, func(t *testing.T) {
+			s := r.start(t, lab.SandboxOptions{Flags: append(tc.setting.Flags(""), tc.flags...)})
+			defer s.Close()
+			res, err := r.MeasureSandboxHTB(s, loads, htbOptions)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, c := range res.Classes {
+				t.Logf("class %s: %.2f Mbit/s = %.4f of %.0f", classify.ClassID(c.Class), c.Bps*8/1e6, c.Bps/float64(want[i]), float64(want[i])*8/1e6)
+				checkRate(t, fmt.Sprintf("class %s's share of the model's", classify.ClassID(c.Class)), c.Bps/float64(want[i]), 0.99, 1.01)
+			}
+			t.Logf("the peer received %.2f Mbit/s in all", res.PeerBps*8/1e6)
+			if t.Failed() {
+				t.Logf("runsc qdisc show:\n%s", res.TC)
+			}
+		})
+	}
+}

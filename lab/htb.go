@@ -722,3 +722,66 @@ func Loads(cluster, internet bool, streams int) []ClassLoad {
 	}
 	return l
 }
+
+// AddClusterRoute gives the netstack's namespace (NSN) an on-link route to
+// the peer's cluster addresses on vethN, for a sandbox to take with the
+// namespace's address as it starts (runsc copies the namespace's routes).
+// The peer's cluster address itself needs AddClusterPeer.
+func (l *Lab) AddClusterRoute() error {
+	_, err := Run(l.NSN, "ip", "route", "replace", "10.77.1.0/24", "dev", l.VethN)
+	return err
+}
+
+// MeasureSandboxHTB runs iperf in sandbox s (started with --qdisc=htb, after
+// AddClusterRoute) with each load's streams to the peer's address of its
+// class, and reads each class's counter as `runsc qdisc show` prints it
+// over o.Window after o.Warmup, the peer's goodput per class and, with
+// o.PingInterval, pings from each class's peer address.
+func (l *Lab) MeasureSandboxHTB(s *Sandbox, loads []ClassLoad, o measure.Options) (HTBResult, error) {
+	var r HTBResult
+	if err := checkLoads(loads); err != nil {
+		return r, err
+	}
+	if err := l.AddClusterPeer(nil); err != nil {
+		return r, err
+	}
+	peers := make([]string, len(loads))
+	for i, ld := range loads {
+		peers[i] = ld.Dst
+	}
+	stop, err := l.startIperfServer()
+	if err != nil {
+		return r, err
+	}
+	defer stop()
+	idle, err := idleRTTs(l.NSP, peers, NetstackAddr)
+	if err != nil {
+		return r, err
+	}
+	var cout strings.Builder
+	for _, ld := range loads {
+		o := o
+		o.Streams = ld.Streams
+		cli, err := s.Exec(&cout, iperfArgs(ld.Dst, o)...)
+		if err != nil {
+			return r, err
+		}
+		defer cli.Process.Kill()
+	}
+	counters := func() (map[uint32]uint64, error) {
+		out, err := s.QDisc("show")
+		if err != nil {
+			return nil, err
+		}
+		return parseClassBytes(out)
+	}
+	err = l.htbWindow(loads, peers, NetstackAddr, counters, wireBytes(l.NSP, l.VethP1), o, &r)
+	for i := range r.Classes {
+		r.Classes[i].IdleRTT = idle[i]
+	}
+	r.TC, _ = s.QDisc("show")
+	if err == nil && r.PeerBps == 0 {
+		err = fmt.Errorf("nothing reached the peer; iperf in the sandbox said: %s", cout.String())
+	}
+	return r, err
+}

@@ -14,14 +14,15 @@ import (
 	"github.com/netqdisc/netqdisc/pkg/qdisc/fqcodel"
 )
 
-// htbRow is one load of one setting: each busy class's share, ours and
-// the kernel's, against the model's.
+// htbRow is one load of one setting: each busy class's share, ours (in
+// process and in runsc) and the kernel's, against the model's.
 type htbRow struct {
-	setting, load string
-	model         []uint64
-	ours, kernel  lab.HTBResult
-	oursErr       error
-	kernelErr     error
+	setting, load       string
+	model               []uint64
+	ours, runsc, kernel lab.HTBResult
+	oursErr             error
+	runscErr            error
+	kernelErr           error
 }
 
 // htbQuota is the quota row's setting: the 90/10 tree's internet class
@@ -30,8 +31,10 @@ const htbQuota = "quota 20mb per 1h then 1mbit"
 
 // runHTB measures htb classes by destination on a real veth (lab.Lab):
 // ANCHORS' three settings under a 100 Mbit/s root, each class alone and
-// both busy, ours (the netstack with the htb runsc's --qdisc-htb builds)
-// beside the kernel's sch_htb with the same classes (u32 by destination);
+// both busy, ours (the netstack with the htb runsc's --qdisc-htb builds,
+// in process, and in a runsc sandbox when runsc/build.sh's binary is
+// there) beside the kernel's sch_htb with the same classes (u32 by
+// destination);
 // then a quota's cut-over (ours only: Linux's htb has none) and, with
 // both classes busy, goodput and ping per class with fq_codel leaves
 // (ours; the kernel here has no fq_codel) beside the pfifo leaves.
@@ -50,6 +53,10 @@ func runHTB(stdout, stderr io.Writer, streams int, warmup, window time.Duration)
 	var rows []*htbRow
 	var warnings []string
 	failed := false
+	runsc, runscErr := lab.RunscBinary(false)
+	if runscErr == nil {
+		runscErr = l.AddClusterRoute()
+	}
 	for _, s := range lab.HTBSettings {
 		cfg, err := lab.FromFlags(s.Flags(""), nil)
 		if err != nil {
@@ -83,8 +90,28 @@ func runHTB(stdout, stderr io.Writer, streams int, warmup, window time.Duration)
 			failed = failed || row.oursErr != nil || row.kernelErr != nil
 			rows = append(rows, row)
 		}
+		// The sandbox takes vethN: its runs come after the in-process ones.
+		var sb *lab.Sandbox
+		err = runscErr
+		if err == nil {
+			progress("%s: starting a runsc sandbox", s.Label)
+			sb, err = l.StartSandbox(lab.SandboxOptions{Runsc: runsc, Flags: s.Flags("")})
+		}
+		for _, row := range rows[len(rows)-3:] {
+			if err != nil {
+				row.runscErr = err
+				continue
+			}
+			progress("%s, %s: in runsc", s.Label, row.load)
+			loads := lab.Loads(row.load != "internet alone", row.load != "cluster alone", streams)
+			row.runsc, row.runscErr = l.MeasureSandboxHTB(sb, loads, o)
+			failed = failed || row.runscErr != nil
+		}
+		if sb != nil {
+			sb.Close()
+		}
 	}
-	fmt.Fprintf(stdout, "\nhtb classes by destination on a real veth: a 100 Mbit/s root 1:1; the cluster class 1:10 by destination (ours: filter dst 10.77.1.0/24; the kernel's: u32 match ip dst 10.78.1.0/24), the internet class 1:20 the default; %d TCP streams into each busy class; each class's rate from its tc -s counter (L2 bytes) over %v after %v; ours: the netstack in process with the htb of runsc's --qdisc-htb, the kernel's: sch_htb on the kernel sender's veth (tc's defaults: burst and cburst 1600 b, r2q 10)\n", streams, window, warmup)
+	fmt.Fprintf(stdout, "\nhtb classes by destination on a real veth: a 100 Mbit/s root 1:1; the cluster class 1:10 by destination (ours: filter dst 10.77.1.0/24; the kernel's: u32 match ip dst 10.78.1.0/24), the internet class 1:20 the default; %d TCP streams into each busy class; each class's rate from its tc -s counter (L2 bytes) over %v after %v; ours: the netstack in process with the htb of runsc's --qdisc-htb, and a runsc sandbox with those flags (iperf inside; its counters from runsc qdisc show); the kernel's: sch_htb on the kernel sender's veth (tc's defaults: burst and cburst 1600 b, r2q 10)\n", streams, window, warmup)
 	writeHTBTable(stdout, rows)
 	for _, w := range warnings {
 		fmt.Fprintf(stdout, "tc said: %s\n", w)
@@ -155,10 +182,11 @@ func runHTB(stdout, stderr io.Writer, streams int, warmup, window time.Duration)
 // writeHTBTable prints the side-by-side rows: a line per busy class.
 func writeHTBTable(w io.Writer, rows []*htbRow) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "setting\tload\tclass\tmodel Mbit/s\tours Mbit/s\tours/model\tkernel Mbit/s\tkernel/model\t")
+	fmt.Fprintln(tw, "setting\tload\tclass\tmodel Mbit/s\tours Mbit/s\tours/model\trunsc Mbit/s\trunsc/model\tkernel Mbit/s\tkernel/model\t")
 	for _, row := range rows {
 		for i, want := range row.model {
 			ours, oursRatio := htbCell(row.ours, row.oursErr, i, want)
+			runsc, runscRatio := htbCell(row.runsc, row.runscErr, i, want)
 			kernel, kernelRatio := htbCell(row.kernel, row.kernelErr, i, want)
 			class := "–"
 			if i < len(row.ours.Classes) {
@@ -166,7 +194,7 @@ func writeHTBTable(w io.Writer, rows []*htbRow) {
 			} else if i < len(row.kernel.Classes) {
 				class = classify.ClassID(row.kernel.Classes[i].Class)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%.2f\t%s\t%s\t%s\t%s\t\n", row.setting, row.load, class, float64(want)*8/1e6, ours, oursRatio, kernel, kernelRatio)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%.2f\t%s\t%s\t%s\t%s\t%s\t%s\t\n", row.setting, row.load, class, float64(want)*8/1e6, ours, oursRatio, runsc, runscRatio, kernel, kernelRatio)
 		}
 	}
 	tw.Flush()
@@ -176,7 +204,11 @@ func writeHTBTable(w io.Writer, rows []*htbRow) {
 func htbCell(r lab.HTBResult, err error, i int, want uint64) (rate, ratio string) {
 	switch {
 	case err != nil:
-		return "error: " + strings.ReplaceAll(err.Error(), "\n", " "), "–"
+		msg := strings.Join(strings.Fields(err.Error()), " ")
+		if len(msg) > 100 {
+			msg = msg[:100] + "…"
+		}
+		return "error: " + msg, "–"
 	case i >= len(r.Classes):
 		return "–", "–"
 	}

@@ -143,25 +143,27 @@ func TestRunscTable(t *testing.T) {
 }
 
 // TestHTBTable checks --htb's side-by-side rows from made-up results: a
-// line per busy class, ours and the kernel's shares of the model's, and an
-// error in its cell.
+// line per busy class, ours (in process and in runsc) and the kernel's
+// shares of the model's, and an error in its cell.
 func TestHTBTable(t *testing.T) {
 	class := func(id uint32, mbps float64) lab.ClassResult { return lab.ClassResult{Class: id, Bps: mbps * 1e6 / 8} }
 	rows := []*htbRow{
 		{setting: "90/10", load: "both busy", model: []uint64{90 * 125_000, 10 * 125_000},
 			ours:   lab.HTBResult{Classes: []lab.ClassResult{class(lab.ClusterClass, 90), class(lab.InternetClass, 9.9)}},
+			runsc:  lab.HTBResult{Classes: []lab.ClassResult{class(lab.ClusterClass, 89.1), class(lab.InternetClass, 10.1)}},
 			kernel: lab.HTBResult{Classes: []lab.ClassResult{class(lab.ClusterClass, 89.93), class(lab.InternetClass, 10.23)}}},
 		{setting: "90 / 10 ceil 10", load: "internet alone", model: []uint64{10 * 125_000},
 			ours:      lab.HTBResult{Classes: []lab.ClassResult{class(lab.InternetClass, 10)}},
+			runscErr:  errors.New("no runsc binary"),
 			kernelErr: errors.New("tc: no\nhtb")},
 	}
 	var b strings.Builder
 	writeHTBTable(&b, rows)
 	for _, want := range []string{
-		`setting\s+load\s+class\s+model Mbit/s\s+ours Mbit/s\s+ours/model\s+kernel Mbit/s\s+kernel/model`,
-		`90/10\s+both busy\s+1:10\s+90.00\s+90.00\s+1.0000\s+89.93\s+0.9992`,
-		`90/10\s+both busy\s+1:20\s+10.00\s+9.90\s+0.9900\s+10.23\s+1.0230`,
-		`90 / 10 ceil 10\s+internet alone\s+1:20\s+10.00\s+10.00\s+1.0000\s+error: tc: no htb\s+–`,
+		`setting\s+load\s+class\s+model Mbit/s\s+ours Mbit/s\s+ours/model\s+runsc Mbit/s\s+runsc/model\s+kernel Mbit/s\s+kernel/model`,
+		`90/10\s+both busy\s+1:10\s+90.00\s+90.00\s+1.0000\s+89.10\s+0.9900\s+89.93\s+0.9992`,
+		`90/10\s+both busy\s+1:20\s+10.00\s+9.90\s+0.9900\s+10.10\s+1.0100\s+10.23\s+1.0230`,
+		`90 / 10 ceil 10\s+internet alone\s+1:20\s+10.00\s+10.00\s+1.0000\s+error: no runsc binary\s+–\s+error: tc: no htb\s+–`,
 	} {
 		if !regexp.MustCompile(want).MatchString(b.String()) {
 			t.Errorf("table does not match %q:\n%s", want, b.String())
