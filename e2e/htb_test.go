@@ -99,8 +99,8 @@ func TestHTBQuotaCutover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("spent after %v: used %d bytes (budget %d, +%d; %d at the poll before), class sent %d; before %.2f Mbit/s, after %.3f Mbit/s = %.4f of 1 Mbit/s",
-		q.After.Round(time.Millisecond), q.Used, q.Budget, int64(q.Used)-int64(q.Budget), q.Unspent, q.Bytes, q.Before*8/1e6, q.Fallen*8/1e6, q.Fallen/fallen)
+	t.Logf("spent after %v: used %d bytes (budget %d, +%d; %d at the poll %v before), class sent %d; before %.2f Mbit/s, after %.3f Mbit/s = %.4f of 1 Mbit/s",
+		q.After.Round(time.Millisecond), q.Used, q.Budget, int64(q.Used)-int64(q.Budget), q.Unspent, q.Gap, q.Bytes, q.Before*8/1e6, q.Fallen*8/1e6, q.Fallen/fallen)
 	if q.Budget != budget {
 		t.Errorf("budget %d, want %d", q.Budget, budget)
 	}
@@ -176,29 +176,42 @@ func TestHTBFQCoDelLeaves(t *testing.T) {
 
 // TestHTBInRunsc: the same classes in a runsc sandbox (runsc/build.sh's,
 // which knows --qdisc=htb), iperf inside it sending 4 streams into each
-// busy class: each class within [0.99, 1.01] of the model's share, read
-// at the classes' counters as `runsc qdisc show` prints them. It skips
-// without a runsc binary.
+// busy class, with --gso=false: each class within [0.99, 1.01] of the
+// model's share, read at the classes' counters as `runsc qdisc show`
+// prints them. With host GSO (runsc's default) it is logged, not
+// asserted: htb charges a GSO packet whole (19-28 KB on average, seen),
+// so a class's counter moves by up to 64 KB at once, which at 10 Mbit/s
+// is up to 1.7% of a 3 s window at each of its ends (seen: 0.9934 and
+// 1.0050 of a 10 Mbit/s ceil). It skips without a runsc binary.
 func TestHTBInRunsc(t *testing.T) {
 	r := newRunscRig(t)
-	if err := r.AddClusterRoute(); err != nil {
-		t.Fatal(err)
-	}
+	noGSO := []string{"--gso=false"}
 	for _, tc := range []struct {
 		setting           lab.HTBSetting
 		cluster, internet bool
 		flags             []string
+		assert            bool
 	}{
-		{lab.HTBSettings[0], true, true, nil},
-		{lab.HTBSettings[2], false, true, nil},
+		{lab.HTBSettings[0], true, true, noGSO, true},
+		{lab.HTBSettings[2], true, true, noGSO, true},
+		{lab.HTBSettings[2], false, true, noGSO, true},
+		{lab.HTBSettings[2], true, true, nil, false},
 	} {
 		loads := lab.Loads(tc.cluster, tc.internet, htbOptions.Streams)
 		want, name := tc.setting.Both[:], "both busy"
 		if !tc.cluster {
 			want, name = []uint64{tc.setting.InternetAlone}, "internet alone"
 		}
+		if tc.flags == nil {
+			name += ", host GSO"
+		}
 		t.Run(tc.setting.Label+"/"+name, func(t *testing.T) {
-			s := r.start(t, lab.SandboxOptions{Flags: append(tc.setting.Flags(""), tc.flags...)})
+			s, err := r.StartHTBSandbox(lab.SandboxOptions{Runsc: r.runsc, Flags: append(tc.setting.Flags(""), tc.flags...)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.sandboxes = append(r.sandboxes, s)
+			r.pids = append(r.pids, s.Pids()...)
 			defer s.Close()
 			res, err := r.MeasureSandboxHTB(s, loads, htbOptions)
 			if err != nil {
@@ -206,10 +219,13 @@ func TestHTBInRunsc(t *testing.T) {
 			}
 			for i, c := range res.Classes {
 				t.Logf("class %s: %.2f Mbit/s = %.4f of %.0f", classify.ClassID(c.Class), c.Bps*8/1e6, c.Bps/float64(want[i]), float64(want[i])*8/1e6)
+				if !tc.assert {
+					continue
+				}
 				checkRate(t, fmt.Sprintf("class %s's share of the model's", classify.ClassID(c.Class)), c.Bps/float64(want[i]), 0.99, 1.01)
 			}
 			t.Logf("the peer received %.2f Mbit/s in all", res.PeerBps*8/1e6)
-			if t.Failed() {
+			if t.Failed() || !tc.assert {
 				t.Logf("runsc qdisc show:\n%s", res.TC)
 			}
 		})

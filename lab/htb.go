@@ -564,9 +564,10 @@ type QuotaCutover struct {
 	// Budget is the quota's bytes; Used the class's QuotaUsed and Bytes
 	// its Sent counter at the first poll that saw the quota spent, After
 	// how long after the streams started that was; Unspent its QuotaUsed
-	// at the poll before. The quota fell between Unspent and Used.
+	// at the poll before, Gap the time between the two polls. The quota
+	// fell between Unspent and Used.
 	Budget, Used, Bytes, Unspent uint64
-	After                        time.Duration
+	After, Gap                   time.Duration
 	// Before is the class's rate over the second before the cut-over,
 	// Fallen its rate over o.Window after it (from o.Warmup on), in
 	// bytes per second.
@@ -638,6 +639,9 @@ func (l *Lab) MeasureQuotaCutover(mk MakeQDisc, load ClassLoad, o measure.Option
 		}
 		if c.QuotaSpent {
 			q.Used, q.Bytes, q.After = c.QuotaUsed, c.Bytes, now.Sub(start)
+			if len(ring) > 0 {
+				q.Gap = now.Sub(ring[len(ring)-1].t)
+			}
 			if len(ring) > 0 && now.Sub(ring[0].t) > 0 {
 				q.Before = float64(c.Bytes-ring[0].bytes) / now.Sub(ring[0].t).Seconds()
 			}
@@ -723,17 +727,20 @@ func Loads(cluster, internet bool, streams int) []ClassLoad {
 	return l
 }
 
-// AddClusterRoute gives the netstack's namespace (NSN) an on-link route to
-// the peer's cluster addresses on vethN, for a sandbox to take with the
-// namespace's address as it starts (runsc copies the namespace's routes).
-// The peer's cluster address itself needs AddClusterPeer.
-func (l *Lab) AddClusterRoute() error {
-	_, err := Run(l.NSN, "ip", "route", "replace", "10.77.1.0/24", "dev", l.VethN)
-	return err
+// StartHTBSandbox starts a sandbox (StartSandbox) after giving the
+// netstack's namespace (NSN) an on-link route to the peer's cluster
+// addresses on vethN, which the sandbox takes with the namespace's address
+// as it starts (runsc copies the namespace's routes and removes them: each
+// sandbox needs the route anew).
+func (l *Lab) StartHTBSandbox(o SandboxOptions) (*Sandbox, error) {
+	if _, err := Run(l.NSN, "ip", "route", "replace", "10.77.1.0/24", "dev", l.VethN); err != nil {
+		return nil, err
+	}
+	return l.StartSandbox(o)
 }
 
-// MeasureSandboxHTB runs iperf in sandbox s (started with --qdisc=htb, after
-// AddClusterRoute) with each load's streams to the peer's address of its
+// MeasureSandboxHTB runs iperf in sandbox s (started with --qdisc=htb by
+// StartHTBSandbox) with each load's streams to the peer's address of its
 // class, and reads each class's counter as `runsc qdisc show` prints it
 // over o.Window after o.Warmup, the peer's goodput per class and, with
 // o.PingInterval, pings from each class's peer address.

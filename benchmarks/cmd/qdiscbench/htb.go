@@ -54,9 +54,6 @@ func runHTB(stdout, stderr io.Writer, streams int, warmup, window time.Duration)
 	var warnings []string
 	failed := false
 	runsc, runscErr := lab.RunscBinary(false)
-	if runscErr == nil {
-		runscErr = l.AddClusterRoute()
-	}
 	for _, s := range lab.HTBSettings {
 		cfg, err := lab.FromFlags(s.Flags(""), nil)
 		if err != nil {
@@ -95,7 +92,7 @@ func runHTB(stdout, stderr io.Writer, streams int, warmup, window time.Duration)
 		err = runscErr
 		if err == nil {
 			progress("%s: starting a runsc sandbox", s.Label)
-			sb, err = l.StartSandbox(lab.SandboxOptions{Runsc: runsc, Flags: s.Flags("")})
+			sb, err = l.StartHTBSandbox(lab.SandboxOptions{Runsc: runsc, Flags: s.Flags("")})
 		}
 		for _, row := range rows[len(rows)-3:] {
 			if err != nil {
@@ -130,8 +127,8 @@ func runHTB(stdout, stderr io.Writer, streams int, warmup, window time.Duration)
 		failed = true
 		fmt.Fprintf(stdout, "  error: %v\n", err)
 	} else {
-		fmt.Fprintf(stdout, "  budget %d bytes; unspent at QuotaUsed %d (%d bytes to go), spent after %v at QuotaUsed %d (+%d bytes), Sent %d; before %.2f Mbit/s, after %.3f Mbit/s = %.4f of 1 Mbit/s\n",
-			q.Budget, q.Unspent, int64(q.Budget)-int64(q.Unspent), q.After.Round(time.Millisecond), q.Used, int64(q.Used)-int64(q.Budget), q.Bytes, q.Before*8/1e6, q.Fallen*8/1e6, q.Fallen/125_000)
+		fmt.Fprintf(stdout, "  budget %d bytes; unspent at QuotaUsed %d (%d bytes to go), and %v later, spent after %v at QuotaUsed %d (+%d bytes), Sent %d; before %.2f Mbit/s, after %.3f Mbit/s = %.4f of 1 Mbit/s\n",
+			q.Budget, q.Unspent, int64(q.Budget)-int64(q.Unspent), q.Gap.Round(10*time.Microsecond), q.After.Round(time.Millisecond), q.Used, int64(q.Used)-int64(q.Budget), q.Bytes, q.Before*8/1e6, q.Fallen*8/1e6, q.Fallen/125_000)
 	}
 
 	s := lab.HTBSettings[0]
