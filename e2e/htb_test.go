@@ -94,7 +94,8 @@ func TestHTBAgainstTheKernel(t *testing.T) {
 // debt), what 1 Mbit/s sends in the time between the two polls, and a
 // packet and a bucket's worth (1600 b) of slack (a poll a loaded machine
 // delays lets the class send more, but only at 1 Mbit/s; seen: +1286 to
-// +2946 bytes 1.5 to 3 ms apart, +12130 once on a loaded machine). Then the class sends
+// +2946 bytes 1.5 to 3 ms apart; +12130 once on a loaded machine, where
+// the polls' gap was not recorded). Then the class sends
 // within [0.99, 1.01] of 1 Mbit/s. Linux's htb has no quota: there is no
 // kernel control.
 func TestHTBQuotaCutover(t *testing.T) {
