@@ -34,7 +34,9 @@ func (c *Config) validateHTB() error {
 // HTBConfig returns the htb.Config --qdisc-htb describes (send path),
 // its leaves' fq_codel, if any, made for packets of up to mtu bytes (0:
 // made by NewQueueingDiscipline, which knows the link's).
-func (c *Config) HTBConfig() (htb.Config, error) { return c.htbConfig(FlagHTB, c.HTB, classify.Egress, 0) }
+func (c *Config) HTBConfig() (htb.Config, error) {
+	return c.htbConfig(FlagHTB, c.HTB, classify.Egress, 0)
+}
 
 // IngressHTBConfig returns the htb.Config --qdisc-ingress-htb describes
 // (receive path: rules match the sender).

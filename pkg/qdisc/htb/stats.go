@@ -20,7 +20,7 @@ type ClassStats struct {
 	// the grafted one's description ("fq_codel limit 10240p ..."); "" for
 	// an inner class.
 	Leaf string
-	Prio  uint8
+	Prio uint8
 	// Rate, Ceil (bytes per second), Burst, CBurst and Quantum (bytes) are
 	// in force, defaults filled in.
 	Rate, Ceil    uint64
