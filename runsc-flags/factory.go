@@ -10,6 +10,7 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 
 	"github.com/netqdisc/netqdisc/pkg/qdisc"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/classify"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/fifo"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/fqcodel"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/htb"
@@ -53,7 +54,7 @@ func (c *Config) NewQueueingDiscipline(lower stack.LinkEndpoint, clock tcpip.Clo
 		}
 		return q, nil
 	case QDiscHTB:
-		cfg, err := c.HTBConfig()
+		cfg, err := c.htbConfig(FlagHTB, c.HTB, classify.Egress, lower.MTU()+uint32(lower.MaxHeaderLength()))
 		if err != nil {
 			return nil, err
 		}
@@ -87,7 +88,7 @@ func (c *Config) NewIngress(child stack.LinkEndpoint, clock tcpip.Clock) (*ingre
 		return nil, err
 	}
 	if c.IngressHTB != "" {
-		cfg, err := c.IngressHTBConfig()
+		cfg, err := c.htbConfig(FlagIngressHTB, c.IngressHTB, classify.Ingress, child.MTU()+uint32(child.MaxHeaderLength()))
 		if err != nil {
 			return nil, err
 		}

@@ -24,6 +24,10 @@ func TestHTBFlags(t *testing.T) {
 		says string // "" for accepted
 	}{
 		{"egress classes", []string{"--qdisc=htb", "--qdisc-htb=" + htbSample}, ""},
+		{"fq_codel leaves", []string{"--qdisc=htb", "--qdisc-htb=" + htbSample + "; qdisc parent 1:20 fq_codel", "--qdisc-ingress-htb=" + htbSample + "; qdisc parent 1:10 fq_codel"}, ""},
+		{"fq_codel on an inner class", []string{"--qdisc=htb", "--qdisc-htb=" + htbSample + "; qdisc parent 1:1 fq_codel"}, "has children; only a leaf takes a qdisc"},
+		{"fq_codel on no class", []string{"--qdisc=htb", "--qdisc-htb=" + htbSample + "; qdisc parent 1:99 fq_codel"}, "no class 1:99"},
+		{"another leaf qdisc", []string{"--qdisc=htb", "--qdisc-htb=" + htbSample + "; qdisc parent 1:20 sfq"}, `"sfq": a leaf takes fq_codel`},
 		{"ingress classes", []string{"--qdisc-ingress-htb=" + htbSample}, ""},
 		{"htb without classes", []string{"--qdisc=htb"}, "--qdisc=htb requires --qdisc-htb"},
 		{"classes without htb", []string{"--qdisc=tbf", "--qdisc-tbf-rate=1mbit", "--qdisc-tbf-burst=1514", "--qdisc-htb=" + htbSample}, "needs --qdisc=htb"},
@@ -62,6 +66,22 @@ func TestHTBFlags(t *testing.T) {
 			defer in.Close()
 			if (in.HTB() != nil) != (c.IngressHTB != "") {
 				t.Errorf("ingress classes %v for --qdisc-ingress-htb=%q", in.HTB(), c.IngressHTB)
+			}
+			// Each leaf has the qdisc its script grafts on it, fq_codel or
+			// the default pfifo.
+			for _, dir := range []struct {
+				text    string
+				classes []htb.ClassStats
+			}{{c.HTB, classesOf(q)}, {c.IngressHTB, in.Classes()}} {
+				for _, cs := range dir.classes {
+					want := "pfifo"
+					if strings.Contains(dir.text, "qdisc parent "+classify.ClassID(cs.ID)+" fq_codel") {
+						want = "fq_codel"
+					}
+					if cs.Level == 0 && !strings.HasPrefix(cs.Leaf, want) {
+						t.Errorf("class %s's leaf is %q, want %s", classify.ClassID(cs.ID), cs.Leaf, want)
+					}
+				}
 			}
 		})
 	}
@@ -273,4 +293,12 @@ func randomUpdate(rng *rand.Rand) string {
 		parts = append(parts, strings.Join(words, " "))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// classesOf returns q's classes, if it is htb.
+func classesOf(q any) []htb.ClassStats {
+	if h, ok := q.(*htb.Discipline); ok {
+		return h.Classes()
+	}
+	return nil
 }

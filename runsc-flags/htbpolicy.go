@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/netqdisc/netqdisc/pkg/qdisc/classify"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/fqcodel"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/htb"
 )
 
@@ -30,23 +31,39 @@ func (c *Config) validateHTB() error {
 	return nil
 }
 
-// HTBConfig returns the htb.Config --qdisc-htb describes (send path).
+// HTBConfig returns the htb.Config --qdisc-htb describes (send path),
+// its leaves' fq_codel, if any, made for packets of up to mtu bytes (0:
+// made by NewQueueingDiscipline, which knows the link's).
 func (c *Config) HTBConfig() (htb.Config, error) {
-	s, err := parseScript(c.HTB)
-	if err != nil {
-		return htb.Config{}, fmt.Errorf("--%s: %w", FlagHTB, err)
-	}
-	return s.config(classify.Egress), nil
+	return c.htbConfig(FlagHTB, c.HTB, classify.Egress, 0)
 }
 
 // IngressHTBConfig returns the htb.Config --qdisc-ingress-htb describes
 // (receive path: rules match the sender).
 func (c *Config) IngressHTBConfig() (htb.Config, error) {
-	s, err := parseScript(c.IngressHTB)
+	return c.htbConfig(FlagIngressHTB, c.IngressHTB, classify.Ingress, 0)
+}
+
+// htbConfig returns the htb.Config of the script text of flag for packets
+// travelling in direction dir; with mtu not 0, the leaves it grafts
+// fq_codel on get one each, made with the --qdisc-fq-codel-* knobs.
+func (c *Config) htbConfig(flag, text string, dir classify.Direction, mtu uint32) (htb.Config, error) {
+	s, err := parseScript(text)
 	if err != nil {
-		return htb.Config{}, fmt.Errorf("--%s: %w", FlagIngressHTB, err)
+		return htb.Config{}, fmt.Errorf("--%s: %w", flag, err)
 	}
-	return s.config(classify.Ingress), nil
+	cfg := s.config(dir)
+	if mtu == 0 {
+		return cfg, nil
+	}
+	for _, id := range s.fqCoDel {
+		q, err := fqcodel.NewQueue(c.FQCoDelConfig(), mtu, nil)
+		if err != nil {
+			return htb.Config{}, flagError(err, fqCoDelFlags)
+		}
+		cfg.Classes[classIndex(cfg.Classes, id)].Leaf = q
+	}
+	return cfg, nil
 }
 
 // tighten applies an annotation's update of an htb script (class

@@ -19,11 +19,15 @@ import (
 //
 // A "qdisc" statement (at most one, first) takes htb.ParseQdisc's words,
 // a "class" statement htb.ParseClass's, a "filter" statement
-// classify.ParseRule's.
+// classify.ParseRule's; "qdisc parent 1:20 fq_codel" grafts fq_codel (its
+// knobs the --qdisc-fq-codel-* flags) on a leaf class in place of its
+// pfifo, as `tc qdisc add dev eth0 parent 1:20 fq_codel` does.
 type script struct {
 	qdisc   htb.Config // Handle, Default, R2Q, DirectQLen
 	classes []htb.ClassConfig
 	rules   []classify.Rule
+	// fqCoDel are the leaf classes fq_codel is grafted on, in order.
+	fqCoDel []uint32
 }
 
 // statements splits text into its statements: each a keyword and the
@@ -48,6 +52,14 @@ func parseScript(text string) (script, error) {
 	for i, st := range statements(text) {
 		switch st[0] {
 		case "qdisc":
+			if strings.HasPrefix(st[1], "parent ") {
+				id, err := parseGraft(st[1])
+				if err != nil {
+					return script{}, fmt.Errorf("statement %d (qdisc %s): %w", i+1, st[1], err)
+				}
+				s.fqCoDel = append(s.fqCoDel, id)
+				continue
+			}
 			if i != 0 {
 				return script{}, fmt.Errorf("statement %d (qdisc %s): the qdisc statement comes first, once", i+1, st[1])
 			}
@@ -78,7 +90,49 @@ func parseScript(text string) (script, error) {
 	if err := s.config(classify.Egress).Validate(); err != nil {
 		return script{}, err
 	}
+	if err := s.checkGrafts(); err != nil {
+		return script{}, err
+	}
 	return s, nil
+}
+
+// parseGraft reads the words of a leaf qdisc's statement, "parent 1:20
+// fq_codel", and returns the class.
+func parseGraft(text string) (uint32, error) {
+	w := strings.Fields(text)
+	if len(w) != 3 || w[0] != "parent" {
+		return 0, errors.New("a leaf's qdisc is: qdisc parent 1:20 fq_codel")
+	}
+	if w[2] != "fq_codel" {
+		return 0, fmt.Errorf("%q: a leaf takes fq_codel (its knobs are the --qdisc-fq-codel-* flags) or, left out, its pfifo", w[2])
+	}
+	r, err := classify.ParseRule("classid " + w[1])
+	if err != nil {
+		return 0, err
+	}
+	return r.Class, nil
+}
+
+// checkGrafts refuses a qdisc grafted on a class that is missing or has
+// children, or twice on one class.
+func (s script) checkGrafts() error {
+	parents := map[uint32]bool{}
+	for _, c := range s.classes {
+		parents[c.Parent] = true
+	}
+	seen := map[uint32]bool{}
+	for _, id := range s.fqCoDel {
+		switch {
+		case classIndex(s.classes, id) < 0:
+			return fmt.Errorf("qdisc parent %s fq_codel: no class %s", classify.ClassID(id), classify.ClassID(id))
+		case parents[id]:
+			return fmt.Errorf("qdisc parent %s fq_codel: class %s has children; only a leaf takes a qdisc", classify.ClassID(id), classify.ClassID(id))
+		case seen[id]:
+			return fmt.Errorf("qdisc parent %s fq_codel: given twice", classify.ClassID(id))
+		}
+		seen[id] = true
+	}
+	return nil
 }
 
 // config returns the htb.Config of the script for packets travelling in
@@ -101,6 +155,9 @@ func (s script) String() string {
 	}
 	for _, c := range s.classes {
 		parts = append(parts, "class "+c.String())
+	}
+	for _, id := range s.fqCoDel {
+		parts = append(parts, "qdisc parent "+classify.ClassID(id)+" fq_codel")
 	}
 	for _, r := range s.rules {
 		parts = append(parts, "filter "+r.String())

@@ -4,7 +4,9 @@
 # the fifo and tbf test binaries run alternately, ROUNDS times (10), so
 # that drift on a shared machine falls on both alike. Last, the least of
 # the rounds for each benchmark and tbf/fifo from them (the least is the
-# run the machine disturbed least).
+# run the machine disturbed least). The load average before the first
+# round and after the last is printed too: on a shared machine, say how
+# busy it was with the figures.
 #   tools/perpacket.sh [ROUNDS] [BENCHTIME]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,11 +16,14 @@ dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 go test -c -o "$dir/fifo.test" ./pkg/qdisc/fifo/
 go test -c -o "$dir/tbf.test" ./pkg/qdisc/tbf/
+echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 for i in $(seq "$rounds"); do
   echo "round $i/$rounds" >&2
   "$dir/fifo.test" -test.run XXX -test.bench 'WritePacket' -test.benchtime "$benchtime" -test.cpu 1,4 >> "$dir/fifo.txt"
   "$dir/tbf.test" -test.run XXX -test.bench 'WritePacket' -test.benchtime "$benchtime" -test.cpu 1,4 >> "$dir/tbf.txt"
 done
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo
 # The same benchmark names in every file, for benchstat's columns.
 grep -v Upstream "$dir/fifo.txt" > "$dir/netqdisc-fifo.txt"
 grep -v 'BenchmarkWritePacket/' "$dir/fifo.txt" | sed 's/BenchmarkUpstreamWritePacket/BenchmarkWritePacket/' > "$dir/upstream-fifo.txt"

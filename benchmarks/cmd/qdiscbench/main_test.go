@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -19,7 +20,7 @@ func TestBadInputExits2BeforeTraffic(t *testing.T) {
 		says string
 	}{
 		{"unknown flag", []string{"--rate=10mbit"}, "flag provided but not defined"},
-		{"bad qdisc", []string{"--qdisc=cake"}, "none, fifo, tbf or fq_codel"},
+		{"bad qdisc", []string{"--qdisc=cake"}, "none, fifo, tbf, fq_codel or htb"},
 		{"bad rate", []string{"--qdisc-tbf-rate=fast"}, `"fast"`},
 		{"tbf without burst", []string{"--qdisc-tbf-burst=0"}, "--qdisc-tbf-burst"},
 		{"annotation raising the rate", []string{"--annotation", "dev.gvisor.flag.qdisc-tbf-rate=1gbit"}, "--allow-flag-override"},
@@ -138,5 +139,34 @@ func TestRunscTable(t *testing.T) {
 	}
 	if want := "round 1/1, 2/2: " + setting.label + ", netqdisc runsc"; !strings.Contains(errb.String(), want) {
 		t.Errorf("no progress line %q:\n%s", want, errb.String())
+	}
+}
+
+// TestHTBTable checks --htb's side-by-side rows from made-up results: a
+// line per busy class, ours (in process and in runsc) and the kernel's
+// shares of the model's, and an error in its cell.
+func TestHTBTable(t *testing.T) {
+	class := func(id uint32, mbps float64) lab.ClassResult { return lab.ClassResult{Class: id, Bps: mbps * 1e6 / 8} }
+	rows := []*htbRow{
+		{setting: "90/10", load: "both busy", model: []uint64{90 * 125_000, 10 * 125_000},
+			ours:   lab.HTBResult{Classes: []lab.ClassResult{class(lab.ClusterClass, 90), class(lab.InternetClass, 9.9)}},
+			runsc:  lab.HTBResult{Classes: []lab.ClassResult{class(lab.ClusterClass, 89.1), class(lab.InternetClass, 10.1)}},
+			kernel: lab.HTBResult{Classes: []lab.ClassResult{class(lab.ClusterClass, 89.93), class(lab.InternetClass, 10.23)}}},
+		{setting: "90 / 10 ceil 10", load: "internet alone", model: []uint64{10 * 125_000},
+			ours:      lab.HTBResult{Classes: []lab.ClassResult{class(lab.InternetClass, 10)}},
+			runscErr:  errors.New("no runsc binary"),
+			kernelErr: errors.New("tc: no\nhtb")},
+	}
+	var b strings.Builder
+	writeHTBTable(&b, rows)
+	for _, want := range []string{
+		`setting\s+load\s+class\s+model Mbit/s\s+ours Mbit/s\s+ours/model\s+runsc Mbit/s\s+runsc/model\s+kernel Mbit/s\s+kernel/model`,
+		`90/10\s+both busy\s+1:10\s+90.00\s+90.00\s+1.0000\s+89.10\s+0.9900\s+89.93\s+0.9992`,
+		`90/10\s+both busy\s+1:20\s+10.00\s+9.90\s+0.9900\s+10.10\s+1.0100\s+10.23\s+1.0230`,
+		`90 / 10 ceil 10\s+internet alone\s+1:20\s+10.00\s+10.00\s+1.0000\s+error: no runsc binary\s+–\s+error: tc: no htb\s+–`,
+	} {
+		if !regexp.MustCompile(want).MatchString(b.String()) {
+			t.Errorf("table does not match %q:\n%s", want, b.String())
+		}
 	}
 }

@@ -106,31 +106,6 @@ func (l *Lane) admitLocked(size uint64) tcpip.Error {
 	return nil
 }
 
-// admitBudgetLocked charges a packet of size bytes to the lane's budget,
-// or refuses it (ErrNoBufferSpace, a drop) when the budget would pass its
-// limit. When the budget runs out while other lanes hold credit, the lock
-// is released while their credit is reclaimed, and the packet is looked
-// at again.
-// +checklocks:l.mu
-func (l *Lane) admitBudgetLocked(size uint64) tcpip.Error {
-	if l.chargeLocked(size) {
-		return nil
-	}
-	if l.budget.othersHold(l) {
-		l.mu.Unlock()
-		l.budget.reclaim(l)
-		l.mu.Lock()
-		if l.closed {
-			return &tcpip.ErrClosedForSend{}
-		}
-		if l.chargeLocked(size) {
-			return nil
-		}
-	}
-	l.refused++
-	return &tcpip.ErrNoBufferSpace{}
-}
-
 // kickLocked sees that a pass will send the packet just queued (arrived at
 // now, Unstamped if the clock was not read), then releases the lock: an
 // idle lane is made running and its dispatcher woken, or, when it is

@@ -77,6 +77,12 @@ type Lane struct {
 	// drop a packet reclaims the credit of the lanes holding some (see
 	// Budget). It changes only under the lock, with credit.
 	holding atomic.Bool
+	// counted is the bytes of the budget's count that are the lane's: its
+	// backlog (queued, requeued, being written) and its credit.
+	// +checklocks:mu
+	counted uint64
+	// claim is the lane's claim to its share of the budget.
+	claim claim
 	// deadline is what the lane waits for on the alarm while throttled.
 	// +checklocks:mu
 	deadline int64
@@ -264,9 +270,7 @@ func (l *Lane) drain() {
 	dropped, bytes = dropped+d, bytes+b
 	l.booked.clear()
 	if l.budget != nil {
-		l.budget.give(bytes + l.credit)
-		l.credit = 0
-		l.holding.Store(false)
+		l.leaveBudgetLocked(bytes)
 	}
 	l.state = stopped
 	l.mu.Unlock()

@@ -16,7 +16,11 @@ type ClassStats struct {
 	// Level is the class's level: 0 for a leaf, MaxDepth-1 for a class at
 	// the top with children, one less than its parent's for any other.
 	Level int
-	Prio  uint8
+	// Leaf is a leaf's qdisc as `tc qdisc show` names it: "pfifo", or
+	// the grafted one's description ("fq_codel limit 10240p ..."); "" for
+	// an inner class.
+	Leaf string
+	Prio uint8
 	// Rate, Ceil (bytes per second), Burst, CBurst and Quantum (bytes) are
 	// in force, defaults filled in.
 	Rate, Ceil    uint64
@@ -68,7 +72,8 @@ func (s ClassStats) String() string {
 		fmt.Fprintf(&b, "parent %s ", classify.ClassID(s.Parent))
 	}
 	if s.Level == 0 {
-		fmt.Fprintf(&b, "prio %d quantum %d ", s.Prio, s.Quantum)
+		kind, _, _ := strings.Cut(s.Leaf, " ")
+		fmt.Fprintf(&b, "leaf %s prio %d quantum %d ", kind, s.Prio, s.Quantum)
 	}
 	fmt.Fprintf(&b, "rate %s ceil %s burst %s cburst %s\n", rate.FormatRate(s.Rate), rate.FormatRate(s.Ceil), rate.FormatSize(uint64(s.Burst)), rate.FormatSize(uint64(s.CBurst)))
 	fmt.Fprintf(&b, " Sent %d bytes %d pkt (dropped %d, overlimits %d requeues %d)\n", s.Bytes, s.Packets, s.Drops, s.Overlimits, s.Requeues)

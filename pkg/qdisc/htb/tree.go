@@ -429,6 +429,10 @@ func (t *Tree) Classes() []ClassStats {
 			s.QuotaLeft = time.Duration(max(cl.quotaEnd-t.now, 0))
 		}
 		if cl.level == 0 {
+			s.Leaf = "pfifo"
+			if d, ok := cl.leaf.(fmt.Stringer); ok {
+				s.Leaf = d.String()
+			}
 			s.Quantum = uint32(cl.quantum)
 			s.Drops = cl.leaf.Drops()
 			s.BacklogPackets, s.BacklogBytes = uint64(cl.leafPackets), cl.leafBytes

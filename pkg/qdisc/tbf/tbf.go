@@ -36,7 +36,13 @@
 // Many lanes: with Lanes > 1, packets are spread over that many queues by
 // pkt.Hash, each with its own dispatcher, all drawing on one bucket (a
 // single word moved by compare-and-swap without a peak rate, a short lock
-// with one) and one byte limit (dispatch.Budget).
+// with one) and one byte limit (dispatch.Budget): the bytes queued in all
+// the lanes never pass Limit, and one busy lane may fill it. While lanes
+// contend at the limit, a lane refused in the last 100 ms is kept its
+// share (Limit over the contending lanes, at least 64 KiB): another lane
+// holding its own share is then refused with the backlog under Limit,
+// where Linux's one queue would take the packet, so that no lane's
+// dispatcher idles while its senders are refused.
 //
 // Changes in place: Change is Linux's tbf_change (`tc qdisc change`): the
 // buckets and the limit change under the queue, which keeps what it holds,
