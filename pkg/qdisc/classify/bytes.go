@@ -27,7 +27,11 @@ func (b *packetBytes) init(pkt *stack.PacketBuffer) {
 	views, first := pkt.AsViewList() // first: where the first header begins
 	start := first
 	pushed := pkt.ReservedHeaderBytes() - pkt.AvailableHeaderBytes()
-	if pushed == 0 && len(pkt.NetworkHeader().Slice()) == 0 {
+	if pkt.HeaderSize() == 0 {
+		// Nothing pushed or consumed: the network header starts the data
+		// (the common case on the receive path, read without a header's
+		// view).
+	} else if pushed == 0 && len(pkt.NetworkHeader().Slice()) == 0 {
 		// Nothing parsed past the link header: the data. (Slice of a
 		// header that is not there costs nothing.)
 		start += pkt.Size() - pkt.Data().Size()

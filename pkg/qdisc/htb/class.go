@@ -3,6 +3,7 @@ package htb
 import (
 	"github.com/netqdisc/netqdisc/pkg/qdisc"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/classify"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/packetbuf"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/rate"
 )
 
@@ -29,6 +30,7 @@ type class struct {
 	// Leaf: its queue, how much of it the tree counts, and its deficit
 	// at each level it may be served from.
 	leaf        qdisc.Queue
+	fifo        *packetbuf.Queue // leaf, when it is the default pfifo
 	leafPackets int
 	leafBytes   uint64
 	deficit     [MaxDepth]int32

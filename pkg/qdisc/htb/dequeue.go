@@ -85,8 +85,7 @@ func (t *Tree) dequeueTree(prio, level int) (*stack.PacketBuffer, uint32, bool) 
 			cl = next
 			continue
 		}
-		pkt, size, ok := cl.leaf.Dequeue(t.now)
-		t.recount(cl)
+		pkt, size, ok := t.leafDequeue(cl)
 		if ok {
 			cl.bytes += uint64(size)
 			cl.packets++
@@ -147,4 +146,23 @@ func (t *Tree) dequeue(now int64) (*stack.PacketBuffer, uint32, bool) {
 	}
 	t.next, t.armed = next, true
 	return nil, 0, false
+}
+
+// leafDequeue dequeues from leaf cl's qdisc at t.now and keeps the tree's
+// count of its packets: directly for the default pfifo, by asking any
+// other (which may drop as packets leave) how many it holds.
+func (t *Tree) leafDequeue(cl *class) (*stack.PacketBuffer, uint32, bool) {
+	if cl.fifo == nil {
+		pkt, size, ok := cl.leaf.Dequeue(t.now)
+		t.recount(cl)
+		return pkt, size, ok
+	}
+	pkt, size, ok := cl.fifo.Dequeue(t.now)
+	if ok {
+		cl.leafPackets--
+		cl.leafBytes -= uint64(size)
+		t.packets--
+		t.bytes -= uint64(size)
+	}
+	return pkt, size, ok
 }

@@ -128,7 +128,7 @@ func NewTree(cfg Config, c Classifier, now int64) (*Tree, error) {
 			if cl.leaf == nil {
 				q := &packetbuf.Queue{}
 				q.Init(int(cfg.LeafLimit), 0)
-				cl.leaf = q
+				cl.leaf, cl.fifo = q, q
 			}
 		} else if cl.cfg.Leaf != nil {
 			return nil, fmt.Errorf("htb: class %s has children: only a leaf class takes a qdisc", classify.ClassID(cl.id))
@@ -214,8 +214,18 @@ func (t *Tree) Enqueue(pkt *stack.PacketBuffer, size uint32, now int64) bool {
 		t.activated = true
 		return true
 	}
-	ok := cl.leaf.Enqueue(pkt, size, now)
-	t.recount(cl)
+	var ok bool
+	if cl.fifo != nil { // the default pfifo, called directly: it drops nothing it took
+		if ok = cl.fifo.Enqueue(pkt, size, now); ok {
+			cl.leafPackets++
+			cl.leafBytes += uint64(size)
+			t.packets++
+			t.bytes += uint64(size)
+		}
+	} else {
+		ok = cl.leaf.Enqueue(pkt, size, now)
+		t.recount(cl)
+	}
 	if ok && cl.prioActivity == 0 {
 		t.activate(cl)
 		t.activated = cl.mode != CantSend
