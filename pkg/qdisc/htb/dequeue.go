@@ -144,6 +144,12 @@ func (t *Tree) dequeue(now int64) (*stack.PacketBuffer, uint32, bool) {
 			}
 		}
 	}
+	if len(t.levels) < MaxDepth {
+		// A level without classes has no event: Linux's htb_dequeue
+		// takes now + 1 s for it, so its watchdog fires at least once a
+		// second while packets wait.
+		next = min(next, now+int64(time.Second))
+	}
 	t.next, t.armed = next, true
 	return nil, 0, false
 }
