@@ -58,7 +58,7 @@ const ChildFQCoDel = "fq_codel"
 type Kind int
 
 const (
-	// KindQDisc is --qdisc's choice: none, fifo, tbf or fq_codel.
+	// KindQDisc is --qdisc's choice: none, fifo, tbf, fq_codel or htb.
 	KindQDisc Kind = iota
 	// KindChild is the tbf child's choice: fifo (held as "") or fq_codel.
 	KindChild
