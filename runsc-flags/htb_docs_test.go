@@ -9,7 +9,11 @@ import (
 // TestClassesDocExamples: every htb script docs/classes.md shows parses and
 // builds a valid tree.
 func TestClassesDocExamples(t *testing.T) {
-	b, err := os.ReadFile("../docs/classes.md")
+	const doc = "../docs/classes.md"
+	b, err := os.ReadFile(doc)
+	if os.IsNotExist(err) && os.Getenv("TEST_SRCDIR") != "" {
+		t.Skipf("%s is not in Bazel's runfiles; go test checks it", doc)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
