@@ -30,15 +30,22 @@ func (l *Lane) SetGate(g Gate, maxPacketBytes uint32) {
 	l.maxPacket.Store(uint64(maxPacketBytes))
 	l.booked.clear()
 	l.lastWait = 0
+	// An idle lane has nothing booked; a running one's pass books with
+	// the new gate when it next looks at the queue.
+	l.wakeThrottledLocked()
+}
+
+// wakeThrottledLocked, if the lane waits on the alarm, ends the wait and
+// wakes its dispatcher; then it releases the lock. The pass that
+// throttled the lane has ended (it may still be leaving runInline: one
+// pass at a time holds, since a pass ends before it makes the lane
+// throttled).
+// +checklocksrelease:l.mu
+func (l *Lane) wakeThrottledLocked() {
 	if l.closed || l.state != throttled {
-		// An idle lane has nothing booked; a running one's pass books
-		// with the new gate when it next looks at the queue.
 		l.mu.Unlock()
 		return
 	}
-	// The pass that throttled the lane has ended (it may still be
-	// leaving runInline: one pass at a time holds, since a pass ends
-	// before it makes the lane throttled).
 	l.alarm.leave()
 	l.state = running
 	l.mu.Unlock()
@@ -92,12 +99,5 @@ func (g *Group) Gate() Gate {
 // nothing.
 func (l *Lane) Wake() {
 	l.mu.Lock()
-	if l.closed || l.state != throttled {
-		l.mu.Unlock()
-		return
-	}
-	l.alarm.leave()
-	l.state = running
-	l.mu.Unlock()
-	l.wake.Assert()
+	l.wakeThrottledLocked()
 }

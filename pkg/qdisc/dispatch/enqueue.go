@@ -184,13 +184,12 @@ func (l *Lane) now() int64 { return nowNS(l.clock) }
 // an enqueue; on the receive path (QueueOnly) the dispatcher is woken.
 // +checklocksrelease:l.mu
 func (l *Lane) unthrottleLocked() {
-	l.alarm.leave()
-	l.state = running
 	if l.queueOnly {
-		l.mu.Unlock()
-		l.wake.Assert()
+		l.wakeThrottledLocked()
 		return
 	}
+	l.alarm.leave()
+	l.state = running
 	l.inPass = true
 	l.mu.Unlock()
 	l.runInline()

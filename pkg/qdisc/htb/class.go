@@ -79,28 +79,22 @@ func (cl *class) modeAfter(diff *int64) Mode {
 // accntTokens charges bytes to the rate bucket after diff ns of credit
 // (htb_accnt_tokens).
 func (cl *class) accntTokens(bytes uint32, diff int64) {
-	toks := diff + cl.tokens
-	if toks > cl.buffer {
-		toks = cl.buffer
-	}
-	toks -= int64(cl.rate.TimeNS(bytes))
-	if toks <= -mbuffer {
-		toks = 1 - mbuffer
-	}
-	cl.tokens = toks
+	cl.tokens = accnt(cl.tokens, cl.buffer, diff, int64(cl.rate.TimeNS(bytes)))
 }
 
 // accntCTokens charges bytes to the ceil bucket (htb_accnt_ctokens).
 func (cl *class) accntCTokens(bytes uint32, diff int64) {
-	toks := diff + cl.ctokens
-	if toks > cl.cbuffer {
-		toks = cl.cbuffer
-	}
-	toks -= int64(cl.ceil.TimeNS(bytes))
+	cl.ctokens = accnt(cl.ctokens, cl.cbuffer, diff, int64(cl.ceil.TimeNS(bytes)))
+}
+
+// accnt is a bucket of toks ns, at most buffer, after diff ns of credit
+// and a charge of cost ns, never mbuffer or more in debt.
+func accnt(toks, buffer, diff, cost int64) int64 {
+	toks = min(toks+diff, buffer) - cost
 	if toks <= -mbuffer {
 		toks = 1 - mbuffer
 	}
-	cl.ctokens = toks
+	return toks
 }
 
 // mbuffer is MBuffer in ns.

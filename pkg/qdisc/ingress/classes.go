@@ -8,7 +8,6 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 
 	"github.com/netqdisc/netqdisc/pkg/qdisc/classify"
-	"github.com/netqdisc/netqdisc/pkg/qdisc/flowhash"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/htb"
 )
 
@@ -21,14 +20,10 @@ var errClasses = errors.New("ingress: the receive direction is shaped by htb cla
 // as dst (downloads from the internet capped, from the cluster not).
 // Control frames pass within their allowance, as with a tbf.
 func NewClasses(child stack.LinkEndpoint, clock tcpip.Clock, cfg htb.Config) (*Endpoint, error) {
-	if child == nil {
-		return nil, fmt.Errorf("ingress: no link endpoint to shape")
+	e, err := newEndpoint(child, clock)
+	if err != nil {
+		return nil, err
 	}
-	if clock == nil {
-		return nil, fmt.Errorf("ingress: no clock")
-	}
-	e := &Endpoint{child: child, clock: clock, hash: flowhash.New(), control: newAllowance(clock)}
-	e.Endpoint.Init(child, e)
 	cfg.Direction = classify.Ingress
 	d, err := htb.NewTo(delivery{e}, child, clock, cfg)
 	if err != nil {

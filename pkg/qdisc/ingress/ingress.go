@@ -103,14 +103,10 @@ var _ stack.NetworkDispatcher = (*Endpoint)(nil)
 // nothing until Change sets a ceiling. It returns a *tbf.ConfigError for
 // every invalid cfg.
 func New(child stack.LinkEndpoint, clock tcpip.Clock, cfg tbf.Config) (*Endpoint, error) {
-	if child == nil {
-		return nil, fmt.Errorf("ingress: no link endpoint to shape")
+	e, err := newEndpoint(child, clock)
+	if err != nil {
+		return nil, err
 	}
-	if clock == nil {
-		return nil, fmt.Errorf("ingress: no clock")
-	}
-	e := &Endpoint{child: child, clock: clock, hash: flowhash.New(), control: newAllowance(clock)}
-	e.Endpoint.Init(child, e)
 	if err := e.Change(cfg); err != nil {
 		return nil, err
 	}
@@ -311,4 +307,18 @@ func (e *Endpoint) String() string {
 		return s.String()
 	}
 	return "none"
+}
+
+// newEndpoint returns an Endpoint over child, timed by clock, with no
+// shaper yet: New and NewClasses give it one.
+func newEndpoint(child stack.LinkEndpoint, clock tcpip.Clock) (*Endpoint, error) {
+	if child == nil {
+		return nil, fmt.Errorf("ingress: no link endpoint to shape")
+	}
+	if clock == nil {
+		return nil, fmt.Errorf("ingress: no clock")
+	}
+	e := &Endpoint{child: child, clock: clock, hash: flowhash.New(), control: newAllowance(clock)}
+	e.Endpoint.Init(child, e)
+	return e, nil
 }
