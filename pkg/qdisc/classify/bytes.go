@@ -46,14 +46,27 @@ func (b *packetBytes) init(pkt *stack.PacketBuffer) {
 			continue
 		}
 		b.first = s[start:]
+		if len(b.first) > b.size { // never past the packet, so at need not check
+			b.first = b.first[:max(b.size, 0)]
+		}
 		b.rest = v.Next()
 		return
 	}
 }
 
 // at returns the n bytes at off, in place or copied into scratch (at least
-// n bytes long); ok is false if the packet has fewer than off+n bytes.
+// n bytes long); ok is false if the packet has fewer than off+n bytes. The
+// common case, bytes within the first view (which init cuts to the
+// packet's size), is inlined; the rest is atSlow's.
 func (b *packetBytes) at(off, n int, scratch []byte) (s []byte, ok bool) {
+	if end := off + n; off >= 0 && end <= len(b.first) {
+		return b.first[off:end], true
+	}
+	return b.atSlow(off, n, scratch)
+}
+
+// atSlow is at for bytes that are not all in the first view, or not there.
+func (b *packetBytes) atSlow(off, n int, scratch []byte) (s []byte, ok bool) {
 	if off < 0 || n > b.size-off {
 		return nil, false
 	}

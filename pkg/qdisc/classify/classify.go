@@ -89,7 +89,10 @@ const MaxRules = 1024
 
 // Classifier classifies packets by an ordered list of rules.
 type Classifier struct {
-	rules  []rule
+	rules []rule
+	// ports is whether any rule tests ports: if none does, they are not
+	// read.
+	ports  bool
 	def    uint32
 	dir    Direction
 	source []Rule // as given, for Rules
@@ -113,6 +116,7 @@ func New(rules []Rule, defaultClass uint32, dir Direction) (*Classifier, error) 
 			return nil, fmt.Errorf("classify: rule %d (%v): %w", i+1, r, err)
 		}
 		c.rules[i] = cr
+		c.ports = c.ports || cr.ports
 		c.source[i] = r
 	}
 	return c, nil
@@ -138,7 +142,7 @@ func (c *Classifier) Classify(protocol tcpip.NetworkProtocolNumber, pkt *stack.P
 	if len(c.rules) == 0 {
 		return c.def // nothing to read
 	}
-	var f fields
+	f := fields{wantPorts: c.ports}
 	if !parse(protocol, pkt, &f) {
 		return c.def
 	}

@@ -18,6 +18,9 @@ type fields struct {
 	protoKnown   bool
 	dport, sport uint16
 	portsKnown   bool
+	// wantPorts is set by the caller: read the ports (no rule tests them
+	// otherwise, and they are left unknown).
+	wantPorts bool
 }
 
 // maxExtensions is the most IPv6 extension headers parse walks.
@@ -41,8 +44,14 @@ func parse(protocol tcpip.NetworkProtocolNumber, pkt *stack.PacketBuffer, f *fie
 }
 
 func parseIPv4(b *packetBytes, scratch []byte, f *fields) bool {
-	h, ok := b.at(0, header.IPv4MinimumSize, scratch)
-	if !ok || h[0]>>4 != 4 {
+	h := b.first // in place, as at would give it, without the call
+	if len(h) < header.IPv4MinimumSize {
+		var ok bool
+		if h, ok = b.atSlow(0, header.IPv4MinimumSize, scratch); !ok {
+			return false
+		}
+	}
+	if h[0]>>4 != 4 {
 		return false
 	}
 	ihl := int(h[0]&0xf) * 4
@@ -56,7 +65,7 @@ func parseIPv4(b *packetBytes, scratch []byte, f *fields) bool {
 	f.src[1] = uint64(binary.BigEndian.Uint32(h[12:16]))
 	f.dst[1] = uint64(binary.BigEndian.Uint32(h[16:20]))
 	fragment := binary.BigEndian.Uint16(h[6:8])&0x3fff != 0 // more fragments, or an offset
-	if !fragment {
+	if !fragment && f.wantPorts {
 		f.readPorts(b, ihl, total, scratch)
 	}
 	return true
@@ -109,7 +118,9 @@ func parseIPv6(b *packetBytes, scratch []byte, f *fields) bool {
 		}
 	}
 	f.proto, f.protoKnown = next, true
-	f.readPorts(b, off, end, scratch)
+	if f.wantPorts {
+		f.readPorts(b, off, end, scratch)
+	}
 	return true
 }
 
@@ -120,8 +131,10 @@ func (f *fields) readPorts(b *packetBytes, off, end int, scratch []byte) {
 	if !ok || off+n > end {
 		return
 	}
-	p, ok := b.at(off, 4, scratch)
-	if !ok {
+	var p []byte
+	if off+4 <= len(b.first) { // in place, as at would give it
+		p = b.first[off : off+4]
+	} else if p, ok = b.atSlow(off, 4, scratch); !ok {
 		return
 	}
 	f.sport = binary.BigEndian.Uint16(p[0:2])

@@ -20,6 +20,9 @@ type class struct {
 
 	rate, ceil      rate.Rate
 	buffer, cbuffer int64
+	// ceilIsRate: the ceil's rate, overhead and mpu are the rate's, so a
+	// packet costs the same ns in both buckets (tc's default ceil).
+	ceilIsRate bool
 	prio            int
 	quantum         int32
 
@@ -76,15 +79,15 @@ func (cl *class) modeAfter(diff *int64) Mode {
 	return MayBorrow
 }
 
-// accntTokens charges bytes to the rate bucket after diff ns of credit
-// (htb_accnt_tokens).
-func (cl *class) accntTokens(bytes uint32, diff int64) {
-	cl.tokens = accnt(cl.tokens, cl.buffer, diff, int64(cl.rate.TimeNS(bytes)))
-}
-
-// accntCTokens charges bytes to the ceil bucket (htb_accnt_ctokens).
-func (cl *class) accntCTokens(bytes uint32, diff int64) {
-	cl.ctokens = accnt(cl.ctokens, cl.cbuffer, diff, int64(cl.ceil.TimeNS(bytes)))
+// costs returns what a packet of bytes bytes costs in ns in the rate and
+// the ceil bucket (psched_l2t_ns of each), computed once when they are
+// the same rate.
+func (cl *class) costs(bytes uint32) (rateNS, ceilNS int64) {
+	rateNS = int64(cl.rate.TimeNS(bytes))
+	if cl.ceilIsRate {
+		return rateNS, rateNS
+	}
+	return rateNS, int64(cl.ceil.TimeNS(bytes))
 }
 
 // accnt is a bucket of toks ns, at most buffer, after diff ns of credit
@@ -136,6 +139,7 @@ func (cl *class) setParams(c ClassConfig, r2q uint32) string {
 func (cl *class) setRates(r, c uint64) {
 	cl.rate = rate.New(r).WithOverhead(cl.cfg.Overhead).WithMPU(cl.cfg.MPU)
 	cl.ceil = rate.New(c).WithOverhead(cl.cfg.Overhead).WithMPU(cl.cfg.MPU)
+	cl.ceilIsRate = cl.ceil == cl.rate
 	cl.buffer = int64(cl.rate.TimeNS(cl.cfg.Burst))
 	cl.cbuffer = int64(cl.ceil.TimeNS(cl.cfg.CBurst))
 }

@@ -16,6 +16,10 @@ func (t *Tree) lookupLeaf(row *feed, prio int) *class {
 	if row.empty() {
 		return nil
 	}
+	if cl := row.ptr; cl != nil && cl.level == 0 {
+		row.lastID = 0 // the walk's first step, when the row points at a leaf
+		return cl
+	}
 	var stk [MaxDepth]*feed
 	sp := 0
 	stk[0] = row
@@ -118,10 +122,12 @@ func (t *Tree) dequeueTree(prio, level int) (*stack.PacketBuffer, uint32, bool) 
 // prio by prio, the leaf whose turn it is. When nothing may leave though
 // packets wait, it sets next to when to look again.
 func (t *Tree) dequeue(now int64) (*stack.PacketBuffer, uint32, bool) {
-	if pkt, size, ok := t.direct.Dequeue(now); ok {
-		t.packets--
-		t.bytes -= uint64(size)
-		return pkt, size, true
+	if n, _ := t.direct.Len(); n != 0 {
+		if pkt, size, ok := t.direct.Dequeue(now); ok {
+			t.packets--
+			t.bytes -= uint64(size)
+			return pkt, size, true
+		}
 	}
 	t.armed = false
 	if t.packets == 0 {
@@ -133,7 +139,10 @@ func (t *Tree) dequeue(now int64) (*stack.PacketBuffer, uint32, bool) {
 		next = min(next, t.renewDue())
 	}
 	for _, level := range t.levels { // the other levels have no class
-		event := t.doEvents(level)
+		var event int64
+		if len(t.wait[level].classes) != 0 {
+			event = t.doEvents(level)
+		}
 		if event == 0 {
 			event = now + int64(time.Second)
 		}

@@ -84,21 +84,25 @@ func (t *Tree) charge(cl *class, level int, bytes uint32) {
 	}
 	for ; cl != nil; cl = cl.parent {
 		diff := min(t.now-cl.tc, mbuffer)
-		if cl.level >= level {
+		rateNS, ceilNS := cl.costs(bytes)
+		if cl.level >= level { // htb_accnt_tokens
 			if cl.level == level {
 				cl.lends++
 			}
-			cl.accntTokens(bytes, diff)
+			cl.tokens = accnt(cl.tokens, cl.buffer, diff, rateNS)
 		} else {
 			cl.borrows++
 			cl.tokens += diff // t_c moves: keep the credit
 		}
-		cl.accntCTokens(bytes, diff)
+		cl.ctokens = accnt(cl.ctokens, cl.cbuffer, diff, ceilNS) // htb_accnt_ctokens
 		cl.tc = t.now
 
 		old := cl.mode
 		diff = 0
-		t.changeMode(cl, &diff)
+		if cl.blockedUntil > t.now || cl.modeAfter(&diff) != old {
+			diff = 0
+			t.changeMode(cl, &diff)
+		}
 		if old != cl.mode {
 			if old != CanSend {
 				t.wait[cl.level].remove(cl)
