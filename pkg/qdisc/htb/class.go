@@ -23,8 +23,8 @@ type class struct {
 	// ceilIsRate: the ceil's rate, overhead and mpu are the rate's, so a
 	// packet costs the same ns in both buckets (tc's default ceil).
 	ceilIsRate bool
-	prio            int
-	quantum         int32
+	prio       int
+	quantum    int32
 
 	// The buckets, in ns of credit as of tc (sch_htb's t_c).
 	tokens, ctokens, tc int64
