@@ -24,21 +24,13 @@ type packetBytes struct {
 }
 
 func (b *packetBytes) init(pkt *stack.PacketBuffer) {
-	views, first := pkt.AsViewList() // first: where the first header begins
-	start := first
-	pushed := pkt.ReservedHeaderBytes() - pkt.AvailableHeaderBytes()
-	if pkt.HeaderSize() == 0 {
-		// Nothing pushed or consumed: the network header starts the data
-		// (the common case on the receive path, read without a header's
-		// view).
-	} else if pushed == 0 && len(pkt.NetworkHeader().Slice()) == 0 {
-		// Nothing parsed past the link header: the data. (Slice of a
-		// header that is not there costs nothing.)
-		start += pkt.Size() - pkt.Data().Size()
-	} else {
-		start += len(pkt.VirtioNetHeader().Slice()) + len(pkt.LinkHeader().Slice())
+	views, start := pkt.AsViewList() // start: where the first header begins
+	b.size = pkt.Size()
+	if pkt.HeaderSize() != 0 {
+		skip := linkBytes(pkt)
+		start += skip
+		b.size -= skip
 	}
-	b.size = first + pkt.Size() - start
 	for v := views.Front(); v != nil; v = v.Next() {
 		s := v.AsSlice()
 		if start >= len(s) {
@@ -52,6 +44,20 @@ func (b *packetBytes) init(pkt *stack.PacketBuffer) {
 		b.rest = v.Next()
 		return
 	}
+}
+
+// linkBytes is how many bytes of a packet with headers pushed or consumed
+// come before its network header. With nothing pushed or consumed (the
+// common case on the receive path, which init does not ask about), the
+// network header starts the data.
+func linkBytes(pkt *stack.PacketBuffer) int {
+	pushed := pkt.ReservedHeaderBytes() - pkt.AvailableHeaderBytes()
+	if pushed == 0 && len(pkt.NetworkHeader().Slice()) == 0 {
+		// Nothing parsed past the link header: the data. (Slice of a
+		// header that is not there costs nothing.)
+		return pkt.Size() - pkt.Data().Size()
+	}
+	return len(pkt.VirtioNetHeader().Slice()) + len(pkt.LinkHeader().Slice())
 }
 
 // at returns the n bytes at off, in place or copied into scratch (at least

@@ -23,6 +23,10 @@ type class struct {
 	// ceilIsRate: the ceil's rate, overhead and mpu are the rate's, so a
 	// packet costs the same ns in both buckets (tc's default ceil).
 	ceilIsRate bool
+	// The costs of the last length charged (most packets are as long as
+	// the one before them): costLen bytes cost costRate and costCeil ns.
+	costLen            uint32
+	costRate, costCeil int64
 	prio       int
 	quantum    int32
 
@@ -80,14 +84,19 @@ func (cl *class) modeAfter(diff *int64) Mode {
 }
 
 // costs returns what a packet of bytes bytes costs in ns in the rate and
-// the ceil bucket (psched_l2t_ns of each), computed once when they are
-// the same rate.
+// the ceil bucket (psched_l2t_ns of each): remembered for the last
+// length, and computed once when they are the same rate.
 func (cl *class) costs(bytes uint32) (rateNS, ceilNS int64) {
-	rateNS = int64(cl.rate.TimeNS(bytes))
-	if cl.ceilIsRate {
-		return rateNS, rateNS
+	if bytes == cl.costLen {
+		return cl.costRate, cl.costCeil
 	}
-	return rateNS, int64(cl.ceil.TimeNS(bytes))
+	cl.costLen = bytes
+	cl.costRate = int64(cl.rate.TimeNS(bytes))
+	cl.costCeil = cl.costRate
+	if !cl.ceilIsRate {
+		cl.costCeil = int64(cl.ceil.TimeNS(bytes))
+	}
+	return cl.costRate, cl.costCeil
 }
 
 // accnt is a bucket of toks ns, at most buffer, after diff ns of credit
@@ -140,6 +149,8 @@ func (cl *class) setRates(r, c uint64) {
 	cl.rate = rate.New(r).WithOverhead(cl.cfg.Overhead).WithMPU(cl.cfg.MPU)
 	cl.ceil = rate.New(c).WithOverhead(cl.cfg.Overhead).WithMPU(cl.cfg.MPU)
 	cl.ceilIsRate = cl.ceil == cl.rate
+	cl.costLen = 0 // the remembered costs are of the new rates
+	cl.costRate, cl.costCeil = int64(cl.rate.TimeNS(0)), int64(cl.ceil.TimeNS(0))
 	cl.buffer = int64(cl.rate.TimeNS(cl.cfg.Burst))
 	cl.cbuffer = int64(cl.ceil.TimeNS(cl.cfg.CBurst))
 }

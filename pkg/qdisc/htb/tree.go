@@ -288,6 +288,11 @@ func (t *Tree) Dequeue(now int64) (*stack.PacketBuffer, uint32, bool) {
 		t.peeked = nil
 		return pkt, t.peekedSize, true
 	}
+	if !t.armed && t.behind == 0 {
+		// Not waiting for an event, nor catching up: nothing to catch up
+		// on (dequeueCatchingUp's first and only step).
+		return t.dequeue(max(now, t.now))
+	}
 	return t.dequeueCatchingUp(now)
 }
 
