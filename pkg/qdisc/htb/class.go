@@ -27,8 +27,8 @@ type class struct {
 	// the one before them): costLen bytes cost costRate and costCeil ns.
 	costLen            uint32
 	costRate, costCeil int64
-	prio       int
-	quantum    int32
+	prio               int
+	quantum            int32
 
 	// The buckets, in ns of credit as of tc (sch_htb's t_c).
 	tokens, ctokens, tc int64
