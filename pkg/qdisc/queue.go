@@ -66,6 +66,21 @@ type Shaper interface {
 	Activated() bool
 }
 
+// Sorter is a Queue that places each packet by reading its headers (htb's
+// filters), and can read them before its lane's lock is taken: producers
+// then read headers side by side, and hold the lock only to queue. Sort
+// may be called by any number of goroutines at once, with no lock held,
+// and reads nothing Enqueue or Dequeue write; EnqueueSorted is Enqueue
+// with Sort's answer for the packet, and is called, as Enqueue is, under
+// the lane's lock.
+type Sorter interface {
+	Queue
+	// Sort returns where pkt goes, for EnqueueSorted.
+	Sort(pkt *stack.PacketBuffer) uint32
+	// EnqueueSorted is Enqueue of a packet that Sort placed at key.
+	EnqueueSorted(pkt *stack.PacketBuffer, size uint32, now int64, key uint32) bool
+}
+
 // ArrivalBlind is a Queue that never reads the arrival times Enqueue is
 // given (htb over pfifo leaves): its lane does not read the clock for
 // them, and passes qdisc.Unstamped.

@@ -32,6 +32,12 @@ func (l *Lane) Enqueue(pkt *stack.PacketBuffer) tcpip.Error {
 			return l.enqueueSplit(pkt, maxPacket)
 		}
 	}
+	// A queue that places packets by their headers reads them here,
+	// before the lock, so that the lock serialises only the queueing.
+	var key uint32
+	if l.sorter != nil {
+		key = l.sorter.Sort(pkt)
+	}
 	l.mu.Lock()
 	if l.closed || l.budget != nil || (maxPacket != 0 && size > maxPacket) {
 		if l.budget != nil && l.credit >= size && !l.closed && (maxPacket == 0 || size <= maxPacket) {
@@ -54,7 +60,9 @@ func (l *Lane) Enqueue(pkt *stack.PacketBuffer) tcpip.Error {
 		l.arrivals = true
 	}
 	var ok bool
-	if l.stamped {
+	if l.sorter != nil {
+		ok = l.sorter.EnqueueSorted(pkt.IncRef(), uint32(min(size, 1<<32-1)), now, key)
+	} else if l.stamped {
 		ok = l.queue.Enqueue(pkt.IncRef(), uint32(min(size, 1<<32-1)), now)
 	} else { // the lane's own queue, called directly on the packet path
 		ok = l.own.Enqueue(pkt.IncRef(), uint32(min(size, 1<<32-1)), now)

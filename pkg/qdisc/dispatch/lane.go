@@ -46,6 +46,10 @@ type Lane struct {
 	// blind says the queue does not read arrival times
 	// (qdisc.ArrivalBlind): enqueuers do not read the clock for it.
 	blind bool
+	// sorter is the queue, when it places packets by their headers
+	// (qdisc.Sorter): enqueuers sort before they take the lock. Set by
+	// Init, never changed.
+	sorter qdisc.Sorter
 	// shaper is the queue, when it shapes on its own (htb): a pass that
 	// it hands nothing while packets wait waits for its NextEvent.
 	// +checklocks:mu
@@ -150,6 +154,7 @@ func (l *Lane) Init(cfg Config) {
 	if b, ok := cfg.Queue.(qdisc.ArrivalBlind); ok && b.ArrivalBlind() {
 		l.blind = true
 	}
+	l.sorter, _ = cfg.Queue.(qdisc.Sorter)
 	l.queueOnly = cfg.QueueOnly
 	l.alarm = cfg.alarm
 	if l.alarm == nil {
