@@ -345,6 +345,9 @@ func parseTime(v string) (time.Duration, error) {
 		end++
 	}
 	num, unit := v[:end], strings.ToLower(v[end:])
+	if num == "" {
+		return 0, errors.New("want a time such as 100ms, 1.5ms, 300us or 1s (a bare number is microseconds), not negative")
+	}
 	per := int64(1)
 	if unit != "" {
 		var ok bool
@@ -353,7 +356,7 @@ func parseTime(v string) (time.Duration, error) {
 		}
 	}
 	r, ok := new(big.Rat).SetString(num)
-	if num == "" || len(num) > 40 || !ok || strings.ContainsAny(num, "/eE") {
+	if len(num) > 40 || !ok {
 		return 0, errors.New("want a time such as 100ms, 1.5ms, 300us or 1s (a bare number is microseconds)")
 	}
 	r.Mul(r, new(big.Rat).SetInt64(per))
