@@ -37,6 +37,9 @@
 //     target of 0 (cake_change raises them to 1us); and so are some
 //     values Linux takes that do nothing useful: a target above the rtt,
 //     a memlimit too small for a 64 KiB packet.
+//   - MemoryLimit saturates at 2^32-1 where cake_reconfigure's 32-bit
+//     arithmetic would wrap (a bandwidth for 4 rtts past 4 GiB, 10240
+//     packets of a very large MTU).
 //   - ParseQdisc takes two words tc does not: target (the kernel's
 //     TCA_CAKE_TARGET, which tc only derives as rtt/20) and bandwidth
 //     unlimited (what `tc qdisc show` prints), so that every Config has

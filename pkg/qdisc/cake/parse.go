@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -20,10 +21,12 @@ type Preset struct {
 	Target time.Duration
 }
 
-// Presets are tc-cake's named round trip times, as q_cake.c sends them
-// (each target is its rtt/20). interplanetary is 1000s in q_cake.c,
-// though tc-cake(8) says 3600s: this is what the kernel gets.
-var Presets = []Preset{
+// Presets returns tc-cake's named round trip times, as q_cake.c sends
+// them (each target is its rtt/20). interplanetary is 1000s in q_cake.c,
+// though tc-cake(8) says 3600s: 1000s is what the kernel gets.
+func Presets() []Preset { return slices.Clone(presets) }
+
+var presets = []Preset{
 	{"datacentre", 100 * time.Microsecond, 5 * time.Microsecond},
 	{"lan", time.Millisecond, 50 * time.Microsecond},
 	{"metro", 10 * time.Millisecond, 500 * time.Microsecond},
@@ -295,7 +298,7 @@ func ParseQdisc(words string) (Config, error) {
 
 // findPreset returns the Preset called name.
 func findPreset(name string) (Preset, bool) {
-	for _, p := range Presets {
+	for _, p := range presets {
 		if p.Name == name {
 			return p, true
 		}
@@ -444,8 +447,8 @@ func ParseRTT(s string) (rtt, target time.Duration, err error) {
 		err = errors.New("an rtt of 0 is none; give 1us or more")
 	}
 	if err != nil {
-		names := make([]string, len(Presets))
-		for i, p := range Presets {
+		names := make([]string, len(presets))
+		for i, p := range presets {
 			names[i] = p.Name
 		}
 		return 0, 0, fmt.Errorf("cake rtt: %q: %w, or one of %s", s, err, wordList(names))
@@ -482,8 +485,9 @@ func ParseMPU(s string) (uint32, error) {
 }
 
 func parseMPU(s string) (uint32, error) {
-	n, err := strconv.ParseUint(s, 10, 32)
-	if err != nil || n > MaxMPU {
+	// tc's strtol: a sign is taken.
+	n, err := strconv.ParseInt(s, 10, 32)
+	if err != nil || n < 0 || n > MaxMPU {
 		return 0, fmt.Errorf("want bytes 0 to %d in decimal", MaxMPU)
 	}
 	return uint32(n), nil

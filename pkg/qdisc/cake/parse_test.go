@@ -1,6 +1,7 @@
 package cake_test
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -358,6 +359,8 @@ func TestFlagParsers(t *testing.T) {
 			{"overhead", func(s string) (int64, error) { n, err := cake.ParseOverhead(s); return int64(n), err }, "ethernet", 0, "-64 to 256"},
 			{"mpu", func(s string) (int64, error) { n, err := cake.ParseMPU(s); return int64(n), err }, "256", 256, ""},
 			{"mpu", func(s string) (int64, error) { n, err := cake.ParseMPU(s); return int64(n), err }, "0", 0, ""},
+			{"mpu", func(s string) (int64, error) { n, err := cake.ParseMPU(s); return int64(n), err }, "+64", 64, ""},
+			{"mpu", func(s string) (int64, error) { n, err := cake.ParseMPU(s); return int64(n), err }, "-1", 0, "0 to 256"},
 			{"mpu", func(s string) (int64, error) { n, err := cake.ParseMPU(s); return int64(n), err }, "257", 0, "0 to 256"},
 			{"memlimit", func(s string) (int64, error) { n, err := cake.ParseMemlimit(s); return int64(n), err }, "64kb", 65536, ""},
 			{"memlimit", func(s string) (int64, error) { n, err := cake.ParseMemlimit(s); return int64(n), err }, "0", 0, ""},
@@ -371,4 +374,31 @@ func TestFlagParsers(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestPresets: each preset is what "rtt" with its time would set (q_cake.c
+// sends every preset's target as its rtt/20), and Presets hands out a
+// copy.
+func TestPresets(t *testing.T) {
+	ps := cake.Presets()
+	if len(ps) != 8 {
+		t.Fatalf("Presets() has %d presets, want tc-cake's 8", len(ps))
+	}
+	for _, p := range ps {
+		named, err := cake.ParseQdisc(p.Name)
+		if err != nil {
+			t.Fatalf("ParseQdisc(%q) = %v", p.Name, err)
+		}
+		timed, err := cake.ParseQdisc(fmt.Sprintf("rtt %dus", p.RTT/time.Microsecond))
+		if err != nil {
+			t.Fatalf("ParseQdisc(rtt %v) = %v", p.RTT, err)
+		}
+		if named.RTT != p.RTT || named.Target != p.Target || timed != named {
+			t.Errorf("preset %s: %v/%v, rtt %v gives %v/%v; want %v/%v for both", p.Name, named.RTT, named.Target, p.RTT, timed.RTT, timed.Target, p.RTT, p.Target)
+		}
+	}
+	ps[0].RTT = time.Hour
+	if cake.Presets()[0].RTT == time.Hour {
+		t.Error("changing what Presets returned changed the presets")
+	}
 }
