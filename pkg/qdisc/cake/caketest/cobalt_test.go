@@ -24,6 +24,7 @@ import (
 //   - At T0+179ms: drop, count 5, cache[5] = 1920767767: + 44721359 =
 //     T0+223167062.
 //   - At T0+224ms: drop.
+//
 // So a fresh flow's first drop comes one dequeue after the queue is first
 // seen over target (not an interval later: rec_inv_sqrt is still 0 then),
 // and then interval/sqrt(count) apart.

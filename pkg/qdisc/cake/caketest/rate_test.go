@@ -206,8 +206,8 @@ func TestShaperDepartures(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		rate   uint64
-		ipLen  int    // IP bytes of each packet
-		gap    int64  // expected ns between departures
+		ipLen  int   // IP bytes of each packet
+		gap    int64 // expected ns between departures
 		params func(*Params)
 	}{
 		// 1mbit: 8000 ns a byte, 1000-byte packets: 8 ms apart.
