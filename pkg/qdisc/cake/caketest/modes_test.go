@@ -39,6 +39,7 @@ func departures(t *testing.T, m *Model, now int64, n int) (ids []uint64, at []in
 //     tin's clock was behind now, so it moves by 8ms to t0+16ms; the
 //     global to t0+24ms and the failsafe to t0+24ms.
 //   - t0+24ms: packet 3.
+//
 // Without ingress the drop costs nothing: t0, t0+8ms, t0+16ms.
 func TestIngressAdvancesShaper(t *testing.T) {
 	for _, tc := range []struct {
