@@ -55,5 +55,25 @@
 //     the ports of TCP, UDP, UDP-Lite, SCTP and DCCP; it does not follow
 //     tunnels (Linux dissects 6in4's inner header).
 //   - There is no change of parameters after New (cake_change on a live
-//     qdisc); autorate-ingress's own cake_reconfigure is modelled.
+//     qdisc), no cake_reset and no per-flow class stats (tc -s class show);
+//     autorate-ingress's own cake_reconfigure is modelled.
+//   - Input Linux never sees (a negative MacLen, a packet of length 0, a
+//     GSO packet with no segment count) is Refused with an Event naming
+//     the field, not taken.
+//
+// Behaviour of Linux's worth knowing when reading the tests: a flow's
+// COBALT state starts zeroed, rec_inv_sqrt included, so the first time a
+// fresh flow is seen over target its drop_next is now and it drops (or
+// marks) at its next dequeue still over target; after a flow's count has
+// come back down, rec_inv_sqrt is the cache's ~0 and the first drop comes
+// an interval (less a nanosecond) later. last_reconfig_time is never set,
+// so autorate-ingress reconfigures at every estimate. In triple-isolate a
+// flow's quantum is divided by the larger bulk flow count of its two
+// hosts: flows that all go to one server are shared per flow, not per
+// source host.
+//
+// There is no lockstep harness yet: it needs the implementation (package
+// cake), which does not exist. The model's API is made for one: the
+// implementation and the model take the same Params.Hasher and
+// Params.Rand, and every decision is an Event or a departure.
 package caketest

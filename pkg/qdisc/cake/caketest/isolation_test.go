@@ -1,6 +1,7 @@
 package caketest
 
 import (
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"testing"
@@ -215,5 +216,43 @@ func TestMemoryLimit(t *testing.T) {
 	slices.Sort(ids)
 	if want := []uint64{2, 3, 4, 5, 6, 101, 102, 103, 104, 105}; !slices.Equal(ids, want) {
 		t.Errorf("left %v, want %v", ids, want)
+	}
+}
+
+// portHasher hashes every flow to 8 + 1024*source port: all of them to
+// queue 8, the first way of the set of queues 8 to 15.
+type portHasher struct{}
+
+func (portHasher) Hash(p *Packet) Hashes {
+	return Hashes{Flow: 8 + 1024*uint32(binary.BigEndian.Uint16(p.Data[20:22]))}
+}
+
+// TestSetAssociative follows cake_hash's 8-way lookup with flows that all
+// reduce to queue 8: the first eight take queues 8 to 15 (eight misses);
+// the ninth finds no free way and takes queue 8 over (a collision); flow
+// 1 again finds its tag in the set's second way (an indirect hit); flow 0
+// again finds its tag gone and collides too. Queue 8 then holds three
+// packets (flows 0, 8, 0).
+func TestSetAssociative(t *testing.T) {
+	p := DefaultParams()
+	p.FlowMode = FlowFlows
+	p.TinMode = BestEffort
+	p.Hasher = portHasher{}
+	m, err := New(p, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, port := range []uint16{0, 1, 2, 3, 4, 5, 6, 7, 8, 1, 0} {
+		m.Enqueue(1e9, pkt{id: uint64(i), src: "10.0.0.1", dst: "10.0.0.2", sport: port, dport: 80, payload: 100}.ipv4())
+	}
+	s := m.Stats().Tins[0]
+	if s.WayMisses != 8 || s.WayCollisions != 2 || s.WayIndirectHits != 1 || s.SparseFlows != 8 {
+		t.Errorf("way_miss %d way_cols %d way_inds %d sp_flows %d; want 8 2 1 8", s.WayMisses, s.WayCollisions, s.WayIndirectHits, s.SparseFlows)
+	}
+	if n := len(m.tins[0].flows[8].queue); n != 3 {
+		t.Errorf("queue 8 holds %d packets, want 3", n)
+	}
+	if n := len(m.tins[0].flows[9].queue); n != 2 {
+		t.Errorf("queue 9 holds %d packets, want 2", n)
 	}
 }

@@ -187,3 +187,39 @@ func TestTinDRR(t *testing.T) {
 		t.Errorf("best effort's share %.4f, want 16/17 = 0.941", share)
 	}
 }
+
+// TestAutorateIngress follows cake_enqueue's capacity estimate for two
+// 1000-byte arrivals on an unlimited cake, from the zeroed state:
+//   - t0 = 1 s: the gap since last_packet_time (0) is 1 s (the cap), above
+//     the average gap (0), so the average moves a quarter of the way:
+//     250 ms; the gap is above it, so the window closes: 1000 bytes over
+//     t0-0 = 1 s is 1000 B/s, and the peak estimate moves a quarter of the
+//     way from 0: 250. last_reconfig_time is never set (0), so the rate
+//     becomes 250*15/16 = 234 (floored) and cake_reconfigure runs.
+//   - t0+2 s: gap 2 s, capped at 1 s, average 250 ms - 62.5 ms + 250 ms =
+//     437.5 ms; window 1000 bytes over 2 s = 500 B/s; estimate 250 - 62 +
+//     125 = 313; rate 313*15/16 = 293.
+func TestAutorateIngress(t *testing.T) {
+	p := DefaultParams()
+	p.AutorateIngress = true
+	p.TinMode = BestEffort
+	m, err := New(p, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, step := range []struct {
+		at       int64
+		estimate uint64
+		rate     uint64
+	}{
+		{1e9, 250, 234},
+		{3e9, 313, 293},
+	} {
+		m.Enqueue(step.at, pkt{id: uint64(i), src: "10.0.0.1", dst: "10.0.0.2", sport: 1, dport: 2, payload: 960}.ipv4())
+		m.DequeueAll(step.at)
+		s := m.Stats()
+		if s.CapacityEstimate != step.estimate || s.Tins[0].ThreshRate != step.rate {
+			t.Errorf("after arrival %d: estimate %d, rate %d; want %d, %d", i, s.CapacityEstimate, s.Tins[0].ThreshRate, step.estimate, step.rate)
+		}
+	}
+}
