@@ -2,6 +2,7 @@ package caketest
 
 import (
 	"math"
+	"slices"
 	"testing"
 )
 
@@ -58,7 +59,7 @@ func TestCoDelSchedule(t *testing.T) {
 		}
 	}
 	want := []int64{1, 71, 129, 179, 224}
-	if !equalInt64s(drops, want) {
+	if !slices.Equal(drops, want) {
 		t.Errorf("drops at ms %v after T0, want %v", drops, want)
 	}
 	f := &m.tins[0].flows[m.curFlow]
@@ -103,24 +104,12 @@ func TestCoDelMarks(t *testing.T) {
 			marks = append(marks, k)
 		}
 	}
-	if want := []int64{1, 71}; !equalInt64s(marks, want) {
+	if want := []int64{1, 71}; !slices.Equal(marks, want) {
 		t.Errorf("marks at ms %v, want %v", marks, want)
 	}
 	if s := m.Stats(); s.Tins[0].Marks != 2 || s.Drops != 0 {
 		t.Errorf("marks %d drops %d, want 2 and 0", s.Tins[0].Marks, s.Drops)
 	}
-}
-
-func equalInt64s(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestInvSqrt checks the Newton step past the cache: from count 16 on,
@@ -198,5 +187,78 @@ func TestBlue(t *testing.T) {
 				t.Errorf("events %v, packet %v; want a BLUE drop: %v", ev, pk != nil, tc.wantBlue)
 			}
 		})
+	}
+}
+
+// TestCoDelFirstDropAfterInterval: a flow whose COBALT state has been
+// through a drop and back to rest holds rec_inv_sqrt = cache[0] = ~0, and
+// then its first drop comes an interval (less a nanosecond) after it is
+// first seen over target, as CoDel's does. Worked through:
+//   - Priming: 3 packets at t0; at T0 = t0+6ms the first goes (dropping
+//     starts, drop_next = T0 since rec_inv_sqrt is 0), at T0+1ms the
+//     second is dropped (count 2, drop_next T0+70710678) and the third
+//     goes.
+//   - t1 = T0+1s: one packet, dequeued at once (under target): the overdue
+//     schedule walks count down to 0, setting rec_inv_sqrt to cache[1]
+//     then cache[0] (both ~0); with count 0, drop_next = t1+100ms.
+//   - t2 = t1+50ms: 300 packets; from T2 = t2+6ms one dequeue a ms. At T2
+//     the queue is over target: drop_next = T2 + 100e6*(2^32-1)>>32 =
+//     T2+99999999 (and stays: the old drop_next, t1+100ms, is still
+//     ahead). First drop at T2+100ms; then count 2: +70710678 =
+//     T2+170710677, a drop at T2+171ms; count 3: +57735026 =
+//     T2+228445703, a drop at T2+229ms.
+func TestCoDelFirstDropAfterInterval(t *testing.T) {
+	p := DefaultParams()
+	p.TinMode = BestEffort
+	m, err := New(p, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk := func(id uint64) Packet {
+		return pkt{id: id, src: "10.0.0.1", dst: "10.0.0.2", sport: 1, dport: 2, payload: 960}.ipv4()
+	}
+	var dropped []uint64
+	collect := func(ev []Event) {
+		for _, e := range ev {
+			dropped = append(dropped, e.ID)
+		}
+	}
+	const t0 = int64(1e9)
+	for i := range 3 {
+		m.Enqueue(t0, mk(uint64(i)))
+	}
+	T0 := t0 + 6e6
+	_, ev := m.DequeueAll(T0)
+	collect(ev)
+	_, ev = m.DequeueAll(T0 + 1e6)
+	collect(ev)
+	if !slices.Equal(dropped, []uint64{1}) {
+		t.Fatalf("priming dropped %v, want [1]", dropped)
+	}
+	t1 := T0 + 1e9
+	m.Enqueue(t1, mk(3))
+	_, ev = m.DequeueAll(t1)
+	collect(ev)
+	f := &m.tins[0].flows[m.curFlow]
+	if f.cvars.count != 0 || f.cvars.recInvSqrt != ^uint32(0) || f.cvars.dropNext != t1+100e6 {
+		t.Fatalf("at rest: count %d rec_inv_sqrt %#x drop_next %d; want 0, ~0, t1+100ms", f.cvars.count, f.cvars.recInvSqrt, f.cvars.dropNext-t1)
+	}
+	t2 := t1 + 50e6
+	for i := range 300 {
+		m.Enqueue(t2, mk(100+uint64(i)))
+	}
+	T2 := t2 + 6e6
+	var at []int64
+	for k := int64(0); k <= 230; k++ {
+		pk, ev := m.Dequeue(T2 + k*1e6)
+		if pk == nil {
+			t.Fatalf("nothing at %d ms", k)
+		}
+		for range ev {
+			at = append(at, k)
+		}
+	}
+	if want := []int64{100, 171, 229}; !slices.Equal(at, want) {
+		t.Errorf("drops at ms %v after T2, want %v", at, want)
 	}
 }

@@ -1,6 +1,9 @@
 package caketest
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
 // TestSetRate checks cake_set_rate's constants, worked by hand from
 // rate_ns = (1e9 << 34) / rate, halved (and the shift lowered) until it
@@ -107,7 +110,7 @@ func TestTinRates(t *testing.T) {
 	for _, ts := range m.Stats().Tins {
 		order = append(order, ts.Tin)
 	}
-	if want := []int{1, 0, 2, 3}; !equalInts(order, want) {
+	if want := []int{1, 0, 2, 3}; !slices.Equal(order, want) {
 		t.Errorf("dump order %v, want %v", order, want)
 	}
 
@@ -126,18 +129,6 @@ func TestTinRates(t *testing.T) {
 			t.Errorf("precedence tin %d: rate %d quantum %d, want %d %d", i, m.tins[i].rateBps, m.tins[i].tinQuantum, wantRate[i], wantQ[i])
 		}
 	}
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestOverhead checks cake_overhead's lengths for the framing keywords.
