@@ -98,3 +98,23 @@ func headerOK(h []byte) bool {
 	}
 	return s == 0xffff
 }
+
+// ipv6 builds the IPv6 form of d (addresses given as IPv6), with a flow
+// label.
+func (d pkt) ipv6(label uint32) Packet {
+	c := d
+	c.src, c.dst = "0.0.0.0", "0.0.0.0" // the transport header is what is kept
+	v4 := c.ipv4()
+	l4 := v4.Data[20:]
+	b := make([]byte, 40+len(l4))
+	binary.BigEndian.PutUint32(b[0:], 6<<28|uint32(d.dscp<<2|d.ecn)<<20|label&0xfffff)
+	binary.BigEndian.PutUint16(b[4:], uint16(len(l4)))
+	b[6] = v4.Data[9]
+	b[7] = 64
+	src, dst := netip.MustParseAddr(d.src).As16(), netip.MustParseAddr(d.dst).As16()
+	copy(b[8:24], src[:])
+	copy(b[24:40], dst[:])
+	copy(b[40:], l4)
+	v4.Data = b
+	return v4
+}

@@ -51,7 +51,7 @@ func fuzzParams(r *fuzzReader) Params {
 
 // fuzzPacket decodes a packet: one of 8 connections between 4 hosts,
 // TCP (an ACK with options, or data) or UDP, a DSCP and ECN, a size, and
-// sometimes GSO; or (rarely) bytes that are not a well-formed header.
+// sometimes GSO, over IPv4 or IPv6; or (rarely) bytes that are not a well-formed header.
 func fuzzPacket(r *fuzzReader, id uint64) Packet {
 	kind := r.byte()
 	if kind%16 == 15 {
@@ -96,6 +96,11 @@ func fuzzPacket(r *fuzzReader, id uint64) Packet {
 	case 2: // UDP
 		d.proto = ipprotoUDP
 		d.payload = int(r.u16()) % 1500
+	}
+	if kind&0x80 != 0 { // IPv6, with a flow label half the time
+		d.src = fmt.Sprintf("2001:db8::%d", 1+c%4)
+		d.dst = fmt.Sprintf("2001:db8:1::%d", 1+c/4)
+		return d.ipv6(uint32(kind>>6&1) * 0x12345)
 	}
 	return d.ipv4()
 }
