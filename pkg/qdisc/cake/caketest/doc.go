@@ -49,10 +49,11 @@
 //   - skb_gso_segment is modelled by lengths: each segment carries the
 //     packet's network and transport headers and GSOSize bytes of
 //     payload, the last the rest (see splitGSO); a segment's headers are
-//     copied with only the IP length fields and IPv4 checksum rewritten.
+//     copied with only the IP length fields, IPv4 ID and checksum rewritten.
 //   - The flow dissector of the default Hasher reads IPv4, IPv6 with its
 //     hop-by-hop, routing, destination-options and fragment headers, and
-//     the ports of TCP, UDP, UDP-Lite, SCTP and DCCP; it does not follow
+//     the ports of TCP, UDP, UDP-Lite, SCTP and DCCP (ESP's and AH's SPI);
+//     it does not follow
 //     tunnels (Linux dissects 6in4's inner header).
 //   - There is no change of parameters after New (cake_change on a live
 //     qdisc), no cake_reset and no per-flow class stats (tc -s class show);

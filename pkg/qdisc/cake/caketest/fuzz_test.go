@@ -44,7 +44,7 @@ func fuzzParams(r *fuzzReader) Params {
 	p.MPU = uint16(r.byte())
 	p.Memory = uint32(r.byte()) * 1000
 	if r.byte()&1 != 0 {
-		p.ParamsForRTT(uint32(r.u16()) * 10)
+		p.SetRTT(uint32(r.u16()) * 10)
 	}
 	return p
 }

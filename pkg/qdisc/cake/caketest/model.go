@@ -102,7 +102,8 @@ type heapEntry struct {
 	b uint16
 }
 
-// Model is Linux's sch_cake for one set of Params.
+// Model is Linux's sch_cake for one set of Params. It is not safe for
+// concurrent use: like the qdisc under its lock, one caller drives it.
 type Model struct {
 	p Params
 

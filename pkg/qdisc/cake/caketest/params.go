@@ -61,7 +61,7 @@ const (
 // Params are cake's kernel-side parameters, as cake_change leaves them in
 // struct cake_sched_data (not tc's keywords: iproute2's q_cake.c turns
 // "rtt 50ms" into Interval 50000 and Target 2500, rtt/20; see
-// ParamsForRTT).
+// SetRTT).
 type Params struct {
 	// Rate is the shaper's rate in bytes per second (q->rate_bps); 0 is
 	// unlimited.
@@ -138,9 +138,9 @@ func DefaultParams() Params {
 	}
 }
 
-// ParamsForRTT sets Interval and Target as iproute2's "rtt" keyword does:
+// SetRTT sets Interval and Target as iproute2's "rtt" keyword does:
 // target is rtt/20, at least 1 microsecond.
-func (p *Params) ParamsForRTT(rttUS uint32) {
+func (p *Params) SetRTT(rttUS uint32) {
 	p.Interval = rttUS
 	p.Target = max(rttUS/20, 1)
 }
