@@ -53,8 +53,7 @@
 //   - The flow dissector of the default Hasher reads IPv4, IPv6 with its
 //     hop-by-hop, routing, destination-options and fragment headers, and
 //     the ports of TCP, UDP, UDP-Lite, SCTP and DCCP (ESP's and AH's SPI);
-//     it does not follow
-//     tunnels (Linux dissects 6in4's inner header).
+//     it does not follow tunnels (Linux dissects 6in4's inner header).
 //   - There is no change of parameters after New (cake_change on a live
 //     qdisc), no cake_reset and no per-flow class stats (tc -s class show);
 //     autorate-ingress's own cake_reconfigure is modelled.
