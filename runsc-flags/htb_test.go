@@ -87,14 +87,23 @@ func TestHTBFlags(t *testing.T) {
 	}
 }
 
-// TestHTBAnnotations: a pod's annotation may lower a class or add or
-// lower a quota; it may not raise one, add or move a class, touch the
-// filters, or drop the operator's quota, unless --allow-flag-override.
+// TestHTBAnnotations: a pod's annotation may lower a class, add or lower
+// a quota, and split an operator's leaf (or its own class) into classes
+// no looser, with a chain of filters that keeps the leaf's packets under
+// it; it may not raise a class, move one, add a filter anywhere else, let
+// packets escape a class, or drop the operator's quota, unless
+// --allow-flag-override. A refusal names the annotation and the class or
+// ceiling.
 func TestHTBAnnotations(t *testing.T) {
-	const quota = "; class parent 1:1 classid 1:30 rate 1mbit quota 1gb per 24h then 1mbit"
+	// htbSample: 1:1 (1gbit) over 1:10 (the cluster, 990mbit ceil 1gbit,
+	// filter dst 10.0.0.0/8) and 1:20 (10mbit, the default); here also
+	// 1:30 (prio 2, a quota) and a filter to 1:99, no class.
+	const quota = "; class parent 1:1 classid 1:30 rate 1mbit prio 2 quota 1gb per 24h then 1mbit; filter dst 172.16.0.0/12 classid 1:99"
+	const split = "class parent 1:10 classid 1:11 rate 500mbit ceil 800mbit; class parent 1:10 classid 1:12 rate 100mbit; "
 	for _, tc := range []struct {
 		name, value string
 		override    bool
+		fqCoDel     bool   // fq_codel grafted on 1:30
 		says        string // "" for accepted
 	}{
 		{name: "lower a ceil", value: "class classid 1:20 ceil 5mbit"},
@@ -103,9 +112,31 @@ func TestHTBAnnotations(t *testing.T) {
 		{name: "lower a quota", value: "class classid 1:30 quota 500mb per 24h then block"},
 		{name: "raise a rate", value: "class classid 1:20 rate 20mbit", says: "rate 2500000 is above the operator's 1250000"},
 		{name: "raise a ceil", value: "class classid 1:10 ceil 2gbit", says: "ceil"},
-		{name: "add a class", value: "class parent 1:20 classid 1:21 rate 1mbit", says: "no class 1:21 to change"},
+		{name: "split a leaf", value: split + "filter parent 1:10 dst 10.1.0.0/16 proto tcp classid 1:11; filter parent 1:10 classid 1:12"},
+		{name: "split twice", value: "class parent 1:30 classid 1:31 rate 1mbit prio 2; class parent 1:31 classid 1:32 rate 500kbit prio 3; class parent 1:31 classid 1:33 rate 500kbit prio 2; " +
+			"filter parent 1:30 classid 1:31; filter parent 1:31 dport 53 proto udp classid 1:32; filter parent 1:31 classid 1:33"},
+		{name: "split and lower", value: "class classid 1:10 ceil 900mbit; class parent 1:10 classid 1:11 rate 1mbit ceil 900mbit; filter parent 1:10 classid 1:11"},
+		{name: "a split without a catch-all", value: split + "filter parent 1:10 dst 10.1.0.0/16 classid 1:11", says: "would go to the default class, out of 1:10 and its ceiling; end its filters with a catch-all into a class under it, as filter parent 1:10 classid 1:11"},
+		{name: "a split without filters", value: "class parent 1:10 classid 1:11 rate 1mbit", says: "end its filters with a catch-all"},
+		{name: "a catch-all before a filter out", value: split + "filter parent 1:10 classid 1:12; filter parent 1:10 classid 1:20", says: "sends packets of class 1:10 to 1:20, out of 1:10"},
+		{name: "a filter into another class", value: split + "filter parent 1:10 dst 8.8.8.8/32 classid 1:20; filter parent 1:10 classid 1:12", says: "sends packets of class 1:10 to 1:20, out of 1:10 and its ceiling"},
+		{name: "a filter to the direct queue", value: split + "filter parent 1:10 classid 1:0", says: "to 1:0, out of 1:10"},
+		{name: "a filter to itself", value: split + "filter parent 1:10 classid 1:10", says: "whose chain leads back here: a loop"},
+		{name: "a child above its parent's ceil", value: "class parent 1:10 classid 1:11 rate 1mbit ceil 2gbit; filter parent 1:10 classid 1:11", says: "class 1:11: ceil 250000000 bytes/s (2Gbit) is above the ceil of its parent 1:10, 125000000 bytes/s"},
+		{name: "a child above a lowered ceil", value: "class classid 1:10 ceil 500mbit; class parent 1:10 classid 1:11 rate 1mbit ceil 600mbit; filter parent 1:10 classid 1:11", says: "is above the ceil of its parent 1:10"},
+		{name: "a child's rate above its parent's ceil", value: "class parent 1:10 classid 1:11 rate 2gbit ceil 1gbit; filter parent 1:10 classid 1:11", says: "rate 250000000 bytes/s (2Gbit) is above the ceil of its parent 1:10"},
+		{name: "a grandchild above its parent", value: "class parent 1:10 classid 1:11 rate 1mbit; class parent 1:11 classid 1:12 rate 2mbit; filter parent 1:10 classid 1:11; filter parent 1:11 classid 1:12", says: "class 1:12: ceil 250000 bytes/s (2Mbit) is above the ceil of its parent 1:11"},
+		{name: "a nested split without a catch-all", value: "class parent 1:10 classid 1:11 rate 1mbit; class parent 1:11 classid 1:12 rate 1mbit; filter parent 1:10 classid 1:11", says: "class 1:11 has children"},
+		{name: "split the default class", value: "class parent 1:20 classid 1:21 rate 1mbit; filter parent 1:20 classid 1:21", says: "class 1:20 is the default class"},
+		{name: "a prio ahead of the split class", value: "class parent 1:30 classid 1:31 rate 1mbit prio 1; filter parent 1:30 classid 1:31", says: "prio 1 is ahead of the prio 2 of the operator's class 1:30"},
+		{name: "a class at the top", value: "class root classid 1:5 rate 1mbit", says: "top of the tree"},
+		{name: "a class an operator's filter names", value: "class parent 1:10 classid 1:99 rate 1mbit; filter parent 1:10 classid 1:99", says: "the operator's filter dst 172.16.0.0/12 classid 1:99 names it"},
+		{name: "a filter on an operator's inner class", value: "filter parent 1:1 dst 10.0.0.0/8 classid 1:20", says: "the chain of class 1:1, an inner class of the operator's, is the operator's"},
+		{name: "a filter on a leaf", value: "filter parent 1:10 classid 1:10", says: "class 1:10 has no children, so its filters never run"},
+		{name: "a root filter", value: "filter dst 0.0.0.0/0 classid 1:10", says: "a filter of the qdisc's root chain would move packets between the operator's classes"},
+		{name: "a root filter into a split", value: split + "filter parent 1:10 classid 1:12; filter dst 0.0.0.0/0 classid 1:11", says: "root chain"},
+		{name: "a split of an fq_codel leaf", value: "class parent 1:30 classid 1:31 rate 1mbit prio 2; filter parent 1:30 classid 1:31", fqCoDel: true, says: "only a leaf takes a qdisc"},
 		{name: "move a class", value: "class classid 1:20 parent 1:10", says: "keeps a class where it is"},
-		{name: "a filter", value: "filter dst 0.0.0.0/0 classid 1:10", says: "the filters' words"},
 		{name: "the qdisc", value: "qdisc default 10", says: "the qdisc's"},
 		{name: "drop a quota", value: "class classid 1:30 noquota", says: "cannot be removed"},
 		{name: "a looser quota", value: "class classid 1:30 quota 2gb", says: "looser"},
@@ -114,9 +145,13 @@ func TestHTBAnnotations(t *testing.T) {
 		{name: "a reset", value: "reset classid 1:30", says: "only the operator"},
 		{name: "raise with override", value: "class classid 1:20 rate 20mbit", override: true},
 		{name: "add with override", value: "class parent 1:20 classid 1:21 rate 1mbit", override: true},
+		{name: "a root filter with override", value: "filter dst 0.0.0.0/0 classid 1:10", override: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := []string{"--qdisc=htb", "--qdisc-htb=" + htbSample + quota}
+			if tc.fqCoDel {
+				args[1] += "; qdisc parent 1:30 fq_codel"
+			}
 			if tc.override {
 				args = append(args, "--allow-flag-override")
 			}
