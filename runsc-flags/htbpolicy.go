@@ -113,11 +113,11 @@ func (f *Flag) tighten(op, next *Config, value string) error {
 //     filters nor its default names (those packets went elsewhere);
 //   - a class that has children under next and had none under op (a leaf
 //     of op's that the pod splits, or a new class) has a chain whose
-//     filters all send packets to classes under it, ending in a catch-all
-//     (a filter with no match words): otherwise a packet that reaches it
-//     and that none of its filters places would go to the default class,
-//     out of the operator's class; and op's default class stays a leaf
-//     (its packets go to it without its filters);
+//     filters all send packets to classes under it, with a catch-all (a
+//     filter with no match words) among them: otherwise a packet that
+//     reaches it and that none of its filters places would go to the
+//     default class, out of the operator's class; and op's default class
+//     stays a leaf (its packets go to it without its filters);
 //   - filters are added only to such chains.
 func tightens(op, next script) error {
 	if err := sameRoot(op, next); err != nil {
