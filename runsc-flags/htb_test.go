@@ -4,6 +4,9 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
+	"net/netip"
+	"os"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -317,18 +320,8 @@ func randomPacket(rng *rand.Rand) *stack.PacketBuffer {
 	if rng.IntN(8) == 0 {
 		return qdisctest.HostilePacket(rng, qdisctest.HostileSize(rng)%200)
 	}
-	b := make([]byte, 40)
-	b[0] = 0x45
-	binary.BigEndian.PutUint16(b[2:], uint16(len(b)))
-	b[8] = 64
-	b[9] = []byte{1, 6, 17}[rng.IntN(3)]
-	copy(b[12:], []byte{192, 168, 0, 2})
-	copy(b[16:], []byte{byte(10 * rng.IntN(5)), byte(rng.IntN(5)), byte(rng.IntN(256)), 1})
-	binary.BigEndian.PutUint16(b[20:], 40000)
-	binary.BigEndian.PutUint16(b[22:], []uint16{53, 80, 443}[rng.IntN(3)])
-	pkt := stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: buffer.MakeWithData(b)})
-	pkt.NetworkProtocolNumber = header.IPv4ProtocolNumber
-	return pkt
+	dst := netip.AddrFrom4([4]byte{byte(10 * rng.IntN(5)), byte(rng.IntN(5)), byte(rng.IntN(256)), 1})
+	return ipv4Packet(dst, []byte{1, 6, 17}[rng.IntN(3)], []uint16{53, 80, 443}[rng.IntN(3)])
 }
 
 // randomScript is a random operator tree: a top class 1:1; two to four
@@ -506,4 +499,77 @@ func TestHTBScriptChains(t *testing.T) {
 			t.Errorf("parseScript(%q): %v; want an error saying %q", tc.text, err, tc.says)
 		}
 	}
+}
+
+// TestHTBDocSplit: the annotations docs/classes.md's "What a pod may ask"
+// shows are accepted over the operator's script it shows there, and the
+// split sends the pod's backups to their class and the rest of its
+// internet traffic to the other.
+func TestHTBDocSplit(t *testing.T) {
+	const doc = "../docs/classes.md"
+	b, err := os.ReadFile(doc)
+	if os.IsNotExist(err) && os.Getenv("TEST_SRCDIR") != "" {
+		t.Skipf("%s is not in Bazel's runfiles; go test checks it", doc)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	start, end := strings.Index(text, "## What a pod may ask"), strings.Index(text, "## Running sandboxes")
+	if start < 0 || end < start {
+		t.Fatal(`docs/classes.md has no section "What a pod may ask" before "Running sandboxes"`)
+	}
+	section := text[start:end]
+	op := regexp.MustCompile(`"qdisc-htb" = "([^"]*)"`).FindStringSubmatch(section)
+	anns := regexp.MustCompile(`dev\.gvisor\.flag\.qdisc-htb: "([^"]*)"`).FindAllStringSubmatch(section, -1)
+	if op == nil || len(anns) < 2 {
+		t.Fatalf("the section shows %d annotations and operator script %q; want two and one", len(anns), op)
+	}
+	var c *Config
+	for _, a := range anns {
+		c, err = parse(t, "--qdisc=htb", "--qdisc-htb="+op[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.ApplyAnnotations(map[string]string{AnnotationPrefix + FlagHTB: a[1]}); err != nil {
+			t.Errorf("annotation %q over %q: %v", a[1], op[1], err)
+		}
+	}
+	// The last is the split.
+	cfg, err := c.HTBConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := htb.NewTree(cfg, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		dst  string
+		want uint32
+	}{{"203.0.113.9", 0x10021}, {"198.51.100.1", 0x10022}, {"10.1.2.3", 0x10010}} {
+		pkt := ipv4Packet(netip.MustParseAddr(tc.dst), 6, 443)
+		if got := tr.ClassOf(pkt); got != tc.want {
+			t.Errorf("a packet to %s goes to %s, want %s", tc.dst, classify.ClassID(got), classify.ClassID(tc.want))
+		}
+		pkt.DecRef()
+	}
+}
+
+// ipv4Packet is an IPv4 packet to dst of protocol proto (a transport
+// header of 20 bytes, to port dport), its network header at the start of
+// its data, as a link hands a packet up.
+func ipv4Packet(dst netip.Addr, proto uint8, dport uint16) *stack.PacketBuffer {
+	b := make([]byte, 40)
+	b[0] = 0x45
+	binary.BigEndian.PutUint16(b[2:], uint16(len(b)))
+	b[8], b[9] = 64, proto
+	copy(b[12:], []byte{192, 168, 0, 2})
+	a := dst.As4()
+	copy(b[16:], a[:])
+	binary.BigEndian.PutUint16(b[20:], 40000)
+	binary.BigEndian.PutUint16(b[22:], dport)
+	pkt := stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: buffer.MakeWithData(b)})
+	pkt.NetworkProtocolNumber = header.IPv4ProtocolNumber
+	return pkt
 }
