@@ -66,11 +66,11 @@ func (c *Config) htbConfig(flag, text string, dir classify.Direction, mtu uint32
 	return cfg, nil
 }
 
-// tighten applies an annotation's update of an htb script (class
-// statements, see classUpdate) to next, over the operator's script in op, and
-// refuses it unless it shapes every packet at least as tightly as the
-// operator's: see tightens. With --allow-flag-override it may also add
-// classes, and need not tighten.
+// tighten applies an annotation's update of an htb script (class and
+// filter statements, see classUpdate) to next, over the operator's script
+// in op, and refuses it unless it shapes every packet at least as tightly
+// as the operator's: see tightens. With --allow-flag-override it need not
+// tighten.
 func (f *Flag) tighten(op, next *Config, value string) error {
 	base := *f.field(op).(*string)
 	if base == "" {
@@ -80,7 +80,7 @@ func (f *Flag) tighten(op, next *Config, value string) error {
 	if err != nil {
 		return fmt.Errorf("the operator's --%s: %w", f.Name, err)
 	}
-	sc, _, err := opScript.parseUpdate(value, op.AllowFlagOverride, false)
+	sc, _, err := opScript.parseUpdate(value, updateRules{add: true, filters: true})
 	if err != nil {
 		return err
 	}
@@ -94,55 +94,212 @@ func (f *Flag) tighten(op, next *Config, value string) error {
 }
 
 // tightens reports why next does not shape every packet at least as
-// tightly as op, or nil: the same classes in the same places (the filters,
-// the default and the qdisc are op's, so every packet goes to the same
-// leaf and passes the same chain of classes), each with a rate, ceil,
-// burst and cburst no higher, the same prio, quantum, overhead and mpu
-// (they decide who gets the excess, not how much), and every quota of
-// op's kept with a budget and a rate no higher and the same period (a
-// class may gain a quota).
+// tightly as op, or nil. It holds when, for every packet, the chain of
+// classes it passes under next (leaf to top) holds the chain it passed
+// under op, each class no looser, and every class below them has a ceil no
+// higher than its parent's. So:
+//
+//   - op's classes stay, in the same places, each with a rate, ceil, burst
+//     and cburst no higher, the same prio, quantum, overhead and mpu (they
+//     decide who gets the excess, not how much), and every quota of op's
+//     kept with a budget and a rate no higher and the same period (a
+//     class may gain a quota);
+//   - the qdisc's words and the root chain are op's, and so is the chain
+//     of each of op's inner classes (packets it places nowhere go to the
+//     default class, which may be outside it);
+//   - a new class hangs from a class (op's or new), with a ceil and a
+//     rate no higher than its parent's ceil and a prio no ahead of the
+//     operator's class it splits, and has a classid that none of op's
+//     filters nor its default names (those packets went elsewhere);
+//   - a class that has children under next and had none under op (a leaf
+//     of op's that the pod splits, or a new class) has a chain whose
+//     filters all send packets to classes under it, with a catch-all (a
+//     filter with no match words) among them: otherwise a packet that
+//     reaches it and that none of its filters places would go to the
+//     default class, out of the operator's class; and op's default class
+//     stays a leaf (its packets go to it without its filters);
+//   - filters are added only to such chains.
 func tightens(op, next script) error {
-	if len(next.classes) != len(op.classes) {
-		return fmt.Errorf("the operator's tree has %d classes; an annotation may not add any", len(op.classes))
+	if err := sameRoot(op, next); err != nil {
+		return err
 	}
+	opChildren, children := childCount(op.classes), childCount(next.classes)
 	for _, o := range op.classes {
-		j := classIndex(next.classes, o.ID)
-		if j < 0 {
-			return fmt.Errorf("class %s is gone", classify.ClassID(o.ID))
+		if err := tightensClass(o, next); err != nil {
+			return err
 		}
-		n := next.classes[j]
-		id := classify.ClassID(o.ID)
-		eo, en := effective(o), effective(n)
-		for _, b := range []struct {
-			what      string
-			got, over uint64
-		}{
-			{"rate", en.Rate, eo.Rate}, {"ceil", en.Ceil, eo.Ceil},
-			{"burst", uint64(en.Burst), uint64(eo.Burst)}, {"cburst", uint64(en.CBurst), uint64(eo.CBurst)},
-		} {
-			if b.got > b.over {
-				return fmt.Errorf("class %s: %s %d is above the operator's %d", id, b.what, b.got, b.over)
+		if children[o.ID] > 0 && opChildren[o.ID] == 0 && o.ID == op.qdisc.Default {
+			return fmt.Errorf("class %s is the default class: packets no filter places go to it without running its filters (Linux's htb), so it must stay a leaf; to let pods split it, the operator sends its packets there by a catch-all filter (filter classid %s, last) and names another default", classify.ClassID(o.ID), classify.ClassID(o.ID))
+		}
+	}
+	for _, n := range next.classes {
+		if classIndex(op.classes, n.ID) < 0 {
+			if err := newClassFits(op, next, n); err != nil {
+				return err
 			}
 		}
+	}
+	for _, n := range next.classes {
+		opChain, chain := op.chain(n.ID), next.chain(n.ID)
 		switch {
-		case n.Parent != o.Parent:
-			return fmt.Errorf("class %s: its parent is the operator's", id)
-		case n.Prio != o.Prio || n.Quantum != o.Quantum:
-			return fmt.Errorf("class %s: prio and quantum decide which class gets the excess; they are the operator's", id)
-		case n.Overhead != o.Overhead || n.MPU != o.MPU:
-			return fmt.Errorf("class %s: overhead and mpu are the operator's", id)
-		}
-		if q := o.Quota; q != nil {
-			nq := n.Quota
-			switch {
-			case nq == nil:
-				return fmt.Errorf("class %s: the operator's quota (%v) cannot be removed", id, *q)
-			case nq.Bytes > q.Bytes || nq.Rate > q.Rate || nq.Period != q.Period:
-				return fmt.Errorf("class %s: quota %v is looser than the operator's %v (a budget and a rate no higher, the same period)", id, *nq, *q)
+		case children[n.ID] == 0:
+			if len(chain) != len(opChain) {
+				return fmt.Errorf("filter %v: class %s has no children, so its filters never run; give it children, or attach the filter to a class that has", chain[len(opChain)], classify.ClassID(n.ID))
+			}
+		case opChildren[n.ID] > 0:
+			if len(chain) != len(opChain) {
+				return fmt.Errorf("filter %v: the chain of class %s, an inner class of the operator's, is the operator's: packets it places nowhere go to the default class, which may be outside %s; split a leaf class instead", chain[len(opChain)], classify.ClassID(n.ID), classify.ClassID(n.ID))
+			}
+		default:
+			if err := chainStaysUnder(next, n.ID, chain); err != nil {
+				return err
 			}
 		}
 	}
 	return nil
+}
+
+// sameRoot refuses filters added to the root chain: they would move
+// packets between the operator's classes.
+func sameRoot(op, next script) error {
+	opRoot, root := op.chain(0), next.chain(0)
+	if len(root) != len(opRoot) {
+		return fmt.Errorf("filter %v: a filter of the qdisc's root chain would move packets between the operator's classes (internet traffic into the cluster's class); attach it to a class the annotation splits, as filter parent 1:20 ... classid 1:21", root[len(opRoot)])
+	}
+	return nil
+}
+
+// tightensClass refuses o, a class of the operator's, loosened in next.
+func tightensClass(o htb.ClassConfig, next script) error {
+	j := classIndex(next.classes, o.ID)
+	if j < 0 {
+		return fmt.Errorf("class %s is gone", classify.ClassID(o.ID))
+	}
+	n := next.classes[j]
+	id := classify.ClassID(o.ID)
+	eo, en := effective(o), effective(n)
+	for _, b := range []struct {
+		what      string
+		got, over uint64
+	}{
+		{"rate", en.Rate, eo.Rate}, {"ceil", en.Ceil, eo.Ceil},
+		{"burst", uint64(en.Burst), uint64(eo.Burst)}, {"cburst", uint64(en.CBurst), uint64(eo.CBurst)},
+	} {
+		if b.got > b.over {
+			return fmt.Errorf("class %s: %s %d is above the operator's %d", id, b.what, b.got, b.over)
+		}
+	}
+	switch {
+	case n.Parent != o.Parent:
+		return fmt.Errorf("class %s: its parent is the operator's", id)
+	case n.Prio != o.Prio || n.Quantum != o.Quantum:
+		return fmt.Errorf("class %s: prio and quantum decide which class gets the excess; they are the operator's", id)
+	case n.Overhead != o.Overhead || n.MPU != o.MPU:
+		return fmt.Errorf("class %s: overhead and mpu are the operator's", id)
+	}
+	if q := o.Quota; q != nil {
+		nq := n.Quota
+		switch {
+		case nq == nil:
+			return fmt.Errorf("class %s: the operator's quota (%v) cannot be removed", id, *q)
+		case nq.Bytes > q.Bytes || nq.Rate > q.Rate || nq.Period != q.Period:
+			return fmt.Errorf("class %s: quota %v is looser than the operator's %v (a budget and a rate no higher, the same period)", id, *nq, *q)
+		}
+	}
+	return nil
+}
+
+// newClassFits refuses n, a class next adds to op, unless it hangs from a
+// class, no looser than its parent's ceil, no ahead of the operator's
+// class it splits, under a classid none of op's filters nor its default
+// sends packets to.
+func newClassFits(op, next script, n htb.ClassConfig) error {
+	id := classify.ClassID(n.ID)
+	if n.Parent == 0 || n.Parent&0xffff == 0 {
+		return fmt.Errorf("class %s: a class at the top of the tree is under none of the operator's classes, which are the ceilings; hang it from one (parent 1:20)", id)
+	}
+	if n.ID == op.qdisc.Default {
+		return fmt.Errorf("class %s: the operator's default names it (packets no filter places went to the direct queue); give the class another classid", id)
+	}
+	for _, f := range op.filters {
+		if f.rule.Class == n.ID {
+			return fmt.Errorf("class %s: the operator's filter %v names it (its packets went to the default class); give the class another classid", id, f)
+		}
+	}
+	p := next.classes[classIndex(next.classes, n.Parent)] // Validate: it is there
+	en, ep := effective(n), effective(p)
+	pid := classify.ClassID(p.ID)
+	switch {
+	case en.Ceil > ep.Ceil:
+		return fmt.Errorf("class %s: ceil %s is above the ceil of its parent %s, %s; a class may only tighten its parent's", id, showRate(en.Ceil), pid, showRate(ep.Ceil))
+	case en.Rate > ep.Ceil:
+		return fmt.Errorf("class %s: rate %s is above the ceil of its parent %s, %s; a class may only tighten its parent's", id, showRate(en.Rate), pid, showRate(ep.Ceil))
+	}
+	// The operator's class it splits: the nearest of its ancestors that
+	// is op's.
+	a := p
+	for classIndex(op.classes, a.ID) < 0 {
+		a = next.classes[classIndex(next.classes, a.Parent)]
+	}
+	if n.Prio < a.Prio {
+		return fmt.Errorf("class %s: prio %d is ahead of the prio %d of the operator's class %s it splits, and prio decides which class gets the excess; give prio %d or more", id, n.Prio, a.Prio, classify.ClassID(a.ID), a.Prio)
+	}
+	return nil
+}
+
+// chainStaysUnder refuses the chain of class id, one that has children in
+// next and had none in the operator's tree, unless each of its filters
+// sends packets to a class under id (those after a catch-all, never run,
+// too) and it has a catch-all.
+func chainStaysUnder(next script, id uint32, chain []filter) error {
+	cid := classify.ClassID(id)
+	catchAll := false
+	for _, f := range chain {
+		if !under(next.classes, f.rule.Class, id) {
+			return fmt.Errorf("filter %v sends packets of class %s to %s, out of %s and its ceiling; a pod's filters may only send a class's packets to classes under it", f, cid, classify.ClassID(f.rule.Class), cid)
+		}
+		catchAll = catchAll || htb.CatchAll(f.rule)
+	}
+	if catchAll {
+		return nil
+	}
+	example := classify.ClassID(id)
+	for _, c := range next.classes {
+		if c.Parent == id {
+			example = classify.ClassID(c.ID)
+			break
+		}
+	}
+	return fmt.Errorf("class %s has children: a packet that reaches it and that none of its filters places would go to the default class, out of %s and its ceiling; end its filters with a catch-all into a class under it, as filter parent %s classid %s", cid, cid, cid, example)
+}
+
+// under reports whether class id is a class under class top (not top
+// itself) in classes.
+func under(classes []htb.ClassConfig, id, top uint32) bool {
+	j := classIndex(classes, id)
+	if j < 0 {
+		return false
+	}
+	for p := classes[j].Parent; p != 0 && p&0xffff != 0; {
+		if p == top {
+			return true
+		}
+		k := classIndex(classes, p)
+		if k < 0 {
+			return false
+		}
+		p = classes[k].Parent
+	}
+	return false
+}
+
+// childCount returns how many children each class of classes has.
+func childCount(classes []htb.ClassConfig) map[uint32]int {
+	n := map[uint32]int{}
+	for _, c := range classes {
+		n[c.Parent]++
+	}
+	return n
 }
 
 // effective returns c with tc's defaults for what it leaves 0 (the ceil
@@ -175,7 +332,7 @@ func (c *Config) changeClasses(f *Flag, value string) error {
 	if err != nil {
 		return err
 	}
-	next, u, err := cur.parseUpdate(value, false, true)
+	next, u, err := cur.parseUpdate(value, updateRules{resets: true})
 	if err != nil {
 		return err
 	}

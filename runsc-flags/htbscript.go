@@ -15,20 +15,34 @@ import (
 //
 //	qdisc default 20; class root classid 1:1 rate 1gbit;
 //	class parent 1:1 classid 1:20 rate 10mbit quota 50gb per 24h;
-//	filter dst 10.0.0.0/8 classid 1:10
+//	filter dst 10.0.0.0/8 classid 1:10;
+//	filter parent 1:10 dst 10.1.0.0/16 classid 1:11
 //
 // A "qdisc" statement (at most one, first) takes htb.ParseQdisc's words,
 // a "class" statement htb.ParseClass's, a "filter" statement
-// classify.ParseRule's; "qdisc parent 1:20 fq_codel" grafts fq_codel (its
-// knobs the --qdisc-fq-codel-* flags) on a leaf class in place of its
-// pfifo, as `tc qdisc add dev eth0 parent 1:20 fq_codel` does.
+// htb.ParseFilter's (classify.ParseRule's, and "parent 1:10" for a filter
+// of that class's chain rather than the qdisc's root chain; with no match
+// words, "filter parent 1:10 classid 1:11" takes every packet, as tc's
+// matchall); "qdisc parent 1:20 fq_codel" grafts fq_codel (its knobs the
+// --qdisc-fq-codel-* flags) on a leaf class in place of its pfifo, as `tc
+// qdisc add dev eth0 parent 1:20 fq_codel` does.
 type script struct {
 	qdisc   htb.Config // Handle, Default, R2Q, DirectQLen
 	classes []htb.ClassConfig
-	rules   []classify.Rule
+	filters []filter // in the order given
 	// fqCoDel are the leaf classes fq_codel is grafted on, in order.
 	fqCoDel []uint32
 }
+
+// filter is a filter statement: its rule and the class whose chain it
+// joins (0: the qdisc's root chain).
+type filter struct {
+	parent uint32
+	rule   classify.Rule
+}
+
+// String writes f in htb.ParseFilter's words.
+func (f filter) String() string { return htb.FilterString(f.parent, f.rule) }
 
 // statements splits text into its statements: each a keyword and the
 // rest of its words.
@@ -75,11 +89,11 @@ func parseScript(text string) (script, error) {
 			}
 			s.classes = append(s.classes, c)
 		case "filter":
-			r, err := classify.ParseRule(st[1])
+			f, err := parseFilter(st[1])
 			if err != nil {
 				return script{}, fmt.Errorf("statement %d (filter %s): %w", i+1, st[1], err)
 			}
-			s.rules = append(s.rules, r)
+			s.filters = append(s.filters, f)
 		default:
 			return script{}, fmt.Errorf("statement %d: %q: each statement starts with qdisc, class or filter", i+1, st[0])
 		}
@@ -140,9 +154,37 @@ func (s script) checkGrafts() error {
 func (s script) config(dir classify.Direction) htb.Config {
 	c := s.qdisc
 	c.Classes = append([]htb.ClassConfig(nil), s.classes...)
-	c.Rules = append([]classify.Rule(nil), s.rules...)
+	c.Rules, c.Chains = nil, nil
+	for _, f := range s.filters {
+		if f.parent == 0 {
+			c.Rules = append(c.Rules, f.rule)
+			continue
+		}
+		if c.Chains == nil {
+			c.Chains = map[uint32][]classify.Rule{}
+		}
+		c.Chains[f.parent] = append(c.Chains[f.parent], f.rule)
+	}
 	c.Direction = dir
 	return c
+}
+
+// parseFilter reads a filter statement's words.
+func parseFilter(text string) (filter, error) {
+	parent, r, err := htb.ParseFilter(text)
+	return filter{parent, r}, err
+}
+
+// chain returns the filters of the chain of class id (0: the root
+// chain), in order.
+func (s script) chain(id uint32) []filter {
+	var out []filter
+	for _, f := range s.filters {
+		if f.parent == id {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // String writes the script back in its own words, one statement after
@@ -159,8 +201,8 @@ func (s script) String() string {
 	for _, id := range s.fqCoDel {
 		parts = append(parts, "qdisc parent "+classify.ClassID(id)+" fq_codel")
 	}
-	for _, r := range s.rules {
-		parts = append(parts, "filter "+r.String())
+	for _, f := range s.filters {
+		parts = append(parts, "filter "+f.String())
 	}
 	return strings.Join(parts, "; ")
 }
@@ -187,24 +229,38 @@ func qdiscWords(c htb.Config) string {
 // classUpdate is a change to a running tree's classes, or to an operator's
 // tree by an annotation: "class classid 1:20 ceil 5mbit" statements that
 // give a class's new settings (the rest as they were; "noquota" removes
-// its quota), and, for the operator only, "reset classid 1:1" statements
-// that renew a quota's budget now.
+// its quota), for an annotation new classes and "filter" statements
+// added to the filters, and, for the operator only, "reset classid 1:1"
+// statements that renew a quota's budget now.
 type classUpdate struct {
 	classes []htb.ClassConfig // whole, the settings merged
+	filters []filter          // added, after the tree's own
 	resets  []uint32
 }
 
-// parseUpdate reads an update of the tree in s; addClasses lets it add
-// classes that s does not have (the operator's flags, or
-// --allow-flag-override), and resets lets it reset quotas.
-func (s script) parseUpdate(text string, addClasses, resets bool) (script, classUpdate, error) {
+// updateRules says what an update may hold beyond changes to existing
+// classes.
+type updateRules struct {
+	// add lets it add classes (an annotation: the policy then checks
+	// them; not a running tree, whose classes are built).
+	add bool
+	// filters lets it add filter statements, after the tree's own
+	// (an annotation, likewise).
+	filters bool
+	// resets lets it reset quotas (the operator's runsc qdisc change).
+	resets bool
+}
+
+// parseUpdate reads an update of the tree in s, as ok allows.
+func (s script) parseUpdate(text string, ok updateRules) (script, classUpdate, error) {
 	next := s
 	next.classes = append([]htb.ClassConfig(nil), s.classes...)
+	next.filters = append([]filter(nil), s.filters...)
 	var u classUpdate
 	for i, st := range statements(text) {
 		switch st[0] {
 		case "class":
-			c, err := mergeClass(next.classes, st[1], addClasses)
+			c, err := mergeClass(next.classes, st[1], ok.add)
 			if err != nil {
 				return script{}, classUpdate{}, fmt.Errorf("statement %d (class %s): %w", i+1, st[1], err)
 			}
@@ -215,7 +271,7 @@ func (s script) parseUpdate(text string, addClasses, resets bool) (script, class
 			}
 			u.classes = append(u.classes, c)
 		case "reset":
-			if !resets {
+			if !ok.resets {
 				return script{}, classUpdate{}, fmt.Errorf("statement %d (reset %s): only the operator may reset a quota (runsc qdisc change)", i+1, st[1])
 			}
 			words := strings.Fields(st[1])
@@ -231,16 +287,29 @@ func (s script) parseUpdate(text string, addClasses, resets bool) (script, class
 				return script{}, classUpdate{}, fmt.Errorf("statement %d (reset %s): class %s has no quota", i+1, st[1], words[1])
 			}
 			u.resets = append(u.resets, r.Class)
-		case "qdisc", "filter":
-			return script{}, classUpdate{}, fmt.Errorf("statement %d (%s %s): the qdisc's and the filters' words place packets in the tree, which stays as it is: change classes (class classid 1:10 rate 20mbit)", i+1, st[0], st[1])
+		case "filter":
+			if !ok.filters {
+				return script{}, classUpdate{}, fmt.Errorf("statement %d (filter %s): the filters' words place packets in the tree, and a running tree's stay as they are: change classes (class classid 1:10 rate 20mbit)", i+1, st[1])
+			}
+			f, err := parseFilter(st[1])
+			if err != nil {
+				return script{}, classUpdate{}, fmt.Errorf("statement %d (filter %s): %w", i+1, st[1], err)
+			}
+			next.filters = append(next.filters, f)
+			u.filters = append(u.filters, f)
+		case "qdisc":
+			return script{}, classUpdate{}, fmt.Errorf("statement %d (qdisc %s): the qdisc's words decide where packets no filter places go, and stay as they are: change classes (class classid 1:10 rate 20mbit)", i+1, st[1])
 		default:
 			return script{}, classUpdate{}, fmt.Errorf("statement %d: %q: a change is class (or reset) statements", i+1, st[0])
 		}
 	}
-	if len(u.classes) == 0 && len(u.resets) == 0 {
+	if len(u.classes) == 0 && len(u.filters) == 0 && len(u.resets) == 0 {
 		return script{}, classUpdate{}, errors.New("no change: give class statements such as class classid 1:10 ceil 5mbit")
 	}
 	if err := next.config(classify.Egress).Validate(); err != nil {
+		return script{}, classUpdate{}, err
+	}
+	if err := next.checkGrafts(); err != nil {
 		return script{}, classUpdate{}, err
 	}
 	return next, u, nil

@@ -75,11 +75,31 @@ type Config struct {
 	// before it (a class whose Parent is 0 or Handle hangs from the
 	// qdisc itself).
 	Classes []ClassConfig
-	// Rules are the filters, tried in order (tc filter add ... prio N):
-	// the first that matches gives the packet's class. A rule whose class
-	// is the qdisc's handle (X:0) sends its packets to the direct queue;
-	// one whose class is not a leaf sends them to Default.
+	// Rules are the qdisc's own filters, its root chain (tc filter add dev
+	// eth0 parent 1: ... prio N), tried in order: the first that matches
+	// gives the packet's class. A rule whose class is the qdisc's handle
+	// (X:0) sends its packets to the direct queue; one whose class is an
+	// inner class sends them on through that class's chain (Chains); one
+	// whose class does not exist sends them to Default. A rule with no
+	// match words (only a class) is tc's matchall: it takes every packet
+	// that reaches it, malformed ones included, and the rules after it are
+	// never tried.
 	Rules []classify.Rule
+	// Chains are the filters attached to inner classes (tc filter add dev
+	// eth0 parent 1:10 ... classid 1:101), by class: a packet that a chain
+	// sends to an inner class is classified again by that class's chain,
+	// down to a leaf, as Linux's htb_classify does; a chain that no rule
+	// of matches, or an inner class with no chain, sends the packet to
+	// Default. Their rules are as Rules'. A chain may name any class, as
+	// in Linux, but no loop (a chain that leads back to its own class)
+	// and no path through more than MaxDepth inner classes, where Linux
+	// would drop the packet.
+	//
+	// A map, not a field of ClassConfig: a class's settings and the
+	// filters attached to it are separate objects in tc (tc class, tc
+	// filter parent), changed by separate commands, and a change of a
+	// class in place (ChangeClass) keeps its filters.
+	Chains map[uint32][]classify.Rule
 	// Direction is the way the packets travel (classify.Egress for the
 	// send path, classify.Ingress for the receive path): it decides which
 	// address a rule's dst matches.

@@ -38,10 +38,12 @@
 //   - Every event due is applied in one dequeue (no two-jiffy limit and
 //     no "too many events" work item), and the event queues are sorted
 //     slices, not rb-trees: a sandbox's tree is a handful of classes.
-//   - Filters are one ordered list at the root (package classify), not
-//     chains attached to inner classes; a filter that names an inner class
-//     sends its packets to the default class, as Linux does when that
-//     inner class has no filters of its own. No skb->priority selection.
+//   - Filters (package classify) are the root chain and chains attached
+//     to inner classes, walked as htb_classify walks them (Config.Chains),
+//     but a configuration where a packet could loop among chains or pass
+//     more than MaxDepth inner classes is refused, not run with packets
+//     dropped. A filter with no match words is tc's matchall: it takes
+//     malformed packets too. No skb->priority selection.
 //   - Giants counts packets longer than the class's burst (they overdraw
 //     the bucket in one charge); Linux's counter is always 0.
 //   - A class's drops are its leaf qdisc's (refused and dropped by its own

@@ -2,6 +2,7 @@ package htb
 
 import (
 	"fmt"
+	"maps"
 	"time"
 
 	"gvisor.dev/gvisor/pkg/tcpip"
@@ -21,11 +22,20 @@ type Classifier interface {
 // safe for concurrent use (its lane's lock guards it).
 type Tree struct {
 	cfg      Config
-	classify Classifier
 	classes  []*class // in cfg.Classes' order
 	byID     map[uint32]*class
 	def      *class // the default leaf, nil: the direct queue
 	warnings []string
+
+	// Classification state (see chain.go). root is the root chain's
+	// classifier, answering with indexes, unless custom, a Classifier
+	// NewTree was given, answering with classids, replaces it; chains
+	// are the inner classes' chains, by position in classes (nil: none);
+	// pos is each class's position + 1.
+	root   *classify.Classifier
+	custom Classifier
+	chains []*classify.Classifier
+	pos    map[uint32]uint32
 
 	direct        packetbuf.Queue
 	directPackets uint64
@@ -69,20 +79,14 @@ type Tree struct {
 var _ qdisc.Shaper = (*Tree)(nil)
 
 // NewTree returns the tree cfg describes, its buckets full at now (ns), that
-// classifies packets with c (nil: a classify.Classifier of cfg.Rules).
+// classifies packets with cfg.Rules and cfg.Chains, or, if c is not nil,
+// with c in place of cfg.Rules (the root chain; cfg.Chains still apply).
 func NewTree(cfg Config, c Classifier, now int64) (*Tree, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if c == nil {
-		cc, err := classify.New(cfg.Rules, 0, cfg.Direction)
-		if err != nil {
-			return nil, fmt.Errorf("htb: %w", err)
-		}
-		c = cc
-	}
-	t := &Tree{cfg: cfg, classify: c, byID: make(map[uint32]*class, len(cfg.Classes)), now: now}
+	t := &Tree{cfg: cfg, custom: c, byID: make(map[uint32]*class, len(cfg.Classes)), now: now}
 	t.direct.Init(int(cfg.DirectQLen), 0)
 	for _, cc := range cfg.Classes {
 		cl := &class{id: cc.ID, tc: now, mode: CanSend, cfg: cc}
@@ -150,6 +154,9 @@ func NewTree(cfg Config, c Classifier, now int64) (*Tree, error) {
 	if d, ok := t.byID[cfg.Default]; ok && d.level == 0 {
 		t.def = d
 	}
+	if err := t.buildChains(); err != nil {
+		return nil, err
+	}
 	return t, nil
 }
 
@@ -168,6 +175,7 @@ func (c Config) withDefaults() Config {
 		c.LeafLimit = DefaultLeafLimit
 	}
 	c.Classes = append([]ClassConfig(nil), c.Classes...)
+	c.Chains = maps.Clone(c.Chains)
 	for i := range c.Classes {
 		c.Classes[i] = c.Classes[i].withDefaults()
 	}
@@ -242,19 +250,6 @@ func (t *Tree) ArrivalBlind() bool { return t.blind }
 // class over it waits for its own event, which NextEvent already
 // counts).
 func (t *Tree) Activated() bool { return t.activated }
-
-// leafOf returns the leaf pkt goes to, nil for the direct queue
-// (htb_classify).
-func (t *Tree) leafOf(pkt *stack.PacketBuffer) *class {
-	id := t.classify.Classify(pkt.NetworkProtocolNumber, pkt)
-	if id == t.cfg.Handle {
-		return nil
-	}
-	if cl, ok := t.byID[id]; ok && cl.level == 0 {
-		return cl
-	}
-	return t.def
-}
 
 // recount brings the tree's count of a leaf's packets up to date after
 // its qdisc was called: a qdisc may drop packets as they come or go.

@@ -160,20 +160,11 @@ func (c Config) Validate() error {
 	if c.Direction != classify.Egress && c.Direction != classify.Ingress {
 		return htbClassErr(0, "direction", "direction %d is neither egress (%d) nor ingress (%d)", c.Direction, classify.Egress, classify.Ingress)
 	}
-	if len(c.Rules) > classify.MaxRules {
-		return htbClassErr(0, "filter", "%d filters, more than the %d a classifier takes; merge some (a prefix covers many addresses)", len(c.Rules), classify.MaxRules)
+	inner := make([]bool, len(c.Classes))
+	for i := range c.Classes {
+		inner[i] = firstChild[i] != 0
 	}
-	// htb_classify: a filter's class of another qdisc is no class here
-	// (Linux falls back to the default); X:0 is the direct queue.
-	for i, r := range c.Rules {
-		if r.Class>>16 != major {
-			return htbClassErr(0, "filter", "filter %d (%v) sends packets to %s, not a class of qdisc %x:; give a class of %x: (or %x: for the direct queue)", i+1, r, classify.ClassID(r.Class), major, major, major)
-		}
-	}
-	if _, err := classify.New(c.Rules, c.Default, c.Direction); err != nil {
-		return htbClassErr(0, "filter", "%v", err)
-	}
-	return nil
+	return c.validateChains(major, index, inner)
 }
 
 // classIndex returns the position of the class id in classes, or -1.
