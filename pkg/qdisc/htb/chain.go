@@ -51,7 +51,7 @@ func compileChain(rules []classify.Rule, index func(uint32) uint32, dir classify
 // position in t.classes + 1, directIndex for the qdisc's handle, noClass
 // for no class.
 func (t *Tree) index(id uint32) uint32 {
-	if id == t.cfg.Handle {
+	if id == t.handle {
 		return directIndex
 	}
 	if i, ok := t.pos[id]; ok {
@@ -63,9 +63,14 @@ func (t *Tree) index(id uint32) uint32 {
 // buildChains makes the tree's classifiers: the root chain's (unless the
 // tree was given its own Classifier) and each inner class's.
 func (t *Tree) buildChains() error {
+	t.handle = t.cfg.Handle
 	t.pos = make(map[uint32]uint32, len(t.classes))
+	t.defIndex = directIndex
 	for i, cl := range t.classes {
 		t.pos[cl.id] = uint32(i + 1)
+		if cl == t.def {
+			t.defIndex = uint32(i + 1)
+		}
 	}
 	if t.custom == nil {
 		root, err := compileChain(t.cfg.Rules, t.index, t.cfg.Direction)
@@ -90,12 +95,20 @@ func (t *Tree) buildChains() error {
 }
 
 // leafOf returns the leaf pkt goes to, nil for the direct queue
-// (htb_classify): the root chain's answer, then, while that is an inner
-// class, its chain's; a chain that places the packet nowhere, an inner
-// class without one, or a class that does not exist send it to the
-// default leaf (nil: the direct queue). Validate bounds the walk (no
-// loop, at most MaxDepth inner classes); the loop's bound is that.
+// (htb_classify): see place.
 func (t *Tree) leafOf(pkt *stack.PacketBuffer) *class {
+	return t.leafAt(t.place(pkt))
+}
+
+// place returns where pkt goes (htb_classify), as a chain's classifier
+// answers: 1 + the leaf's position in t.classes, or directIndex. It is the
+// root chain's answer, then, while that is an inner class, its chain's; a
+// chain that places the packet nowhere, an inner class without one, or a
+// class that does not exist send it to the default leaf (the direct queue
+// when there is none). Validate bounds the walk (no loop, at most MaxDepth
+// inner classes); the loop's bound is that. It reads only what NewTree
+// set, so that it may run without the lane's lock (Sort).
+func (t *Tree) place(pkt *stack.PacketBuffer) uint32 {
 	var i uint32
 	if t.custom != nil {
 		i = t.index(t.custom.Classify(pkt.NetworkProtocolNumber, pkt))
@@ -103,23 +116,30 @@ func (t *Tree) leafOf(pkt *stack.PacketBuffer) *class {
 		i = t.root.Classify(pkt.NetworkProtocolNumber, pkt)
 	}
 	for range MaxDepth + 1 {
-		if i == noClass {
-			return t.def
+		if i == noClass || i == directIndex {
+			break
 		}
-		if i == directIndex {
-			return nil
-		}
-		cl := t.classes[i-1]
-		if cl.level == 0 {
-			return cl
+		if t.classes[i-1].level == 0 {
+			return i
 		}
 		ch := t.chains[i-1]
 		if ch == nil {
-			return t.def
+			break
 		}
 		i = ch.Classify(pkt.NetworkProtocolNumber, pkt)
 	}
-	return t.def
+	if i == directIndex {
+		return directIndex
+	}
+	return t.defIndex
+}
+
+// leafAt returns the leaf place answered i for, nil for the direct queue.
+func (t *Tree) leafAt(i uint32) *class {
+	if i == directIndex {
+		return nil
+	}
+	return t.classes[i-1]
 }
 
 // ClassOf returns the class Enqueue would put pkt in, classifying it as

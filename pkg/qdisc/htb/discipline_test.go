@@ -1,8 +1,12 @@
 package htb
 
 import (
+	"net/netip"
+	"sync"
 	"testing"
 	"time"
+
+	"gvisor.dev/gvisor/pkg/tcpip"
 
 	"github.com/netqdisc/netqdisc/pkg/qdisc/qdisctest"
 )
@@ -61,5 +65,48 @@ func TestUnshapedClassNotHeldBehindShapedOne(t *testing.T) {
 	}
 	if s := d.Stats(); s.BacklogPackets != 1 {
 		t.Errorf("backlog %d packets, want 1:\n%s", s.BacklogPackets, d.TCStats())
+	}
+}
+
+// TestChangeClassWhileSorting: producers sort their packets (the filters)
+// outside the lane's lock while the operator changes classes under it;
+// every packet written is sent or counted dropped, and the race detector
+// sees nothing Sort reads written by ChangeClass.
+func TestChangeClassWhileSorting(t *testing.T) {
+	link := qdisctest.NewLink(nil)
+	link.Discard = true
+	d, err := New(link, tcpip.NewStdClock(), never2())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	const producers, each = 4, 2000
+	var wg sync.WaitGroup
+	for p := range producers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			dst := netip.AddrFrom4([4]byte{8, 8, 8, 8})
+			if p%2 == 0 {
+				dst = netip.AddrFrom4([4]byte{10, 1, 2, 3})
+			}
+			pkt := ipv4Packet(dst)
+			defer pkt.DecRef()
+			for range each {
+				d.WritePacket(pkt) // a full leaf drops: counted below
+			}
+		}()
+	}
+	for i := range 200 {
+		cls := never2().Classes[i%2]
+		cls.Rate -= uint64(i) // a change in place, rate and buckets
+		if err := d.ChangeClass(cls); err != nil {
+			t.Fatalf("ChangeClass: %v", err)
+		}
+	}
+	wg.Wait()
+	qdisctest.WaitQuiescent(t, d)
+	if s := d.Stats(); s.Packets+s.Drops != producers*each || s.BacklogPackets != 0 {
+		t.Errorf("%d sent + %d dropped, backlog %d; want %d written, none left", s.Packets, s.Drops, s.BacklogPackets, producers*each)
 	}
 }

@@ -31,11 +31,15 @@ type Tree struct {
 	// classifier, answering with indexes, unless custom, a Classifier
 	// NewTree was given, answering with classids, replaces it; chains
 	// are the inner classes' chains, by position in classes (nil: none);
-	// pos is each class's position + 1.
-	root   *classify.Classifier
-	custom Classifier
-	chains []*classify.Classifier
-	pos    map[uint32]uint32
+	// pos is each class's position + 1, defIndex the default leaf's
+	// (directIndex: none), handle the qdisc's: all set by NewTree and
+	// never changed, so that place may read them without the lock.
+	root     *classify.Classifier
+	custom   Classifier
+	chains   []*classify.Classifier
+	pos      map[uint32]uint32
+	defIndex uint32
+	handle   uint32
 
 	direct        packetbuf.Queue
 	directPackets uint64
@@ -76,7 +80,10 @@ type Tree struct {
 	wait    [MaxDepth]waitQueue
 }
 
-var _ qdisc.Shaper = (*Tree)(nil)
+var (
+	_ qdisc.Shaper = (*Tree)(nil)
+	_ qdisc.Sorter = (*Tree)(nil)
+)
 
 // NewTree returns the tree cfg describes, its buckets full at now (ns), that
 // classifies packets with cfg.Rules and cfg.Chains, or, if c is not nil,
@@ -210,8 +217,19 @@ func (t *Tree) Warnings() []string { return append([]string(nil), t.warnings...)
 // to the direct queue, unshaped, when there is no default leaf or a filter
 // says so.
 func (t *Tree) Enqueue(pkt *stack.PacketBuffer, size uint32, now int64) bool {
+	return t.EnqueueSorted(pkt, size, now, t.place(pkt))
+}
+
+// Sort implements qdisc.Sorter.Sort: where Enqueue would put pkt, found
+// by the filters (htb_classify), which the tree's lane runs before it
+// takes its lock.
+func (t *Tree) Sort(pkt *stack.PacketBuffer) uint32 { return t.place(pkt) }
+
+// EnqueueSorted implements qdisc.Sorter.EnqueueSorted: Enqueue of a packet
+// Sort placed at key.
+func (t *Tree) EnqueueSorted(pkt *stack.PacketBuffer, size uint32, now int64, key uint32) bool {
 	t.activated = false
-	cl := t.leafOf(pkt)
+	cl := t.leafAt(key)
 	if cl == nil {
 		if !t.direct.Enqueue(pkt, size, now) {
 			return false
