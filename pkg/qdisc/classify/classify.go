@@ -56,6 +56,7 @@ import (
 	"fmt"
 
 	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 )
 
@@ -142,8 +143,22 @@ func (c *Classifier) Classify(protocol tcpip.NetworkProtocolNumber, pkt *stack.P
 	if len(c.rules) == 0 {
 		return c.def // nothing to read
 	}
+	// parse's work, here: a call less a packet.
 	f := fields{wantPorts: c.ports}
-	if !parse(protocol, pkt, &f) {
+	var b packetBytes
+	var scratch [header.IPv6MinimumSize]byte
+	switch protocol {
+	case header.IPv4ProtocolNumber:
+		b.init(pkt)
+		if !parseIPv4(&b, scratch[:], &f) {
+			return c.def
+		}
+	case header.IPv6ProtocolNumber:
+		b.init(pkt)
+		if !parseIPv6(&b, scratch[:], &f) {
+			return c.def
+		}
+	default:
 		return c.def
 	}
 	if c.dir == Ingress {

@@ -3,9 +3,7 @@ package classify
 import (
 	"encoding/binary"
 
-	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
-	"gvisor.dev/gvisor/pkg/tcpip/stack"
 )
 
 // fields is what a rule may test of a packet with a well-formed network
@@ -23,25 +21,8 @@ type fields struct {
 	wantPorts bool
 }
 
-// maxExtensions is the most IPv6 extension headers parse walks.
+// maxExtensions is the most IPv6 extension headers parseIPv6 walks.
 const maxExtensions = 8
-
-// parse reads into f the fields of pkt, whose network protocol is
-// protocol. It returns false if pkt's network header is malformed (see the
-// package comment).
-func parse(protocol tcpip.NetworkProtocolNumber, pkt *stack.PacketBuffer, f *fields) bool {
-	var b packetBytes
-	var scratch [header.IPv6MinimumSize]byte
-	switch protocol {
-	case header.IPv4ProtocolNumber:
-		b.init(pkt)
-		return parseIPv4(&b, scratch[:], f)
-	case header.IPv6ProtocolNumber:
-		b.init(pkt)
-		return parseIPv6(&b, scratch[:], f)
-	}
-	return false
-}
 
 func parseIPv4(b *packetBytes, scratch []byte, f *fields) bool {
 	h := b.first // in place, as at would give it, without the call
