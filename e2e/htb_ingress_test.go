@@ -104,6 +104,9 @@ func checkIngressHTB(t *testing.T, r lab.IngressHTBResult, internet float64, byC
 	internetBps := internet
 	for _, c := range r.Loads {
 		t.Logf("from %s, class %s: %.3f Mbit/s at the class, %.3f Mbit/s delivered on the wire, %d bytes sent again", c.From, classify.ClassID(c.Class), c.Bps*8/1e6, c.WireBps*8/1e6, c.RetransBytes)
+		if c.Samples > 0 {
+			t.Logf("class %s's queue was empty at %d of %d looks, 10 ms apart", classify.ClassID(c.Class), c.Empty, c.Samples)
+		}
 		if c.Class == lab.InternetClass {
 			got, at := c.WireBps, "on the wire"
 			if byClass {

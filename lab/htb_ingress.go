@@ -128,6 +128,11 @@ type IngressClassResult struct {
 	// (ss's bytes_retrans): what was lost on the way, before the classes
 	// or in them.
 	RetransBytes uint64
+	// Samples is how often the class's queue was looked at over the
+	// window (every 10 ms, in process only), Empty how often it held
+	// nothing: a class whose queue empties sends less than its rate for
+	// want of packets, its senders' doing, not the classes'.
+	Samples, Empty int
 }
 
 // IngressHTBResult is an htb ingress run's window: each download's share,
@@ -223,7 +228,10 @@ func (l *Lab) startDownloads(loads []IngressLoad, port int, o measure.Options, o
 
 // ingressWindow waits o.Warmup, then reads the class counters, each
 // load's delivered bytes and the receiver's (rx) over o.Window.
-func (l *Lab) ingressWindow(loads []IngressLoad, counters func() (map[uint32]uint64, error), rx func() (uint64, error), o measure.Options, r *IngressHTBResult) error {
+//
+// With backlog (not nil), it also looks at the classes' queues every
+// 10 ms over the window (backlog returns each class's queued packets).
+func (l *Lab) ingressWindow(loads []IngressLoad, counters func() (map[uint32]uint64, error), rx func() (uint64, error), backlog func() map[uint32]uint64, o measure.Options, r *IngressHTBResult) error {
 	time.Sleep(o.Warmup)
 	// The counters are read first, at a time halfway through their
 	// reading; the senders and the receiver after them, on both ends of
@@ -254,7 +262,19 @@ func (l *Lab) ingressWindow(loads []IngressLoad, counters func() (map[uint32]uin
 	if err != nil {
 		return err
 	}
-	time.Sleep(o.Window)
+	samples, empty := 0, map[uint32]int{}
+	if backlog == nil {
+		time.Sleep(o.Window)
+	} else {
+		for end := time.Now().Add(o.Window); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+			samples++
+			for id, n := range backlog() {
+				if n == 0 {
+					empty[id]++
+				}
+			}
+		}
+	}
 	b1, d1, re1, w1, t1, err := read()
 	if err != nil {
 		return err
@@ -271,6 +291,7 @@ func (l *Lab) ingressWindow(loads []IngressLoad, counters func() (map[uint32]uin
 		c.WireBytes = d1[i] - d0[i]
 		c.WireBps = float64(c.WireBytes) / secs
 		c.RetransBytes = re1[i] - re0[i]
+		c.Samples, c.Empty = samples, empty[ld.Class]
 		delivered += c.WireBytes
 	}
 	r.RxBps = float64(delivered) / secs
@@ -353,7 +374,14 @@ func (l *Lab) MeasureNetstackIngressHTB(cfg *runscflags.Config, loads []IngressL
 		reads++
 		return n.RxWireBytes()
 	}
-	err = l.ingressWindow(loads, counters, rx, o, &r)
+	backlog := func() map[uint32]uint64 {
+		m := map[uint32]uint64{}
+		for _, c := range ep.Classes() {
+			m[c.ID] = c.BacklogPackets
+		}
+		return m
+	}
+	err = l.ingressWindow(loads, counters, rx, backlog, o, &r)
 	r.TC = ep.HTB().TCStats()
 	if err == nil && r.RxBps == 0 {
 		err = fmt.Errorf("nothing reached the netstack; iperf on the senders said: %s", cout.String())
@@ -421,7 +449,7 @@ func (l *Lab) MeasureSandboxIngressHTB(s *Sandbox, loads []IngressLoad, o measur
 		}
 		return parseClassBytes(out)
 	}
-	err = l.ingressWindow(loads, counters, nil, o, &r)
+	err = l.ingressWindow(loads, counters, nil, nil, o, &r)
 	r.TC, _ = show()
 	if err == nil && r.RxBps == 0 {
 		err = fmt.Errorf("nothing reached the sandbox; iperf on the senders said: %s; in the sandbox: %s", cout.String(), sout.String())
