@@ -227,38 +227,47 @@ func (l *Lab) startDownloads(loads []IngressLoad, port int, o measure.Options, o
 }
 
 // ingressWindow waits o.Warmup, then reads the class counters, each
-// load's delivered bytes and the receiver's (rx) over o.Window.
+// load's delivered bytes and the receiver's (rx) over o.Window. Each count
+// is timed by its own reads (the middle of each), as each takes its own
+// time: `runsc qdisc show` tens of ms, more when the machine is busy.
 //
 // With backlog (not nil), it also looks at the classes' queues every
 // 10 ms over the window (backlog returns each class's queued packets).
 func (l *Lab) ingressWindow(loads []IngressLoad, counters func() (map[uint32]uint64, error), rx func() (uint64, error), backlog func() map[uint32]uint64, o measure.Options, r *IngressHTBResult) error {
 	time.Sleep(o.Warmup)
-	// The counters are read first, at a time halfway through their
-	// reading; the senders and the receiver after them, on both ends of
-	// the window alike.
-	read := func() (map[uint32]uint64, []uint64, []uint64, uint64, time.Time, error) {
-		t0 := time.Now()
-		b, err := counters()
-		t := t0.Add(time.Since(t0) / 2)
-		if err != nil {
-			return nil, nil, nil, 0, t, err
-		}
-		d := make([]uint64, len(loads))
-		re := make([]uint64, len(loads))
-		for i, ld := range loads {
-			if d[i], re[i], err = l.deliveredFrom(ld.From); err != nil {
-				return nil, nil, nil, 0, t, err
-			}
-		}
-		var w uint64
-		if rx != nil {
-			if w, err = rx(); err != nil {
-				return nil, nil, nil, 0, t, err
-			}
-		}
-		return b, d, re, w, t, nil
+	type reading struct {
+		classes          map[uint32]uint64
+		classesAt        time.Time
+		delivered, again []uint64
+		deliveredAt      []time.Time
+		rx               uint64
+		rxAt             time.Time
 	}
-	b0, d0, re0, w0, t0, err := read()
+	timed := func(f func() error) (time.Time, error) {
+		t0 := time.Now()
+		err := f()
+		return t0.Add(time.Since(t0) / 2), err
+	}
+	read := func() (reading, error) {
+		var g reading
+		var err error
+		if g.classesAt, err = timed(func() (err error) { g.classes, err = counters(); return err }); err != nil {
+			return g, err
+		}
+		g.delivered, g.again, g.deliveredAt = make([]uint64, len(loads)), make([]uint64, len(loads)), make([]time.Time, len(loads))
+		for i, ld := range loads {
+			if g.deliveredAt[i], err = timed(func() (err error) { g.delivered[i], g.again[i], err = l.deliveredFrom(ld.From); return err }); err != nil {
+				return g, err
+			}
+		}
+		if rx != nil {
+			if g.rxAt, err = timed(func() (err error) { g.rx, err = rx(); return err }); err != nil {
+				return g, err
+			}
+		}
+		return g, nil
+	}
+	g0, err := read()
 	if err != nil {
 		return err
 	}
@@ -275,28 +284,27 @@ func (l *Lab) ingressWindow(loads []IngressLoad, counters func() (map[uint32]uin
 			}
 		}
 	}
-	b1, d1, re1, w1, t1, err := read()
+	g1, err := read()
 	if err != nil {
 		return err
 	}
-	r.Elapsed = t1.Sub(t0)
-	secs := r.Elapsed.Seconds()
+	r.Elapsed = g1.classesAt.Sub(g0.classesAt)
 	r.Loads = make([]IngressClassResult, len(loads))
-	var delivered uint64
+	var delivered float64
 	for i, ld := range loads {
 		c := &r.Loads[i]
 		c.Class, c.From = ld.Class, ld.From
-		c.Bytes = b1[ld.Class] - b0[ld.Class]
-		c.Bps = float64(c.Bytes) / secs
-		c.WireBytes = d1[i] - d0[i]
-		c.WireBps = float64(c.WireBytes) / secs
-		c.RetransBytes = re1[i] - re0[i]
+		c.Bytes = g1.classes[ld.Class] - g0.classes[ld.Class]
+		c.Bps = float64(c.Bytes) / r.Elapsed.Seconds()
+		c.WireBytes = g1.delivered[i] - g0.delivered[i]
+		c.WireBps = float64(c.WireBytes) / g1.deliveredAt[i].Sub(g0.deliveredAt[i]).Seconds()
+		c.RetransBytes = g1.again[i] - g0.again[i]
 		c.Samples, c.Empty = samples, empty[ld.Class]
-		delivered += c.WireBytes
+		delivered += c.WireBps
 	}
-	r.RxBps = float64(delivered) / secs
+	r.RxBps = delivered
 	if rx != nil {
-		r.RxBps = float64(w1-w0) / secs
+		r.RxBps = float64(g1.rx-g0.rx) / g1.rxAt.Sub(g0.rxAt).Seconds()
 	}
 	return nil
 }
@@ -448,6 +456,11 @@ func (l *Lab) MeasureSandboxIngressHTB(s *Sandbox, loads []IngressLoad, o measur
 			return nil, err
 		}
 		return parseClassBytes(out)
+	}
+	// A first show before the window: it says at once if the sandbox has
+	// no ingress classes, and the window's reads are not the first.
+	if _, err := show(); err != nil {
+		return r, err
 	}
 	err = l.ingressWindow(loads, counters, nil, nil, o, &r)
 	r.TC, _ = show()
