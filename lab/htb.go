@@ -91,6 +91,9 @@ func KernelHTBCommands(dev string, cfg htb.Config) ([][]string, error) {
 	if cfg.LeafLimit != 0 {
 		return nil, fmt.Errorf("a leaf limit: the kernel's leaves take the device's tx_queue_len")
 	}
+	if len(cfg.Chains) != 0 {
+		return nil, fmt.Errorf("filters on a class's chain: the kernel's side here is given the root chain's filters only")
+	}
 	cmds := [][]string{q}
 	for _, c := range cfg.Classes {
 		id := classify.ClassID(c.ID)

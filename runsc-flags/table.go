@@ -375,7 +375,7 @@ var Flags = []Flag{
 		Default: "", Unset: "unset; required with `--qdisc=htb`",
 		Example:    "class root classid 1:1 rate 10mbit",
 		Usage:      "htb: classes and filters for --qdisc=htb, in tc's words, statements separated by ';': qdisc default 20; class root classid 1:1 rate 1gbit; class parent 1:1 classid 1:20 rate 10mbit quota 50gb per 24h; filter dst 10.0.0.0/8 classid 1:10.",
-		Annotation: Rule{Permit: Tighten, Note: "class statements that lower a class's rate, ceil, burst or cburst, or add or lower a quota (`class classid 1:20 ceil 5mbit`); the tree, filters and default stay the operator's"},
+		Annotation: Rule{Permit: Tighten, Note: "class statements that lower a class's rate, ceil, burst or cburst, add or lower a quota (`class classid 1:20 ceil 5mbit`), or split a leaf into classes no looser with a chain of filters under it ending in a catch-all (`class parent 1:20 classid 1:21 rate 1mbit; filter parent 1:20 classid 1:21`); the root filters and the default stay the operator's"},
 		Linux:      Linux{Qdisc: "htb"},
 	},
 	{
