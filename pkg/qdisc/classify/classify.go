@@ -93,7 +93,12 @@ type Classifier struct {
 	rules []rule
 	// ports is whether any rule tests ports: if none does, they are not
 	// read.
-	ports  bool
+	ports bool
+	// v4, when every rule tests addresses only (prefixes, the common
+	// case: "the cluster is 10.0.0.0/8"), is the rules as IPv4 masks,
+	// which classifyV4 matches straight from an IPv4 header; nil
+	// otherwise.
+	v4 []rule4
 	def    uint32
 	dir    Direction
 	source []Rule // as given, for Rules
@@ -117,9 +122,10 @@ func New(rules []Rule, defaultClass uint32, dir Direction) (*Classifier, error) 
 			return nil, fmt.Errorf("classify: rule %d (%v): %w", i+1, r, err)
 		}
 		c.rules[i] = cr
-		c.ports = c.ports || cr.ports
 		c.source[i] = r
+		c.ports = c.ports || cr.ports
 	}
+	c.v4 = compileV4(c.rules)
 	return c, nil
 }
 
@@ -143,7 +149,13 @@ func (c *Classifier) Classify(protocol tcpip.NetworkProtocolNumber, pkt *stack.P
 	if len(c.rules) == 0 {
 		return c.def // nothing to read
 	}
-	// parse's work, here: a call less a packet.
+	if protocol == header.IPv4ProtocolNumber && c.v4 != nil {
+		var b packetBytes
+		b.init(pkt)
+		if len(b.first) >= header.IPv4MinimumSize {
+			return c.classifyV4(b.first, b.size)
+		}
+	}
 	f := fields{wantPorts: c.ports}
 	var b packetBytes
 	var scratch [header.IPv6MinimumSize]byte

@@ -26,6 +26,16 @@ var hostileRules = []string{
 	"proto udplite sport 0-9 classid 1:8",
 }
 
+// addressRules test addresses only, IPv4 and IPv6 mixed: a Classifier of
+// them takes IPv4 packets by its address-only path (classifyV4).
+var addressRules = []string{
+	"dst 10.0.0.0/8 src 192.168.0.0/16 classid 1:1",
+	"dst fd00::/8 classid 1:2",
+	"src 0.0.0.0/1 classid 1:3",
+	"dst 10.1.2.3/32 classid 1:4",
+	"dst 128.0.0.0/1 classid 1:5",
+}
+
 func classes(c *classify.Classifier) map[uint32]bool {
 	m := map[uint32]bool{c.Default(): true}
 	for _, r := range c.Rules() {
@@ -78,10 +88,16 @@ func FuzzClassify(f *testing.F) {
 	f.Add(uint8(0), uint8(20), pk{src: "192.168.0.1", dst: "10.0.0.1", proto: 17, dport: 443, more: true}.bytes())
 	f.Add(uint8(1), uint8(40), pk{src: "fd00::1", dst: "fd10::1", proto: 17, sport: 1000, dport: 443}.bytes())
 	f.Add(uint8(5), uint8(40), chain(pk{src: "fd00::1", dst: "fd00::2", proto: 132, dport: 7}, 3))
+	f.Add(uint8(8), uint8(20), pk{src: "192.168.0.1", dst: "10.0.0.1", proto: 6, sport: 40000, dport: 80}.bytes())
+	f.Add(uint8(12), uint8(3), pk{src: "10.1.2.3", dst: "192.168.7.7", proto: 17, dport: 53}.bytes())
 	f.Fuzz(func(t *testing.T, which, split uint8, b []byte) {
 		protocol := []tcpip.NetworkProtocolNumber{header.IPv4ProtocolNumber, header.IPv6ProtocolNumber, header.ARPProtocolNumber, 0x1234}[which%4]
 		dir := classify.Direction(which >> 2 % 2)
-		c := mustNew(t, dir, hostileRules...)
+		rules := hostileRules
+		if which>>3%2 == 1 {
+			rules = addressRules
+		}
+		c := mustNew(t, dir, rules...)
 		want, malformed := model(c, protocol, b)
 		if malformed && want != c.Default() {
 			t.Fatalf("the model gives a malformed packet class %s", classify.ClassID(want))
