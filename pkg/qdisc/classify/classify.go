@@ -98,7 +98,7 @@ type Classifier struct {
 	// case: "the cluster is 10.0.0.0/8"), is the rules as IPv4 masks,
 	// which classifyV4 matches straight from an IPv4 header; nil
 	// otherwise.
-	v4 []rule4
+	v4     []rule4
 	def    uint32
 	dir    Direction
 	source []Rule // as given, for Rules
