@@ -69,8 +69,14 @@ func (t *Tree) turnFeed(cl *class, level, prio int) *feed {
 // dequeueTree dequeues a packet from the leaves active at prio and level
 // in round-robin by quantum (htb_dequeue_tree), charging the tree.
 func (t *Tree) dequeueTree(prio, level int) (*stack.PacketBuffer, uint32, bool) {
-	row := &t.rows[level][prio]
-	start := t.lookupLeaf(row, prio)
+	row := &t.rows[level&(MaxDepth-1)][prio&(NumPrio-1)] // both in range: no bounds check
+	var start *class
+	if cl := row.ptr; cl != nil && cl.level == 0 && !row.empty() {
+		row.lastID = 0 // lookupLeaf's first step, when the row points at a leaf
+		start = cl
+	} else {
+		start = t.lookupLeaf(row, prio)
+	}
 	cl := start
 	for {
 		if cl == nil {
@@ -89,7 +95,19 @@ func (t *Tree) dequeueTree(prio, level int) (*stack.PacketBuffer, uint32, bool) 
 			cl = next
 			continue
 		}
-		pkt, size, ok := t.leafDequeue(cl)
+		var pkt *stack.PacketBuffer
+		var size uint32
+		var ok bool
+		if f := cl.fifo; f != nil { // the default pfifo, called directly
+			if pkt, size, ok = f.Dequeue(t.now); ok {
+				cl.leafPackets--
+				cl.leafBytes -= uint64(size)
+				t.packets--
+				t.bytes -= uint64(size)
+			}
+		} else {
+			pkt, size, ok = t.leafDequeue(cl)
+		}
 		if ok {
 			cl.bytes += uint64(size)
 			cl.packets++
@@ -163,21 +181,12 @@ func (t *Tree) dequeue(now int64) (*stack.PacketBuffer, uint32, bool) {
 	return nil, 0, false
 }
 
-// leafDequeue dequeues from leaf cl's qdisc at t.now and keeps the tree's
-// count of its packets: directly for the default pfifo, by asking any
-// other (which may drop as packets leave) how many it holds.
+// leafDequeue dequeues from leaf cl's qdisc, one other than the default
+// pfifo (dequeueTree takes from that itself), at t.now, and brings the
+// tree's count of its packets up to date: the qdisc may drop as packets
+// leave.
 func (t *Tree) leafDequeue(cl *class) (*stack.PacketBuffer, uint32, bool) {
-	if cl.fifo == nil {
-		pkt, size, ok := cl.leaf.Dequeue(t.now)
-		t.recount(cl)
-		return pkt, size, ok
-	}
-	pkt, size, ok := cl.fifo.Dequeue(t.now)
-	if ok {
-		cl.leafPackets--
-		cl.leafBytes -= uint64(size)
-		t.packets--
-		t.bytes -= uint64(size)
-	}
+	pkt, size, ok := cl.leaf.Dequeue(t.now)
+	t.recount(cl)
 	return pkt, size, ok
 }
