@@ -1,0 +1,105 @@
+package cake
+
+import (
+	"math"
+	"testing"
+)
+
+// saturate keeps every flow of flows backlogged (two packets queued each)
+// while it dequeues n packets from s at time now, shaped or not, and
+// returns the bytes each flow sent.
+func saturate(t *testing.T, s *Sched, flows []pk, n int, step int64) []uint64 {
+	t.Helper()
+	sent := make([]uint64, len(flows))
+	for i, p := range flows {
+		p.seq = uint64(i)
+		enqueue(t, s, p, 0)
+		enqueue(t, s, p, 0)
+	}
+	now := int64(0)
+	for k := 0; k < n; k++ {
+		pkt, size, ok := s.Dequeue(now)
+		if !ok {
+			now = s.NextEvent()
+			k--
+			continue
+		}
+		i := seqOf(pkt)
+		pkt.DecRef()
+		sent[i] += uint64(size)
+		p := flows[i]
+		p.seq = i
+		enqueue(t, s, p, now)
+		now += step
+	}
+	checkInvariants(t, s)
+	return sent
+}
+
+// TestHostFairness: with triple-isolate (the default) and dual-srchost, a
+// host with one flow gets as much as a host with ten (about half the
+// bytes over a saturated period: cake_get_flow_quantum divides each
+// flow's quantum by its host's bulk flows); with flows, each flow gets a
+// share, so the one-flow host gets about 1/11. With triple-isolate the
+// hosts send to hosts of their own; shaped and unlimited alike.
+func TestHostFairness(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		iso    Isolation
+		rate   uint64
+		share  float64 // the one-flow host's
+		queues uint32  // bulk queues: flows, or hosts for srchost
+	}{
+		{"triple-isolate unlimited", TripleIsolate, 0, 0.5, 11},
+		{"triple-isolate shaped", TripleIsolate, 1_250_000, 0.5, 11},
+		{"dual-srchost", DualSrcHost, 0, 0.5, 11},
+		{"srchost: one queue a host", SrcHost, 0, 0.5, 2},
+		{"flows", Flows, 0, 1.0 / 11, 11},
+		{"flows shaped", Flows, 1_250_000, 1.0 / 11, 11},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.Isolation, cfg.Bandwidth, cfg.Diffserv = tc.iso, tc.rate, BestEffort
+			s := testSched(t, cfg)
+			flows := []pk{{src: 1, dst: 1, sport: 1000, dport: 80, payload: 1000}}
+			for i := range 10 {
+				flows = append(flows, pk{src: 2, dst: 2, sport: uint16(2000 + i), dport: 80, payload: 1000})
+			}
+			sent := saturate(t, s, flows, 22000, 0)
+			var total uint64
+			for _, b := range sent {
+				total += b
+			}
+			share := float64(sent[0]) / float64(total)
+			if math.Abs(share-tc.share) > 0.03 {
+				t.Errorf("the one-flow host sent %.3f of the bytes, want %.3f (+-0.03): %v", share, tc.share, sent)
+			}
+			if x := s.XStats(); x.Tins[0].BulkFlows != tc.queues {
+				t.Errorf("bulk flows %d, want %d", x.Tins[0].BulkFlows, tc.queues)
+			}
+		})
+	}
+}
+
+// TestSparseFlowFirst: a flow that sends little (a ping) is served before
+// the bulk flows' next packets (DRR++: new flows first).
+func TestSparseFlowFirst(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Diffserv = BestEffort
+	s := testSched(t, cfg)
+	for i := range 4 {
+		for range 20 {
+			enqueue(t, s, pk{src: 1, sport: uint16(1000 + i), payload: 1400, seq: uint64(i)}, 0)
+		}
+	}
+	for range 10 {
+		pkt, _, _ := s.Dequeue(0)
+		pkt.DecRef()
+	}
+	enqueue(t, s, pk{src: 1, proto: 17, sport: 9, payload: 56, seq: 99}, 0)
+	pkt, _, _ := s.Dequeue(0)
+	defer pkt.DecRef()
+	if seqOf(pkt) != 99 {
+		t.Fatalf("after the new sparse packet, flow %d's left first", seqOf(pkt))
+	}
+}
