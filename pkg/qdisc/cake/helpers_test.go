@@ -55,7 +55,7 @@ func (p pk) build() *stack.PacketBuffer {
 		if flags == 0 {
 			flags = header.TCPFlagAck
 		}
-		header.TCP(th).Encode(&header.TCPFields{SrcPort: p.sport, DstPort: p.dport, AckNum: p.ack, DataOffset: uint8(n), Flags: flags, WindowSize: 1000})
+		header.TCP(th).Encode(&header.TCPFields{SrcPort: p.sport, DstPort: p.dport, SeqNum: uint32(p.seq), AckNum: p.ack, DataOffset: uint8(n), Flags: flags, WindowSize: 1000})
 		copy(th[header.TCPMinimumSize:], p.opts)
 	} else {
 		th = make([]byte, header.UDPMinimumSize)
