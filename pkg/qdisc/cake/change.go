@@ -14,7 +14,7 @@ func (s *Sched) Change(cfg Config) error {
 	}
 	if n := tinCount[cfg.Diffserv]; n < s.tinCnt {
 		for t := n; t < maxTins; t++ {
-			if s.tins[t].backlog != 0 || s.tins[t].sparse+s.tins[t].bulk != 0 {
+			if s.tins[t].holdsPackets() {
 				return configErr("diffserv", "%s has %d tins, and tin %d holds packets that Linux would drop; change it when they have left, or replace the qdisc", cfg.Diffserv, n, t)
 			}
 		}
@@ -28,4 +28,14 @@ func (s *Sched) Change(cfg Config) error {
 	s.rateBps = cfg.Bandwidth
 	s.reconfigure()
 	return nil
+}
+
+// holdsPackets reports whether any of b's flows holds a packet.
+func (b *tin) holdsPackets() bool {
+	for i := range b.flows {
+		if b.flows[i].head != none {
+			return true
+		}
+	}
+	return false
 }

@@ -104,12 +104,9 @@ func (d *Discipline) Config() Config {
 // String describes the qdisc as `tc qdisc show` does.
 func (d *Discipline) String() string { return "cake " + d.Config().String() }
 
-// Stats returns the qdisc's tc -s counters.
-func (d *Discipline) Stats() qdisc.Stats {
-	s := d.lanes.Stats()
-	d.lanes.Lanes[0].Locked(func() { s.Overlimits += d.sched.Overlimits() })
-	return s
-}
+// Stats returns the qdisc's tc -s counters (overlimits: the times the
+// lane waited for the shaper).
+func (d *Discipline) Stats() qdisc.Stats { return d.lanes.Stats() }
 
 // XStats returns cake's own counters.
 func (d *Discipline) XStats() XStats {
