@@ -20,6 +20,7 @@ func TestMemlimitDropsFattest(t *testing.T) {
 	for i := range 400 {
 		enqueue(t, s, pk{src: 2, sport: 2, payload: 1400, seq: uint64(i)}, 0)
 		checkInvariants(t, s)
+		checkMemory(t, s)
 	}
 	if s.drops == 0 {
 		t.Fatalf("no drops: %d bytes of memory queued, limit %d", s.bufferUsed, s.bufferLimit)

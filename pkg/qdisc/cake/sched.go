@@ -190,6 +190,8 @@ type Sched struct {
 	qlen    int
 	backlog uint64
 	drops   uint64
+	// purged counts the packets Purge released.
+	purged uint64
 	// overlimits counts the times cake found its shaper ahead of now
 	// with packets to send (Linux's overlimits).
 	overlimits uint64
@@ -902,6 +904,7 @@ func (s *Sched) Overlimits() uint64 { return s.overlimits }
 // every flow is emptied of its state, as cake_reset; the counters stay.
 func (s *Sched) Purge() (int, uint64) {
 	n, bytes := s.qlen, s.backlog
+	s.purged += uint64(n)
 	if s.hasPeeked {
 		s.pool.e[s.peeked].pkt.DecRef()
 		s.pool.release(s.peeked)
