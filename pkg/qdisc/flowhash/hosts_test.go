@@ -62,9 +62,21 @@ func FuzzHosts(f *testing.F) {
 		want := h.HostsBytes(proto, b)
 		k := min(int(split), len(b))
 		for _, pkt := range [...]func() (string, flowhash.Hashes){
-			func() (string, flowhash.Hashes) { p := unparsed(b); defer p.DecRef(); return "unparsed", h.Hosts(proto, p) },
-			func() (string, flowhash.Hashes) { p := consumed(b, k); defer p.DecRef(); return "consumed", h.Hosts(proto, p) },
-			func() (string, flowhash.Hashes) { p := pushed(b, k); defer p.DecRef(); return "pushed", h.Hosts(proto, p) },
+			func() (string, flowhash.Hashes) {
+				p := unparsed(b)
+				defer p.DecRef()
+				return "unparsed", h.Hosts(proto, p)
+			},
+			func() (string, flowhash.Hashes) {
+				p := consumed(b, k)
+				defer p.DecRef()
+				return "consumed", h.Hosts(proto, p)
+			},
+			func() (string, flowhash.Hashes) {
+				p := pushed(b, k)
+				defer p.DecRef()
+				return "pushed", h.Hosts(proto, p)
+			},
 		} {
 			if name, got := pkt(); got != want {
 				t.Fatalf("%s: %+v, from the bytes %+v", name, got, want)
