@@ -233,7 +233,9 @@ func (s *Sched) heapSwap(i, j int) {
 	s.tins[c.tin].overflowIdx[c.flow] = uint16(i)
 }
 
-// heapify is cake_heapify: it sifts entry i down.
+// heapify is cake_heapify: it sifts entry i down. Unlike Linux's, which
+// goes on comparing the children with the backlog that moved up rather
+// than the one sifted down (see drop), it keeps a true max-heap.
 func (s *Sched) heapify(i16 uint16) {
 	i := int(i16)
 	const n = len(s.heap)
@@ -257,6 +259,7 @@ func (s *Sched) heapify(i16 uint16) {
 		}
 		s.heapSwap(i, m)
 		i = m
+		mb = s.heapBacklog(i)
 	}
 }
 

@@ -128,3 +128,44 @@ func TestSplitGSO(t *testing.T) {
 		}
 	}
 }
+
+// TestOverflowHeap: under a flood of packets of many sizes from many
+// hosts into several tins, the overflow heap stays a max-heap of every
+// flow's backlog once cake uses it, so each overflow drop takes the head
+// of a fattest flow.
+func TestOverflowHeap(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Bandwidth, cfg.Memlimit, cfg.Diffserv = 125_000, MinMemlimit, Diffserv4
+	s := testSched(t, cfg)
+	now := int64(0)
+	for i := range 5000 {
+		p := pk{src: uint16(i % 300), sport: uint16(i % 7), payload: (i * 37) % 1400, tos: uint8(i%64) << 2}
+		pkt := p.build()
+		s.Enqueue(pkt, uint32(pkt.Size()), now)
+		if i%3 == 0 {
+			if p, _, ok := s.Dequeue(now); ok {
+				p.DecRef()
+			}
+		}
+		if k := heapViolation(s); s.overflowTimeout != 0 && k >= 0 {
+			t.Fatalf("packet %d: the heap is wrong at %d", i, k)
+		}
+		checkInvariants(t, s)
+		checkMemory(t, s)
+		now += 1000
+	}
+	if s.drops == 0 {
+		t.Fatal("no overflow drops")
+	}
+}
+
+// heapViolation returns a heap position whose backlog exceeds its
+// parent's, or -1.
+func heapViolation(s *Sched) int {
+	for i := 1; i < len(s.heap); i++ {
+		if s.heapBacklog(i) > s.heapBacklog((i-1)/2) {
+			return i
+		}
+	}
+	return -1
+}

@@ -569,12 +569,23 @@ func (s *Sched) advanceShaper(b *tin, adj uint32, now int64, drop bool) {
 }
 
 // drop is cake_drop: it drops the packet at the head of the flow with the
-// largest backlog of any tin, and tells its COBALT the queue is full.
+// largest backlog of any tin (the overflow heap's top), and tells its
+// COBALT the queue is full.
+//
+// Where this differs from Linux: Linux's cake_heapify, after a swap, goes
+// on comparing the children with the backlog that moved up rather than
+// the one sifted down, so its heap goes wrong: its top may be a flow that
+// is not the fattest (Linux then drops from it), or an empty one (Linux
+// then rebuilds the whole heap, 8192 flows, and drops from the new top).
+// Under a flood from many hosts that is a rebuild every few packets
+// (BenchmarkSpoofedFlood: 25 times the cost per packet). Here heapify
+// keeps a true max-heap, so the drop is always from a fattest flow, as
+// cake means it, and costs O(log flows); when Linux's heap is right, the
+// two drop from the same flow. The rebuild on an empty top is kept, for
+// the heap's first use.
 func (s *Sched) drop(now int64) {
 	if s.overflowTimeout == 0 {
-		for i := len(s.heap)/2 - 1; i >= 0; i-- {
-			s.heapify(uint16(i))
-		}
+		s.rebuildHeap()
 	}
 	s.overflowTimeout = 65535
 	top := s.heap[0]
@@ -582,15 +593,23 @@ func (s *Sched) drop(now int64) {
 	fi := int(top.flow)
 	f := &b.flows[fi]
 	if f.head == none {
-		// The fattest flow holds 0 bytes: the packets queued are all of
-		// length 0 (Linux never queues one). Drop from any flow that
-		// holds packets.
-		s.overflowTimeout = 0
-		var ok bool
-		if b, fi, ok = s.anyPacket(); !ok {
-			return
-		}
+		// Linux: "heap has gone wrong, rebuild it next time", and
+		// cake_enqueue's loop calls cake_drop again at once.
+		s.rebuildHeap()
+		top = s.heap[0]
+		b = &s.tins[top.tin]
+		fi = int(top.flow)
 		f = &b.flows[fi]
+		if f.head == none {
+			// Every backlog is 0: the packets queued are all of length
+			// 0, which Linux never queues (it would spin here). Drop
+			// from any flow that holds packets.
+			var ok bool
+			if b, fi, ok = s.anyPacket(); !ok {
+				return
+			}
+			f = &b.flows[fi]
+		}
 	}
 	i := s.pop(f)
 	e := s.pool.e[i]
@@ -610,8 +629,14 @@ func (s *Sched) drop(now int64) {
 	e.pkt.DecRef()
 	s.pool.release(i)
 	s.qlen--
-	if s.overflowTimeout != 0 {
-		s.heapify(0)
+	s.heapify(0)
+}
+
+// rebuildHeap builds the overflow heap afresh (cake_drop's "fresh
+// max-heap").
+func (s *Sched) rebuildHeap() {
+	for i := len(s.heap)/2 - 1; i >= 0; i-- {
+		s.heapify(uint16(i))
 	}
 }
 
