@@ -281,7 +281,7 @@ func (s *Sched) reconfigure() {
 	s.bufferLimit = uint64(c.MemoryLimit(s.mtu))
 }
 
-// random16 and random32 are Linux's get_random_u16 and get_random_u32.
+// random32 is Linux's get_random_u32 (its low 16 bits get_random_u16).
 func (s *Sched) random32() uint32 { return uint32(s.rnd.Uint64()) }
 
 // flowQuantum is cake_get_flow_quantum: the tin's flow quantum shared by
