@@ -1,6 +1,7 @@
 package cake
 
 import (
+	"sync/atomic"
 	"testing"
 
 	"gvisor.dev/gvisor/pkg/tcpip"
@@ -118,4 +119,48 @@ func BenchmarkSpoofedFlood(b *testing.B) {
 	}
 	b.ReportMetric(float64(s.bufferMaxUsed), "maxmem-bytes")
 	b.ReportMetric(float64(s.drops)/float64(b.N), "drops/op")
+}
+
+// BenchmarkWritePacketIPv4 is BenchmarkWritePacket with 1500-byte IPv4
+// TCP packets, each producer a host of its own: cake (triple-isolate)
+// reads every packet's addresses for its hosts, which fq_codel, using
+// pkt.Hash, never reads.
+func BenchmarkWritePacketIPv4(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		mk   func(link *qdisctest.Link) (stack.QueueingDiscipline, qdisctest.Quiescer, func())
+	}{
+		{"cake", func(link *qdisctest.Link) (stack.QueueingDiscipline, qdisctest.Quiescer, func()) {
+			d, err := New(link, tcpip.NewStdClock(), DefaultConfig())
+			if err != nil {
+				b.Fatal(err)
+			}
+			return d, d, d.Close
+		}},
+		{"fq_codel", func(link *qdisctest.Link) (stack.QueueingDiscipline, qdisctest.Quiescer, func()) {
+			d, err := fqcodel.New(link, tcpip.NewStdClock(), fqcodel.Config{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			return d, d, d.Close
+		}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			link := qdisctest.NewLink(nil)
+			link.Discard = true
+			q, quiet, closeQ := tc.mk(link)
+			defer closeQ()
+			var host atomic.Uint32
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				h := host.Add(1)
+				pkt := pk{src: uint16(h), dst: 1, sport: uint16(h), dport: 80, payload: 1460, hash: h}.build()
+				defer pkt.DecRef()
+				for pb.Next() {
+					qdisctest.Feed(q, pkt, 1)
+				}
+			})
+			qdisctest.WaitQuiescent(b, quiet)
+		})
+	}
 }

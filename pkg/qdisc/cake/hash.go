@@ -30,21 +30,26 @@ func dualDst(m Isolation) bool { return uint8(m)&flowDDst == flowDDst }
 // packets), else one of its addresses, protocol and ports; hosts are
 // hashed from their addresses. The queue is found among the eight ways
 // of the hash's set: the way already tagged with the flow, else an empty
-// one, else the flow's own way, shared (a collision). A flow new to its
+// one, else the flow's own way, shared (a collision). nh is pkt's network
+// header, if the send path parsed it. A flow new to its
 // way in the dual and triple modes is given its hosts' slots in the host
 // table, found the same way.
-func (s *Sched) hash(b *tin, pkt *stack.PacketBuffer) int {
+func (s *Sched) hash(b *tin, pkt *stack.PacketBuffer, nh []byte) int {
 	mode := uint8(s.cfg.Isolation)
 	if mode == 0 {
 		return 0
 	}
 	var hs flowhash.Hashes
 	switch {
+	case mode&flowHosts != 0 && pkt.Hash != 0:
+		hs.Flow = pkt.Hash
+		if flowhash.HasAddresses(pkt.NetworkProtocolNumber, nh) {
+			hs.Src, hs.Dst = s.hasher.HostPairBytes(pkt.NetworkProtocolNumber, nh)
+		} else {
+			hs.Src, hs.Dst = s.hasher.HostPair(pkt.NetworkProtocolNumber, pkt)
+		}
 	case mode&flowHosts != 0:
 		hs = s.hasher.Hosts(pkt.NetworkProtocolNumber, pkt)
-		if pkt.Hash != 0 {
-			hs.Flow = pkt.Hash
-		}
 	case pkt.Hash != 0:
 		hs.Flow = pkt.Hash
 	default:

@@ -40,10 +40,11 @@ func window(pkt *stack.PacketBuffer, buf []byte) int {
 	return n
 }
 
-// dsfieldBytes returns the first two bytes of pkt's network header, where
-// IPv4's TOS and IPv6's traffic class are, and whether it has them.
-func dsfieldBytes(pkt *stack.PacketBuffer) (b0, b1 byte, ok bool) {
-	if nh := pkt.NetworkHeader().Slice(); len(nh) > 0 {
+// dsfieldBytes returns the first two bytes of pkt's network header (nh,
+// if parsed), where IPv4's TOS and IPv6's traffic class are, and whether
+// it has them.
+func dsfieldBytes(pkt *stack.PacketBuffer, nh []byte) (b0, b1 byte, ok bool) {
+	if len(nh) > 0 {
 		if len(nh) < 2 {
 			return 0, 0, false
 		}
@@ -59,21 +60,21 @@ func dsfieldBytes(pkt *stack.PacketBuffer) (b0, b1 byte, ok bool) {
 // arpDSCP is the DSCP cake gives ARP: CS7, network control.
 const arpDSCP = 0x38
 
-// dscp is cake_handle_diffserv: pkt's DSCP (0 for a packet with none, or
+// dscp is cake_handle_diffserv: pkt's (network header nh, if parsed) DSCP (0 for a packet with none, or
 // too short to hold one), and, with wash, the DSCP cleared in the packet
 // (its ECN bits kept, IPv4's checksum updated) where its network header
 // is whole and writable (the send path's parsed header).
-func dscp(pkt *stack.PacketBuffer, wash bool) uint8 {
+func dscp(pkt *stack.PacketBuffer, nh []byte, wash bool) uint8 {
 	var d uint8
 	switch pkt.NetworkProtocolNumber {
 	case header.IPv4ProtocolNumber:
-		_, b1, ok := dsfieldBytes(pkt)
+		_, b1, ok := dsfieldBytes(pkt, nh)
 		if !ok {
 			return 0
 		}
 		d = b1 >> 2
 	case header.IPv6ProtocolNumber:
-		b0, b1, ok := dsfieldBytes(pkt)
+		b0, b1, ok := dsfieldBytes(pkt, nh)
 		if !ok {
 			return 0
 		}
@@ -84,7 +85,7 @@ func dscp(pkt *stack.PacketBuffer, wash bool) uint8 {
 		return 0
 	}
 	if wash && d != 0 {
-		setDSField(pkt.NetworkHeader().Slice(), uint16(pkt.NetworkProtocolNumber), ecnMask, 0)
+		setDSField(nh, uint16(pkt.NetworkProtocolNumber), ecnMask, 0)
 	}
 	return d
 }

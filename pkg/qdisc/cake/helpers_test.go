@@ -32,7 +32,7 @@ type pk struct {
 	link       int
 	hash       uint32
 	arp        bool
-	seq        uint64 // first 8 bytes of the payload, if it has them
+	seq        uint64 // last 8 bytes of the payload, if it has them
 	notParsed  bool   // headers in the data, as on the receive path
 	totalDelta int    // added to IPv4's total length / IPv6's payload length
 }
@@ -64,7 +64,9 @@ func (p pk) build() *stack.PacketBuffer {
 	data := make([]byte, p.payload)
 	var sb [8]byte
 	binary.BigEndian.PutUint64(sb[:], p.seq)
-	copy(data, sb[:])
+	if len(data) >= 8 {
+		copy(data[len(data)-8:], sb[:])
+	}
 	var nh []byte
 	var netProto tcpip.NetworkProtocolNumber
 	if p.v6 {
@@ -121,11 +123,13 @@ func enqueue(t testing.TB, s *Sched, p pk, now int64) {
 	}
 }
 
-// seqOf reads the sequence number pk put in the payload.
+// seqOf reads the sequence number pk put at the end of the payload.
 func seqOf(pkt *stack.PacketBuffer) uint64 {
-	var b [8]byte
-	copy(b[:], pkt.Data().AsRange().ToSlice())
-	return binary.BigEndian.Uint64(b[:])
+	d := pkt.Data().AsRange().ToSlice()
+	if len(d) < 8 {
+		return 0
+	}
+	return binary.BigEndian.Uint64(d[len(d)-8:])
 }
 
 // checkInvariants checks what every state of a Sched holds: the packets

@@ -49,13 +49,18 @@ func TestHostFairness(t *testing.T) {
 		rate   uint64
 		share  float64 // the one-flow host's
 		queues uint32  // bulk queues: flows, or hosts for srchost
+		hashed bool    // packets carry TCP's hash (pkt.Hash)
+		rx     bool    // headers in the data, as on the receive path
 	}{
-		{"triple-isolate unlimited", TripleIsolate, 0, 0.5, 11},
-		{"triple-isolate shaped", TripleIsolate, 1_250_000, 0.5, 11},
-		{"dual-srchost", DualSrcHost, 0, 0.5, 11},
-		{"srchost: one queue a host", SrcHost, 0, 0.5, 2},
-		{"flows", Flows, 0, 1.0 / 11, 11},
-		{"flows shaped", Flows, 1_250_000, 1.0 / 11, 11},
+		{"triple-isolate, TCP's hashes", TripleIsolate, 0, 0.5, 11, true, false},
+		{"triple-isolate, receive path", TripleIsolate, 0, 0.5, 11, false, true},
+		{"triple-isolate, receive path, TCP's hashes", TripleIsolate, 0, 0.5, 11, true, true},
+		{"triple-isolate unlimited", TripleIsolate, 0, 0.5, 11, false, false},
+		{"triple-isolate shaped", TripleIsolate, 1_250_000, 0.5, 11, false, false},
+		{"dual-srchost", DualSrcHost, 0, 0.5, 11, false, false},
+		{"srchost: one queue a host", SrcHost, 0, 0.5, 2, false, false},
+		{"flows", Flows, 0, 1.0 / 11, 11, false, false},
+		{"flows shaped", Flows, 1_250_000, 1.0 / 11, 11, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := DefaultConfig()
@@ -64,6 +69,12 @@ func TestHostFairness(t *testing.T) {
 			flows := []pk{{src: 1, dst: 1, sport: 1000, dport: 80, payload: 1000}}
 			for i := range 10 {
 				flows = append(flows, pk{src: 2, dst: 2, sport: uint16(2000 + i), dport: 80, payload: 1000})
+			}
+			for i := range flows {
+				flows[i].notParsed = tc.rx
+				if tc.hashed {
+					flows[i].hash = uint32(flows[i].sport)
+				}
 			}
 			sent := saturate(t, s, flows, 22000, 0)
 			var total uint64

@@ -339,18 +339,19 @@ func ewma(avg, sample uint64, shift uint) uint64 {
 	return avg
 }
 
-// selectTin is cake_select_tin: the tin by DSCP (besteffort: tin 0). The
-// netstack has no firewall mark or skb priority to override it.
-func (s *Sched) selectTin(pkt *stack.PacketBuffer) int {
+// selectTin is cake_select_tin: the tin by DSCP (besteffort: tin 0), nh
+// pkt's network header if the send path parsed it. The netstack has no
+// firewall mark or skb priority to override it.
+func (s *Sched) selectTin(pkt *stack.PacketBuffer, nh []byte) int {
 	var d uint8
 	if s.cfg.Wash {
-		d = dscp(pkt, true)
+		d = dscp(pkt, nh, true)
 	}
 	if s.cfg.Diffserv == BestEffort {
 		return 0
 	}
 	if !s.cfg.Wash {
-		d = dscp(pkt, false)
+		d = dscp(pkt, nh, false)
 	}
 	t := int(s.tinIndex[d&63])
 	if t >= s.tinCnt {
@@ -364,9 +365,10 @@ func (s *Sched) selectTin(pkt *stack.PacketBuffer) int {
 // nothing taken), and makes room past the memory limit by dropping from
 // the head of the fattest flow of any tin.
 func (s *Sched) Enqueue(pkt *stack.PacketBuffer, size uint32, now int64) bool {
-	ti := s.selectTin(pkt)
+	nh := pkt.NetworkHeader().Slice()
+	ti := s.selectTin(pkt, nh)
 	b := &s.tins[ti]
-	idx := s.hash(b, pkt)
+	idx := s.hash(b, pkt, nh)
 	f := &b.flows[idx]
 
 	// Keep the shaper's state from going stale while idle.

@@ -22,6 +22,35 @@ type Hashes struct {
 // its flow and by its addresses for its hosts, reading the same bytes as
 // Packet (at most the first 128 of its network header on).
 func (h Hasher) Hosts(proto tcpip.NetworkProtocolNumber, pkt *stack.PacketBuffer) Hashes {
+	return h.hosts(proto, pkt, true)
+}
+
+// HostPair returns Hosts' Src and Dst alone, for a caller that has the
+// flow's hash already (pkt.Hash): it reads the same bytes, and hashes no
+// flow.
+func (h Hasher) HostPair(proto tcpip.NetworkProtocolNumber, pkt *stack.PacketBuffer) (src, dst uint32) {
+	if nh := pkt.NetworkHeader().Slice(); HasAddresses(proto, nh) {
+		return h.HostPairBytes(proto, nh)
+	}
+	hs := h.hosts(proto, pkt, false)
+	return hs.Src, hs.Dst
+}
+
+// HostPairBytes is HostPair of a packet whose network header starts b.
+func (h Hasher) HostPairBytes(proto tcpip.NetworkProtocolNumber, b []byte) (src, dst uint32) {
+	hs := h.hostsBytes(proto, b, Hashes{})
+	return hs.Src, hs.Dst
+}
+
+// hosts is Hosts, the flow hashed only if flow is set.
+func (h Hasher) hosts(proto tcpip.NetworkProtocolNumber, pkt *stack.PacketBuffer, flow bool) Hashes {
+	if proto != header.IPv4ProtocolNumber && proto != header.IPv6ProtocolNumber {
+		// No addresses to read: the flow is the protocol's alone.
+		if !flow {
+			return Hashes{}
+		}
+		return Hashes{Flow: h.Bytes(proto, nil)}
+	}
 	var b [maxHeaders]byte
 	n := 0
 	if nh := pkt.NetworkHeader().Slice(); len(nh) > 0 {
@@ -36,6 +65,9 @@ func (h Hasher) Hosts(proto tcpip.NetworkProtocolNumber, pkt *stack.PacketBuffer
 	} else if d, ok := pkt.Data().PullUp(min(pkt.Data().Size(), maxHeaders)); ok {
 		n = copy(b[:], d)
 	}
+	if !flow {
+		return h.hostsBytes(proto, b[:n], Hashes{})
+	}
 	return h.HostsBytes(proto, b[:n])
 }
 
@@ -43,7 +75,11 @@ func (h Hasher) Hosts(proto tcpip.NetworkProtocolNumber, pkt *stack.PacketBuffer
 // hashes are seeded and mix in the protocol, so that an IPv4 host and an
 // IPv6 host never share a hash by their bytes.
 func (h Hasher) HostsBytes(proto tcpip.NetworkProtocolNumber, b []byte) Hashes {
-	hs := Hashes{Flow: h.Bytes(proto, b)}
+	return h.hostsBytes(proto, b, Hashes{Flow: h.Bytes(proto, b)})
+}
+
+// hostsBytes is HostsBytes with the flow's hash given in hs.
+func (h Hasher) hostsBytes(proto tcpip.NetworkProtocolNumber, b []byte, hs Hashes) Hashes {
 	b = b[:min(len(b), maxHeaders)]
 	// A seed of its own for hosts, so that a host's hash is not a flow's.
 	x := mix(h.seed^0x5bd1e995, uint32(proto))
@@ -66,4 +102,12 @@ func (h Hasher) HostsBytes(proto tcpip.NetworkProtocolNumber, b []byte) Hashes {
 		hs.Src, hs.Dst = final(s), final(d)
 	}
 	return hs
+}
+
+// HasAddresses reports whether nh, a network header of protocol proto, is
+// long enough to hold its addresses (then HostPairBytes of it is HostPair
+// of its packet, with nothing copied).
+func HasAddresses(proto tcpip.NetworkProtocolNumber, nh []byte) bool {
+	return (proto == header.IPv4ProtocolNumber && len(nh) >= header.IPv4MinimumSize) ||
+		(proto == header.IPv6ProtocolNumber && len(nh) >= header.IPv6MinimumSize)
 }

@@ -82,6 +82,12 @@ func FuzzHosts(f *testing.F) {
 				t.Fatalf("%s: %+v, from the bytes %+v", name, got, want)
 			}
 		}
+		p := pushed(b, k)
+		src, dst := h.HostPair(proto, p)
+		p.DecRef()
+		if src != want.Src || dst != want.Dst {
+			t.Fatalf("HostPair: %#x %#x, Hosts %+v", src, dst, want)
+		}
 		var addrs [2]int // where the source and destination addresses end
 		switch {
 		case proto == header.IPv4ProtocolNumber && len(b) >= 20:
