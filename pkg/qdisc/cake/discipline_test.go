@@ -109,3 +109,41 @@ func TestChangeDiffserv(t *testing.T) {
 		t.Errorf("%d tins after the change, want 3", n)
 	}
 }
+
+// TestNewTo: on the receive path cake queues what a link delivers (its
+// headers in the data) and writes it to out from its own timer, at its
+// rate; enqueuers never write.
+func TestNewTo(t *testing.T) {
+	clock := qdisctest.NewStepClock()
+	link := qdisctest.NewLink(clock)
+	out := qdisctest.NewLink(clock)
+	cfg := DefaultConfig()
+	cfg.Bandwidth, cfg.Ingress = 1_000_000, true
+	d, err := NewTo(out, link, clock, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	for i := range 3 {
+		pkt := pk{src: uint16(i), payload: 960, seq: uint64(i), notParsed: true}.build()
+		if err := d.Enqueue(pkt, 0); err != nil {
+			t.Fatalf("Enqueue: %v", err)
+		}
+		pkt.DecRef()
+	}
+	qdisctest.WaitQuiescent(t, d)
+	if n := len(out.Records()); n != 1 {
+		t.Fatalf("%d packets delivered at once, want 1", n)
+	}
+	clock.Advance(2 * time.Millisecond)
+	for clock.Fire() > 0 {
+		qdisctest.WaitQuiescent(t, d)
+	}
+	qdisctest.WaitQuiescent(t, d)
+	if n := len(out.Records()); n != 3 {
+		t.Fatalf("%d packets delivered by 2ms, want 3 (1000 bytes a millisecond)", n)
+	}
+	if s := d.Stats(); s.Packets != 3 || s.Bytes != 3000 {
+		t.Errorf("stats %+v", s)
+	}
+}
