@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"gvisor.dev/gvisor/pkg/tcpip"
+
 	"github.com/netqdisc/netqdisc/pkg/qdisc/qdisctest"
 )
 
@@ -145,5 +147,38 @@ func TestNewTo(t *testing.T) {
 	}
 	if s := d.Stats(); s.Packets != 3 || s.Bytes != 3000 {
 		t.Errorf("stats %+v", s)
+	}
+}
+
+// TestCloseRace: writers racing Close lose no reference and leave no
+// goroutine; every packet cake took is sent or dropped once (qdisctest's
+// checks), unlimited, shaping (packets queued at Close), and with a
+// memlimit that drops.
+func TestCloseRace(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  func(*Config)
+	}{
+		{"unlimited", func(*Config) {}},
+		{"shaping", func(c *Config) { c.Bandwidth = 1_250_000 }},
+		{"shaping, memlimit, ingress, ack-filter", func(c *Config) {
+			c.Bandwidth, c.Memlimit, c.Ingress, c.AckFilter = 1_250_000, MinMemlimit, true, AckFilterAggressive
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			tc.cfg(&cfg)
+			for range 3 {
+				qdisctest.CloseRace(t, func() qdisctest.StatsQdisc {
+					link := qdisctest.NewLink(nil)
+					link.Discard = true
+					d, err := New(link, tcpip.NewStdClock(), cfg)
+					if err != nil {
+						t.Fatal(err)
+					}
+					return d
+				}, 8, 400)
+			}
+		})
 	}
 }
