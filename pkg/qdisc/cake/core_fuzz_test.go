@@ -34,7 +34,12 @@ const fuzzCakeOps = 300
 func FuzzCake(f *testing.F) {
 	f.Add([]byte{})
 	f.Add([]byte("\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f\x10\x11\x12\x13\x14\x15\x16\x17\x18"))
-	f.Fuzz(func(t *testing.T, data []byte) {
+	f.Fuzz(runFuzzCake)
+}
+
+// runFuzzCake is FuzzCake's body.
+func runFuzzCake(t *testing.T, data []byte) {
+	{
 		in := qdisctest.NewInput(data)
 		cfg := fuzzConfig(in)
 		mtu := [...]uint32{1514, 9014, 68, 65535}[in.IntN(4)]
@@ -99,7 +104,7 @@ func FuzzCake(f *testing.F) {
 		}
 		s.Purge()
 		qdisctest.CheckReleased(t, own)
-	})
+	}
 }
 
 // fuzzConfig draws a valid-looking configuration from in (Validate
