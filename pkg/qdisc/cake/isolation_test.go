@@ -36,12 +36,16 @@ func saturate(t *testing.T, s *Sched, flows []pk, n int, step int64) []uint64 {
 	return sent
 }
 
-// TestHostFairness: with triple-isolate (the default) and dual-srchost, a
-// host with one flow gets as much as a host with ten (about half the
-// bytes over a saturated period: cake_get_flow_quantum divides each
-// flow's quantum by its host's bulk flows); with flows, each flow gets a
-// share, so the one-flow host gets about 1/11. With triple-isolate the
-// hosts send to hosts of their own; shaped and unlimited alike.
+// TestHostFairness: a host with one flow against a host with ten, each
+// sending to a host of its own, over a saturated period. With
+// triple-isolate (the default) and the dual modes the one-flow host gets
+// about half the bytes (cake_get_flow_quantum divides each flow's quantum
+// by its host's bulk flows), as with one queue a host (srchost, dsthost,
+// hosts); with flows, or one queue for all (flowblind), each flow gets a
+// share, so the one-flow host gets about 1/11. When both send to one
+// destination, triple-isolate is fair to that host's flows too: 1/11.
+// Shaped and unlimited alike, on the send and receive paths, with and
+// without TCP's hashes.
 func TestHostFairness(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -51,16 +55,22 @@ func TestHostFairness(t *testing.T) {
 		queues uint32  // bulk queues: flows, or hosts for srchost
 		hashed bool    // packets carry TCP's hash (pkt.Hash)
 		rx     bool    // headers in the data, as on the receive path
+		oneDst bool    // both hosts send to one destination
 	}{
-		{"triple-isolate, TCP's hashes", TripleIsolate, 0, 0.5, 11, true, false},
-		{"triple-isolate, receive path", TripleIsolate, 0, 0.5, 11, false, true},
-		{"triple-isolate, receive path, TCP's hashes", TripleIsolate, 0, 0.5, 11, true, true},
-		{"triple-isolate unlimited", TripleIsolate, 0, 0.5, 11, false, false},
-		{"triple-isolate shaped", TripleIsolate, 1_250_000, 0.5, 11, false, false},
-		{"dual-srchost", DualSrcHost, 0, 0.5, 11, false, false},
-		{"srchost: one queue a host", SrcHost, 0, 0.5, 2, false, false},
-		{"flows", Flows, 0, 1.0 / 11, 11, false, false},
-		{"flows shaped", Flows, 1_250_000, 1.0 / 11, 11, false, false},
+		{"triple-isolate, one destination", TripleIsolate, 0, 1.0 / 11, 11, false, false, true},
+		{"triple-isolate, TCP's hashes", TripleIsolate, 0, 0.5, 11, true, false, false},
+		{"triple-isolate, receive path", TripleIsolate, 0, 0.5, 11, false, true, false},
+		{"triple-isolate, receive path, TCP's hashes", TripleIsolate, 0, 0.5, 11, true, true, false},
+		{"triple-isolate unlimited", TripleIsolate, 0, 0.5, 11, false, false, false},
+		{"triple-isolate shaped", TripleIsolate, 1_250_000, 0.5, 11, false, false, false},
+		{"dual-srchost", DualSrcHost, 0, 0.5, 11, false, false, false},
+		{"srchost: one queue a host", SrcHost, 0, 0.5, 2, false, false, false},
+		{"flows", Flows, 0, 1.0 / 11, 11, false, false, false},
+		{"dsthost: one queue a destination", DstHost, 0, 0.5, 2, false, false, false},
+		{"hosts: one queue a pair", Hosts, 0, 0.5, 2, false, false, false},
+		{"dual-dsthost", DualDstHost, 0, 0.5, 11, false, false, false},
+		{"flowblind: one queue, first come first served", FlowBlind, 0, 1.0 / 11, 1, false, false, false},
+		{"flows shaped", Flows, 1_250_000, 1.0 / 11, 11, false, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := DefaultConfig()
@@ -71,6 +81,9 @@ func TestHostFairness(t *testing.T) {
 				flows = append(flows, pk{src: 2, dst: 2, sport: uint16(2000 + i), dport: 80, payload: 1000})
 			}
 			for i := range flows {
+				if tc.oneDst {
+					flows[i].dst = 1
+				}
 				flows[i].notParsed = tc.rx
 				if tc.hashed {
 					flows[i].hash = uint32(flows[i].sport)
