@@ -169,3 +169,47 @@ func heapViolation(s *Sched) int {
 	}
 	return -1
 }
+
+// TestBlueUnresponsive: a flow that keeps overflowing cake's memory for
+// longer than a target (cobalt_queue_full) is taken by BLUE as
+// unresponsive, counted in un_flows, and BLUE then drops its packets at
+// dequeue too; a flow that drains, once BLUE's probability decays, is
+// counted no more.
+func TestBlueUnresponsive(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Memlimit, cfg.Diffserv = MinMemlimit, BestEffort
+	s := testSched(t, cfg)
+	now := int64(0)
+	for range 2000 {
+		enqueue(t, s, pk{src: 2, sport: 2, payload: 1400}, now)
+		now += 100_000 // 0.1ms: 200ms in all
+	}
+	if x := s.XStats().Tins[0]; x.UnresponsiveFlows != 1 {
+		t.Fatalf("un_flows %d after 200ms of overflow, want 1", x.UnresponsiveFlows)
+	}
+	before := s.drops
+	sent := 0
+	for s.qlen > 0 {
+		if p, _, ok := s.Dequeue(now); ok {
+			p.DecRef()
+			sent++
+		}
+	}
+	if s.drops == before {
+		t.Errorf("BLUE dropped nothing of %d packets at dequeue", sent)
+	}
+	// Empty, its BLUE probability decays by 1/4096 each time cake finds
+	// it empty a target after the last (another flow keeps cake busy:
+	// an empty cake looks at no flow): 16 decays for each of the
+	// overflow's rises.
+	for range 2000 {
+		now += 5_000_001
+		enqueue(t, s, pk{src: 3, sport: 3, payload: 100}, now)
+		if p, _, ok := s.Dequeue(now); ok { // the decaying flow first
+			p.DecRef()
+		}
+	}
+	if x := s.XStats().Tins[0]; x.UnresponsiveFlows != 0 {
+		t.Errorf("un_flows %d after the flow drained, want 0", x.UnresponsiveFlows)
+	}
+}
