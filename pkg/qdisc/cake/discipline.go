@@ -1,0 +1,124 @@
+package cake
+
+import (
+	"fmt"
+
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
+
+	"github.com/netqdisc/netqdisc/pkg/qdisc"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/dispatch"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/gso"
+)
+
+// Discipline is cake on a NIC: its Sched, drained by one dispatch lane,
+// as Linux's cake runs under its qdisc's one lock.
+type Discipline struct {
+	sched *Sched
+	lanes dispatch.Group
+}
+
+var _ stack.QueueingDiscipline = (*Discipline)(nil)
+
+// New returns cake on lower, timed by clock, configured as cfg, and starts
+// its dispatcher. An invalid cfg is a *ConfigError.
+func New(lower stack.LinkEndpoint, clock tcpip.Clock, cfg Config) (*Discipline, error) {
+	if lower == nil || clock == nil {
+		return nil, fmt.Errorf("cake: no lower link endpoint or clock")
+	}
+	return start(dispatch.Config{Lower: lower}, lower.MTU()+uint32(lower.MaxHeaderLength()), clock, cfg)
+}
+
+// NewTo returns cake on the receive path (package ingress): packets link
+// delivers are queued and written to out at their departures, from the
+// qdisc's own goroutine or timer only (dispatch.Config.QueueOnly). A
+// packet GRO merged is charged as the segments it was on the wire. Set
+// cfg.Ingress to count the packets cake drops as sent, as on a link's
+// receiving end.
+func NewTo(out stack.LinkWriter, link stack.LinkEndpoint, clock tcpip.Clock, cfg Config) (*Discipline, error) {
+	if out == nil || link == nil || clock == nil {
+		return nil, fmt.Errorf("cake: no link endpoint or clock")
+	}
+	mtu := link.MTU()
+	return start(dispatch.Config{
+		Lower:     out,
+		QueueOnly: true,
+		Size:      func(pkt *stack.PacketBuffer) uint64 { return gso.ReceivedWireSize(pkt, mtu) },
+	}, mtu+uint32(link.MaxHeaderLength()), clock, cfg)
+}
+
+// start builds the queue and its lane as lane says, and starts it.
+func start(lane dispatch.Config, mtu uint32, clock tcpip.Clock, cfg Config) (*Discipline, error) {
+	s, err := NewSched(cfg, mtu, nowNS(clock))
+	if err != nil {
+		return nil, err
+	}
+	d := &Discipline{sched: s}
+	lane.MaxPackets, lane.Queue, lane.Clock = 1, s, clock
+	d.lanes.Init(1, lane)
+	d.lanes.Start()
+	return d, nil
+}
+
+// nowNS reads clock in ns, on the lanes' scale.
+func nowNS(c tcpip.Clock) int64 { return int64(c.NowMonotonic().Sub(tcpip.MonotonicTime{})) }
+
+// WritePacket implements stack.QueueingDiscipline.WritePacket: it queues
+// pkt, taking a reference of its own.
+func (d *Discipline) WritePacket(pkt *stack.PacketBuffer) tcpip.Error {
+	return d.lanes.Lanes[0].Enqueue(pkt)
+}
+
+// Enqueue queues pkt, as WritePacket; hash is ignored (one lane). The
+// receive path (package ingress) calls it.
+func (d *Discipline) Enqueue(pkt *stack.PacketBuffer, _ uint32) tcpip.Error {
+	return d.lanes.Lanes[0].Enqueue(pkt)
+}
+
+// Lanes returns 1: cake is drained by one lane.
+func (d *Discipline) Lanes() int { return 1 }
+
+// MaxPacketBytes returns 0: cake passes a packet of any size.
+func (d *Discipline) MaxPacketBytes() uint32 { return 0 }
+
+// Close implements stack.QueueingDiscipline.Close: what is queued is
+// dropped and counted, and the dispatcher has exited when it returns.
+func (d *Discipline) Close() { d.lanes.Close() }
+
+// Change reconfigures the running cake in place (Sched.Change).
+func (d *Discipline) Change(cfg Config) error {
+	l := &d.lanes.Lanes[0]
+	var err error
+	l.Locked(func() { err = d.sched.Change(cfg) })
+	l.Wake() // a faster rate may send sooner than the lane waits for
+	return err
+}
+
+// Config returns the configuration in force.
+func (d *Discipline) Config() Config {
+	var c Config
+	d.lanes.Lanes[0].Locked(func() { c = d.sched.Config() })
+	return c
+}
+
+// String describes the qdisc as `tc qdisc show` does.
+func (d *Discipline) String() string { return "cake " + d.Config().String() }
+
+// Stats returns the qdisc's tc -s counters (overlimits: the times the
+// lane waited for the shaper).
+func (d *Discipline) Stats() qdisc.Stats { return d.lanes.Stats() }
+
+// XStats returns cake's own counters.
+func (d *Discipline) XStats() XStats {
+	var x XStats
+	d.lanes.Lanes[0].Locked(func() { x = d.sched.XStats() })
+	return x
+}
+
+// TCStats is what `tc -s qdisc show` prints for cake: the qdisc's
+// counters, then cake's own and each tin's.
+func (d *Discipline) TCStats() string { return d.Stats().String() + "\n" + d.XStats().String() }
+
+// Quiescent reports whether the dispatcher is idle or waiting. Tests use
+// it.
+func (d *Discipline) Quiescent() bool { return d.lanes.Quiescent() }
