@@ -152,6 +152,10 @@ type lockstep struct {
 	sizes  map[uint64]uint32
 	nextID uint64
 
+	// peek makes every dequeue of the core a Peek then a Dequeue at the
+	// same time, which must send what Dequeue alone would.
+	peek bool
+
 	enqueued, departed, coreDrops uint64
 	trace                         []string
 	waits                         int
@@ -312,8 +316,26 @@ func (l *lockstep) compareDrops(op string, ev []caketest.Event) {
 // packet left.
 func (l *lockstep) dequeue() bool {
 	l.t.Helper()
-	pkt, size, ok := l.core.Dequeue(l.now)
+	var sizes [1]uint32
+	var arrived [1]int64
+	peeked := 0
+	if l.peek {
+		peeked = l.core.Peek(l.now, sizes[:], arrived[:])
+	}
+	var pkt *stack.PacketBuffer
+	var size uint32
+	var ok bool
+	if !l.peek || peeked == 1 {
+		// After a Peek that found nothing, a caller does not dequeue.
+		pkt, size, ok = l.core.Dequeue(l.now)
+	}
 	mp, ev := l.model.Dequeue(l.now)
+	if l.peek && (peeked == 1) != ok || peeked == 1 && sizes[0] != size {
+		if ok {
+			pkt.DecRef()
+		}
+		l.fail("dequeue: Peek saw %d packets (%d bytes), Dequeue sent %v (%d bytes)", peeked, sizes[0], ok, size)
+	}
 	if ok != (mp != nil) {
 		if ok {
 			pkt.DecRef()
@@ -513,6 +535,7 @@ type lockstepCase struct {
 	cfg     Config
 	traffic []arrival
 	end     int64
+	peek    bool
 	// want checks what the case is for happened (so that it exercises
 	// its feature), on the core's statistics.
 	want func(x XStats, s *Sched) string
@@ -664,6 +687,7 @@ func TestLockstep(t *testing.T) {
 	flood := append(mixed(), hostFlows(100, ms(1))...)
 	cases = append(cases,
 		lockstepCase{name: "ingress", cfg: cfgWith(func(c *Config) { c.Ingress = true; c.Diffserv = Diffserv4 }), traffic: flood, end: ms(3000)},
+		lockstepCase{name: "ingress/peek", cfg: cfgWith(func(c *Config) { c.Ingress = true; c.Diffserv = Diffserv4 }), traffic: flood, end: ms(3000), peek: true},
 		lockstepCase{name: "unlimited", cfg: cfgWith(func(c *Config) { c.Bandwidth = 0; c.Diffserv = Diffserv8 }), traffic: flood, end: ms(3000)},
 		lockstepCase{name: "autorate", cfg: cfgWith(func(c *Config) { c.Autorate = true; c.Ingress = true }), traffic: flood, end: ms(3000)},
 	)
@@ -671,6 +695,7 @@ func TestLockstep(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			l := newLockstep(t, tc.cfg, 7)
+			l.peek = tc.peek
 			tc.traffic = slices.Clone(tc.traffic)
 			l.run(tc.traffic, tc.end)
 			if tc.cfg.AckFilter != NoAckFilter {
