@@ -25,8 +25,9 @@ const fuzzLockstepPackets = 400
 //
 // Left out, being the core's documented deviations: a memory limit
 // cake sizes from a rate for which cake_reconfigure's u32 arithmetic
-// wraps (see avoidLimitWrap); received packets
-// (headers not parsed; the core neither washes nor marks them), pkt.Hash
+// wraps (see avoidLimitWrap); received packets (headers not parsed) that
+// wash or a CE mark would change (the core neither washes nor marks
+// them); pkt.Hash
 // set by the stack, and host-GSO packets under a small memlimit with
 // split-gso (the model counts a segment's memory as its length, the core
 // its PacketBuffer's).
@@ -64,7 +65,7 @@ func runFuzzCakeLockstep(t *testing.T, data []byte) {
 		switch in.IntN(8) {
 		case 0, 1:
 			p := fuzzACK(in)
-			p.notParsed, p.hash = false, 0
+			p.hash = 0
 			a.p = p
 		case 2:
 			if gsoOK {
@@ -81,7 +82,11 @@ func runFuzzCakeLockstep(t *testing.T, data []byte) {
 				proto = 17
 			}
 			a.p = pk{v6: in.IntN(3) == 0, src: uint16(in.IntN(6)), dst: uint16(in.IntN(3)), proto: proto, sport: uint16(in.IntN(8)), dport: uint16(in.IntN(2)),
-				payload: in.IntN(1500), tos: uint8(in.IntN(256)), link: 14 * in.IntN(2)}
+				payload: in.IntN(1500), tos: uint8(in.IntN(256)), link: 14 * in.IntN(2), notParsed: in.IntN(4) == 0}
+		}
+		if a.p.notParsed && (cfg.Wash || a.p.tos&3 != 0) {
+			// The core neither washes nor marks a received packet.
+			a.p.notParsed = false
 		}
 		a.at = now
 		arrivals = append(arrivals, a)
