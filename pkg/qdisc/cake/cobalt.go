@@ -1,6 +1,10 @@
 package cake
 
-import "gvisor.dev/gvisor/pkg/tcpip/stack"
+import (
+	"math/rand/v2"
+
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
+)
 
 // COBALT, cake's AQM: CoDel with its control law's inverse square root
 // cached for small counts, and BLUE's drop probability for flows that do
@@ -108,9 +112,10 @@ func (v *cobaltVars) queueEmpty(p *cobaltParams, now int64) bool {
 // shouldDrop is cobalt_should_drop for pkt, enqueued at enq and dequeued
 // now from a flow of a tin with bulkFlows bulk flows (counted only in
 // ingress mode): it reports whether to drop it. CoDel sets CE on an
-// ECN-capable packet instead of dropping it; BLUE always drops. rnd is a
-// uniform random number for BLUE.
-func (v *cobaltVars) shouldDrop(p *cobaltParams, now, enq int64, bulkFlows uint32, pkt *stack.PacketBuffer, rnd uint32) bool {
+// ECN-capable packet instead of dropping it; BLUE always drops. rnd is
+// the source of BLUE's uniform random number, drawn from only while BLUE
+// is active (pDrop != 0), as Linux calls get_random_u32 only then.
+func (v *cobaltVars) shouldDrop(p *cobaltParams, now, enq int64, bulkFlows uint32, pkt *stack.PacketBuffer, rnd *rand.PCG) bool {
 	sojourn := uint64(now - enq)
 	schedule := now - v.dropNext
 	overTarget := sojourn > p.target && sojourn > p.mtuTime*uint64(bulkFlows)*2 && sojourn > p.mtuTime*4
@@ -147,7 +152,7 @@ func (v *cobaltVars) shouldDrop(p *cobaltParams, now, enq int64, bulkFlows uint3
 			nextDue = v.count != 0 && schedule >= 0
 		}
 	}
-	if v.pDrop != 0 && rnd < v.pDrop {
+	if v.pDrop != 0 && uint32(rnd.Uint64()) < v.pDrop {
 		drop = true
 	}
 	if v.count == 0 {

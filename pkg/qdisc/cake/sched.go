@@ -282,6 +282,7 @@ func (s *Sched) reconfigure() {
 }
 
 // random32 is Linux's get_random_u32 (its low 16 bits get_random_u16).
+// COBALT's BLUE draws from s.rnd the same way (shouldDrop).
 func (s *Sched) random32() uint32 { return uint32(s.rnd.Uint64()) }
 
 // flowQuantum is cake_get_flow_quantum: the tin's flow quantum shared by
@@ -839,7 +840,7 @@ func (s *Sched) serveTin(b *tin, now int64, firstFlow *bool) (int32, bool, bool)
 			if s.cfg.Ingress {
 				bulk = uint32(b.bulk)
 			}
-			if !f.cv.shouldDrop(&b.cp, now, e.enq, bulk, e.pkt, s.random32()) || f.head == none {
+			if !f.cv.shouldDrop(&b.cp, now, e.enq, bulk, e.pkt, &s.rnd) || f.head == none {
 				b.ecnMark += boolInt(f.cv.ecnMarked)
 				delay := uint64(max(now-e.enq, 0))
 				b.avgDelay = ewma(b.avgDelay, delay, 8)

@@ -99,11 +99,16 @@ func (m *Model) Enqueue(now int64, in Packet) []Event {
 			m.bufferUsed += e.trueSize
 		}
 		b.packets++
-		b.bytes += uint64(length - ackLen)
+		// len and ack_pkt_len are ints in Linux: their difference,
+		// negative when the ACK dropped is the longer, is sign-extended
+		// into the u64 counters (bytes, avg_window_bytes), and wraps in
+		// the u32 ones, to the same sums.
+		diff := int64(length) - int64(ackLen)
+		b.bytes += uint64(diff)
 		b.backlogs[idx] += length - ackLen
 		b.tinBacklog += length - ackLen
 		m.backlog += length - ackLen
-		m.avgWindowBytes += uint64(length - ackLen)
+		m.avgWindowBytes += uint64(diff)
 	}
 
 	if m.overflowTimeout != 0 {

@@ -114,6 +114,15 @@ type Params struct {
 	// cannot change it for cake). 0 means 10240.
 	Limit uint32
 
+	// TrueHeap makes cake_heapify keep a true max-heap: after a swap it
+	// compares the children with the backlog sifted down, where Linux
+	// goes on comparing with the one that moved up, so that Linux's heap
+	// can go wrong (its top not the fattest flow, or an empty one, which
+	// makes cake_drop rebuild it). False, the default, is Linux's. Package
+	// cake keeps a true heap (its doc says so); its lockstep tests set
+	// this to compare overflow drops with it.
+	TrueHeap bool
+
 	// Hasher gives the flow and host hashes; nil means FlowHasher{}.
 	Hasher Hasher
 	// Rand is get_random_u32 (get_random_u16 is its low 16 bits); nil

@@ -109,6 +109,8 @@ func (m *Model) heapBacklog(i uint32) uint32 {
 }
 
 // heapify is cake_heapify: sift entry i down the max-heap of backlogs.
+// Linux keeps comparing with mb, the backlog that moved up; with
+// Params.TrueHeap mb is the backlog sifted down (see TrueHeap).
 func (m *Model) heapify(i uint16) {
 	const a = heapSize
 	mb := m.heapBacklog(uint32(i))
@@ -129,6 +131,9 @@ func (m *Model) heapify(i uint16) {
 		if mi != uint32(i) {
 			m.heapSwap(i, uint16(mi))
 			i = uint16(mi)
+			if m.p.TrueHeap {
+				mb = m.heapBacklog(mi)
+			}
 		} else {
 			break
 		}
