@@ -73,8 +73,16 @@ func TestPacketRateFlood(t *testing.T) {
 				// The unshaped flood varies with the VM's load (16,600 to
 				// 57,000 pps egress): it must be above the ceiling for the
 				// ceiling's run to measure the ceiling, not the flood.
+				// Under -race the flooder is built with the detector too
+				// (seen: 8,600-8,900 pps egress, against 17,600 without),
+				// and the ceiling's check is only logged: so is this one.
 				if res.Passed < 1.2*floodCeiling {
-					t.Errorf("the flood passed %.0f pps with no ceiling: not clearly above the %d pps ceiling the test holds it to", res.Passed, floodCeiling)
+					msg := fmt.Sprintf("the flood passed %.0f pps with no ceiling: not clearly above the %d pps ceiling the test holds it to", res.Passed, floodCeiling)
+					if raceDetector {
+						t.Log(msg + " (not asserted under -race)")
+					} else {
+						t.Error(msg)
+					}
 				}
 				return
 			}
