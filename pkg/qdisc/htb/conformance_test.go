@@ -542,6 +542,27 @@ func TestRandomTrees(t *testing.T) {
 	}
 }
 
+// TestRandomTreesOneByOne runs the random cases with each arrival
+// followed by one dequeue of each side, so that packets join the tree
+// between dequeues at one time: the tree's shortcut for the leaf that
+// sent last (its streak) must yield as htb_dequeue's walk would, to a
+// lower prio, the direct queue or the next in the round.
+func TestRandomTreesOneByOne(t *testing.T) {
+	n := *randomSeeds
+	if testing.Short() {
+		n = min(n, 8)
+	}
+	for seed := int64(1); seed <= int64(n); seed++ {
+		cfg, arrivals, changes := randomCase(seed, seed%4 == 0)
+		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
+			ls := htbtest.NewLockstep(t, cfg)
+			ls.OneByOne = true
+			ls.Run(t, arrivals, changes)
+			ls.Finish(t)
+		})
+	}
+}
+
 // randomCase is a random tree with random rates, ceils, bursts, prios and
 // quanta, random traffic to its leaves (and to inner, missing and direct
 // classes), and a few in-place changes: up to 10 classes on four levels,

@@ -98,31 +98,16 @@ func (t *Tree) dequeueTree(prio, level int) (*stack.PacketBuffer, uint32, bool) 
 		var pkt *stack.PacketBuffer
 		var size uint32
 		var ok bool
-		if f := cl.fifo; f != nil { // the default pfifo, called directly
-			if pkt, size, ok = f.Dequeue(t.now); ok {
-				cl.leafPackets--
-				cl.leafBytes -= uint64(size)
-				t.packets--
-				t.bytes -= uint64(size)
-			}
+		if cl.fifo != nil { // the default pfifo, called directly
+			pkt, size, ok = t.fifoDequeue(cl)
 		} else {
 			pkt, size, ok = t.leafDequeue(cl)
 		}
 		if ok {
-			cl.bytes += uint64(size)
-			cl.packets++
-			if size > cl.cfg.Burst {
-				cl.gi++
+			if t.sent(cl, level, prio, size) && level == 0 && cl.fifo != nil && !t.quotas &&
+				bits.TrailingZeros8(t.rowMask[0]) == prio { // no lower prio held its packets back
+				t.streak = cl
 			}
-			cl.deficit[level] -= int32(size)
-			if cl.deficit[level] < 0 {
-				cl.deficit[level] += cl.quantum
-				t.turnFeed(cl, level, prio).advance()
-			}
-			if cl.leafPackets == 0 {
-				t.deactivate(cl)
-			}
-			t.charge(cl, level, size)
 			return pkt, size, true
 		}
 		// A leaf that is not work-conserving held its packets back.
@@ -148,6 +133,7 @@ func (t *Tree) dequeue(now int64) (*stack.PacketBuffer, uint32, bool) {
 		}
 	}
 	t.armed = false
+	t.streak = nil
 	if t.packets == 0 {
 		return nil, 0, false
 	}
@@ -189,4 +175,70 @@ func (t *Tree) leafDequeue(cl *class) (*stack.PacketBuffer, uint32, bool) {
 	pkt, size, ok := cl.leaf.Dequeue(t.now)
 	t.recount(cl)
 	return pkt, size, ok
+}
+
+// fifoDequeue dequeues from leaf cl's default pfifo, which dequeueTree
+// calls directly, and counts the packet out of the class and the tree.
+func (t *Tree) fifoDequeue(cl *class) (*stack.PacketBuffer, uint32, bool) {
+	pkt, size, ok := cl.fifo.Dequeue(t.now)
+	if ok {
+		cl.leafPackets--
+		cl.leafBytes -= uint64(size)
+		t.packets--
+		t.bytes -= uint64(size)
+	}
+	return pkt, size, ok
+}
+
+// sent books a packet of size bytes that leaf cl sent at level and prio
+// (the rest of htb_dequeue_tree once its leaf gave a packet): the class's
+// counters and deficit, its turn, its deactivation once empty, and the
+// charge up the tree. It reports whether the leaf keeps its turn: it has
+// packets, can still send at its own rate, and its deficit is not spent.
+func (t *Tree) sent(cl *class, level, prio int, size uint32) bool {
+	cl.bytes += uint64(size)
+	cl.packets++
+	if size > cl.cfg.Burst {
+		cl.gi++
+	}
+	turn := true
+	cl.deficit[level] -= int32(size)
+	if cl.deficit[level] < 0 {
+		cl.deficit[level] += cl.quantum
+		t.turnFeed(cl, level, prio).advance()
+		turn = false
+	}
+	if cl.leafPackets == 0 {
+		t.deactivate(cl)
+		turn = false
+	}
+	t.charge(cl, level, size)
+	return turn && cl.mode == CanSend
+}
+
+// The streak: far from any ceiling, the leaf that sent last sends again,
+// and Dequeue takes from it without htb_dequeue's walk, every packet of a
+// pass but the first. t.streak is that leaf while a dequeue at t.now
+// would take from it: the last dequeue, at level 0, took from its default
+// pfifo, found no lower prio holding packets back (and no packet in the
+// direct queue, which comes first), and left it its turn (sent); nothing
+// since has queued a packet in the direct queue or made a class active
+// (EnqueueSorted), changed a class (ChangeClass) or purged the tree; and
+// no quota may fall due. A later time may have events due, and takes the
+// walk; a charge queues events only after now.
+
+// dequeueStreak is dequeue at t.now from t.streak, the leaf htb_dequeue
+// would take from.
+func (t *Tree) dequeueStreak() (*stack.PacketBuffer, uint32, bool) {
+	cl := t.streak
+	pkt, size, ok := t.fifoDequeue(cl)
+	if !ok { // it has packets (sent): cannot happen, but never lose the turn
+		return t.dequeue(t.now)
+	}
+	prio := cl.prio & (NumPrio - 1)
+	t.rows[0][prio].lastID = 0 // as dequeueTree's first step
+	if !t.sent(cl, 0, prio, size) {
+		t.streak = nil
+	}
+	return pkt, size, true
 }

@@ -51,6 +51,10 @@ type Tree struct {
 	peeked     *stack.PacketBuffer
 	peekedSize uint32
 
+	// streak, if not nil, is the leaf a dequeue at now takes from (see
+	// dequeueStreak).
+	streak *class
+
 	// now is the time of the dequeue under way (sch_htb's q->now).
 	now int64
 	// next is when the last dequeue that found nothing due wants to be
@@ -230,6 +234,9 @@ func (t *Tree) Sort(pkt *stack.PacketBuffer) uint32 { return t.place(pkt) }
 func (t *Tree) EnqueueSorted(pkt *stack.PacketBuffer, size uint32, now int64, key uint32) bool {
 	t.activated = false
 	cl := t.leafAt(key)
+	if t.streak != nil && (cl == nil || cl.prioActivity == 0) {
+		t.streak = nil // the walk may now pick the direct queue or this class
+	}
 	if cl == nil {
 		if !t.direct.Enqueue(pkt, size, now) {
 			return false
@@ -304,6 +311,9 @@ func (t *Tree) Dequeue(now int64) (*stack.PacketBuffer, uint32, bool) {
 	if !t.armed && t.behind == 0 {
 		// Not waiting for an event, nor catching up: nothing to catch up
 		// on (dequeueCatchingUp's first and only step).
+		if t.streak != nil && now <= t.now {
+			return t.dequeueStreak()
+		}
 		return t.dequeue(max(now, t.now))
 	}
 	return t.dequeueCatchingUp(now)
@@ -372,7 +382,7 @@ func (t *Tree) Purge() (int, uint64) {
 	t.rows = [MaxDepth][NumPrio]feed{}
 	t.rowMask = [MaxDepth]uint8{}
 	t.packets, t.bytes = 0, 0
-	t.armed, t.behind = false, 0
+	t.armed, t.behind, t.streak = false, 0, nil
 	return n, b
 }
 
@@ -404,6 +414,7 @@ func (t *Tree) ChangeClass(cls ClassConfig, now int64) error {
 	if !ok {
 		return fmt.Errorf("htb: no class %s to change", classify.ClassID(cls.ID))
 	}
+	t.streak = nil // its prio may change
 	if cls.Parent != 0 && cls.Parent != t.cfg.Handle && (cl.parent == nil || cl.parent.id != cls.Parent) ||
 		(cls.Parent == 0 || cls.Parent == t.cfg.Handle) && cl.parent != nil {
 		return fmt.Errorf("htb: class %s: a change cannot move a class to another parent", classify.ClassID(cls.ID))

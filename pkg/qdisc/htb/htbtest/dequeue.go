@@ -144,3 +144,19 @@ func (m *Model) Dequeue(now int64) {
 		m.Sent = append(m.Sent, d)
 	}
 }
+
+// DequeueOne calls htb_dequeue once at now, recording what leaves in Sent;
+// when nothing does, Watchdog is the time of the next call (-1 when the
+// qdisc is empty).
+func (m *Model) DequeueOne(now int64) (Departure, bool) {
+	d, ok := m.dequeueOne(now)
+	if !ok {
+		if m.qlen == 0 {
+			m.Watchdog = -1
+		}
+		return d, false
+	}
+	d.At = now
+	m.Sent = append(m.Sent, d)
+	return d, true
+}

@@ -47,6 +47,11 @@ type Lockstep struct {
 	// on another CPU (or the device is busy): the direct queue and the
 	// leaves then hold bursts.
 	Batch bool
+	// OneByOne makes each packet that arrives followed by one dequeue of
+	// each side, and the packets of one time by a drain: packets are
+	// queued between dequeues at one time, as when a lane's pass took a
+	// batch and its next pass reads the same time.
+	OneByOne bool
 	// PeekFirst makes every Dequeue of the tree follow two Peeks at the
 	// same time (qdisc_peek_dequeued): they must name the packet the
 	// Dequeue hands over, or none when it hands over none.
@@ -176,7 +181,7 @@ func (ls *Lockstep) Run(t testing.TB, arrivals []Arrival, changes []Change) {
 		}
 		for ; i < len(arrivals) && ls.Start+arrivals[i].At == now; i++ {
 			ls.arrive(t, now, arrivals[i])
-			if ls.Batch && (i+1 == len(arrivals) || arrivals[i+1].At != arrivals[i].At) {
+			if (ls.Batch || ls.OneByOne) && (i+1 == len(arrivals) || arrivals[i+1].At != arrivals[i].At) {
 				ls.drain(t, now)
 			}
 		}
@@ -228,9 +233,24 @@ func (ls *Lockstep) arrive(t testing.TB, now int64, a Arrival) {
 	if ok != queued {
 		ls.fail(t, now, fmt.Sprintf("packet %d (%d bytes) for class %#x: tree queued=%v, Linux queued=%v", seq, a.Size, a.Class, queued, ok))
 	}
-	if !ls.Batch {
+	switch {
+	case ls.OneByOne:
+		ls.dequeueOne(t, now)
+	case !ls.Batch:
 		ls.drain(t, now)
 	}
+}
+
+// dequeueOne dequeues each side once at now and compares their
+// departures.
+func (ls *Lockstep) dequeueOne(t testing.TB, now int64) {
+	t.Helper()
+	ls.Model.DequeueOne(now)
+	pkt, size, ok := ls.Tree.Dequeue(now)
+	if ok {
+		ls.record(t, now, pkt, size)
+	}
+	ls.compare(t, now)
 }
 
 // drain dequeues both sides at now and compares their departures.
@@ -254,19 +274,7 @@ func (ls *Lockstep) drainTree(t testing.TB, now int64) {
 		if !ok {
 			break
 		}
-		seq := qdisctest.Seq(pkt)
-		err := qdisctest.Check(pkt)
-		if err == nil && int(size) != pkt.Size() {
-			err = fmt.Errorf("packet %d: Dequeue says %d bytes, the packet has %d", seq, size, pkt.Size())
-		}
-		pkt.DecRef()
-		if err != nil {
-			ls.fail(t, now, err.Error())
-		}
-		ls.Sent = append(ls.Sent, Departure{Seq: seq, Class: ls.Model.ClassOf(ls.named[seq]), Size: size, At: now})
-		if len(ls.Sent) > len(ls.pkts) {
-			ls.fail(t, now, "the tree handed over more packets than it was given")
-		}
+		ls.record(t, now, pkt, size)
 	}
 	ls.treeNext = -1
 	if n, _ := ls.Tree.Len(); n > 0 {
@@ -274,6 +282,25 @@ func (ls *Lockstep) drainTree(t testing.TB, now int64) {
 		if ls.treeNext <= now {
 			ls.fail(t, now, fmt.Sprintf("Dequeue handed over nothing with %d packets queued, and NextEvent is %s, not after now", n, ls.rel(ls.treeNext)))
 		}
+	}
+}
+
+// record checks a packet the tree handed over at now, releases it and
+// adds it to Sent.
+func (ls *Lockstep) record(t testing.TB, now int64, pkt *stack.PacketBuffer, size uint32) {
+	t.Helper()
+	seq := qdisctest.Seq(pkt)
+	err := qdisctest.Check(pkt)
+	if err == nil && int(size) != pkt.Size() {
+		err = fmt.Errorf("packet %d: Dequeue says %d bytes, the packet has %d", seq, size, pkt.Size())
+	}
+	pkt.DecRef()
+	if err != nil {
+		ls.fail(t, now, err.Error())
+	}
+	ls.Sent = append(ls.Sent, Departure{Seq: seq, Class: ls.Model.ClassOf(ls.named[seq]), Size: size, At: now})
+	if len(ls.Sent) > len(ls.pkts) {
+		ls.fail(t, now, "the tree handed over more packets than it was given")
 	}
 }
 
