@@ -21,7 +21,7 @@ func (s *Sched) Change(cfg Config) error {
 	}
 	old := s.cfg
 	s.cfg = cfg
-	if old.Raw != cfg.Raw || old.Overhead != cfg.Overhead || old.MPU != cfg.MPU || old.ATM != cfg.ATM {
+	if old.Raw != cfg.Raw || old.Overhead != cfg.Overhead { // as TCA_CAKE_OVERHEAD or TCA_CAKE_RAW do
 		s.maxNetlen, s.maxAdjlen = 0, 0
 		s.minNetlen, s.minAdjlen = ^uint32(0), ^uint32(0)
 	}

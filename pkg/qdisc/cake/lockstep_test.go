@@ -133,6 +133,9 @@ type arrival struct {
 	at     int64
 	p      pk
 	gsoMSS int
+	// change, if not nil, makes this a change of both sides to it at at
+	// (cake_change) instead of a packet.
+	change *Config
 }
 
 // lockstep drives a core and a model side by side.
@@ -141,7 +144,10 @@ type lockstep struct {
 	cfg   Config
 	core  *Sched
 	model *caketest.Model
-	now   int64
+	// hasher and rand are the model's, for a change's Params.
+	hasher caketest.Hasher
+	rand   func() uint32
+	now    int64
 
 	// held are the packets the core holds, by id, each with one more
 	// reference of the harness's own.
@@ -177,7 +183,7 @@ func newLockstep(t testing.TB, cfg Config, seed uint64) *lockstep {
 	if err != nil {
 		t.Fatalf("caketest.New(%+v): %v", p, err)
 	}
-	l := &lockstep{t: t, cfg: cfg, core: core, model: model, held: map[uint64]*stack.PacketBuffer{}, ids: map[*stack.PacketBuffer]uint64{}, split: map[uint64]bool{}, sizes: map[uint64]uint32{}, nextID: 1}
+	l := &lockstep{t: t, cfg: cfg, core: core, model: model, hasher: p.Hasher, rand: p.Rand, held: map[uint64]*stack.PacketBuffer{}, ids: map[*stack.PacketBuffer]uint64{}, split: map[uint64]bool{}, sizes: map[uint64]uint32{}, nextID: 1}
 	t.Cleanup(l.close)
 	return l
 }
@@ -270,6 +276,24 @@ func (l *lockstep) enqueue(a arrival) {
 	if l.core.bufferUsed > l.core.bufferLimit {
 		l.fail("memory %d over the limit %d after an enqueue", l.core.bufferUsed, l.core.bufferLimit)
 	}
+}
+
+// change changes both sides to cfg in place and compares.
+func (l *lockstep) change(cfg Config) {
+	l.t.Helper()
+	l.logf("change to %v", cfg)
+	cerr := l.core.Change(cfg)
+	p := paramsOf(cfg, lockstepMTU)
+	p.Hasher, p.Rand = l.hasher, l.rand
+	merr := l.model.Change(p, l.now)
+	if (cerr == nil) != (merr == nil) {
+		l.fail("change to %v: core says %v, model %v", cfg, cerr, merr)
+	}
+	if cerr == nil {
+		l.cfg = cfg
+	}
+	l.compareDrops("change", nil)
+	l.compareState("change")
 }
 
 // compareDrops compares the packets the core dropped in the last call
@@ -468,7 +492,11 @@ func (l *lockstep) run(arrivals []arrival, end int64) {
 		}
 		l.now = max(l.now, next)
 		for i < len(arrivals) && arrivals[i].at <= l.now {
-			l.enqueue(arrivals[i])
+			if c := arrivals[i].change; c != nil {
+				l.change(*c)
+			} else {
+				l.enqueue(arrivals[i])
+			}
 			l.drain()
 			i++
 		}
@@ -700,6 +728,7 @@ func TestLockstep(t *testing.T) {
 		lockstepCase{name: "unlimited", cfg: cfgWith(func(c *Config) { c.Bandwidth = 0; c.Diffserv = Diffserv8 }), traffic: flood, end: ms(3000)},
 		lockstepCase{name: "autorate", cfg: cfgWith(func(c *Config) { c.Autorate = true; c.Ingress = true }), traffic: flood, end: ms(3000)},
 	)
+	cases = append(cases, changeCases(mixed)...)
 	ackDrops := map[AckFilter]uint32{}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -723,6 +752,67 @@ func TestLockstep(t *testing.T) {
 	_, ranOn := ackDrops[AckFilterOn]
 	if _, ran := ackDrops[AckFilterAggressive]; ran && ranOn && (ackDrops[AckFilterOn] == 0 || ackDrops[AckFilterAggressive] <= ackDrops[AckFilterOn]) {
 		t.Errorf("ACK drops %v: want some in each mode, more when aggressive", ackDrops)
+	}
+}
+
+// changeCases are cake_change mid-run, under 3 s of traffic (hosts'
+// flows at 1.8 times 10 Mbit/s, mixed DSCP and a TCP download's ACKs): the
+// bandwidth down, up, to unlimited and back (tc qdisc change ... cake
+// bandwidth, runsc qdisc change); more tins, another isolation mode, the
+// ACK filter and an overhead keyword at once; a shorter rtt and a smaller
+// memory limit. (Fewer tins while the tins they lack hold packets is
+// refused by the core, where Linux drops those packets: not in
+// lockstep.)
+func changeCases(mixed func() []arrival) []lockstepCase {
+	at := func(t int64, c Config) arrival { return arrival{at: t, change: &c} }
+	flood := hostFlows(600, ms(5))
+	for i, a := range mixed() {
+		a.at = int64(i) * ms(7)
+		flood = append(flood, a)
+	}
+	for k := range 600 {
+		flood = append(flood, arrival{at: int64(k)*ms(5) + 3, p: pk{src: 1, dst: 2, sport: 80, dport: 5000, ack: uint32(k * 1448), seq: uint64(k)}})
+	}
+	base := cfgWith(func(c *Config) {})
+	rates := []arrival{
+		at(ms(700), cfgWith(func(c *Config) { c.Bandwidth = 250_000 })),
+		at(ms(1400), cfgWith(func(c *Config) { c.Bandwidth = 5_000_000 })),
+		at(ms(2100), cfgWith(func(c *Config) { c.Bandwidth = 0 })),
+		at(ms(2500), cfgWith(func(c *Config) { c.Bandwidth = 625_000 })),
+	}
+	be := cfgWith(func(c *Config) { c.Diffserv = BestEffort })
+	modes := []arrival{
+		at(ms(800), cfgWith(func(c *Config) { c.Diffserv = Diffserv4; c.Isolation = DualDstHost })),
+		at(ms(1600), cfgWith(func(c *Config) {
+			c.Diffserv, c.Isolation, c.AckFilter = Diffserv8, Flows, AckFilterOn
+			c.Raw, c.Overhead, c.MPU = false, 38, 84 // ethernet
+		})),
+	}
+	tuning := []arrival{
+		at(ms(900), cfgWith(func(c *Config) { c.RTT, c.Target = 10*time.Millisecond, 500*time.Microsecond })),
+		at(ms(1800), cfgWith(func(c *Config) {
+			c.RTT, c.Target = 10*time.Millisecond, 500*time.Microsecond
+			c.Memlimit = MinMemlimit
+		})),
+	}
+	return []lockstepCase{
+		{name: "change/bandwidth", cfg: base, traffic: append(slices.Clone(flood), rates...), end: ms(3000),
+			want: changed(625_000)},
+		{name: "change/modes", cfg: be, traffic: append(slices.Clone(flood), modes...), end: ms(3000),
+			want: changed(1_250_000)},
+		{name: "change/rtt-memlimit", cfg: base, traffic: append(slices.Clone(flood), tuning...), end: ms(3000),
+			want: changed(1_250_000)},
+	}
+}
+
+// changed checks that a change case ended at the configuration its last
+// change set, bandwidth bw, having sent packets after it.
+func changed(bw uint64) func(x XStats, s *Sched) string {
+	return func(x XStats, s *Sched) string {
+		if s.cfg.Bandwidth != bw {
+			return fmt.Sprintf("bandwidth %d after the changes, want %d", s.cfg.Bandwidth, bw)
+		}
+		return ""
 	}
 }
 
