@@ -4,7 +4,10 @@ package cake
 // does: the shaper's rate (and so each tin's and COBALT's tuning), rtt and
 // target, overhead compensation, isolation, the ACK filter, wash,
 // split-gso, ingress, autorate-ingress and the memory limit take effect at
-// the next packet; nothing queued is dropped or reordered. Linux also
+// the next packet; nothing queued is dropped or reordered. As with tc, a
+// setting is changed only where cfg differs from the Config in force: a
+// change that keeps the bandwidth keeps the rate autorate-ingress has
+// estimated. Linux also
 // lets the diffserv mode change, and drops what is queued in the tins the
 // new mode lacks; here such a change is refused while those tins hold
 // packets (replace the qdisc, or change it when they have drained).
@@ -25,7 +28,9 @@ func (s *Sched) Change(cfg Config) error {
 		s.maxNetlen, s.maxAdjlen = 0, 0
 		s.minNetlen, s.minAdjlen = ^uint32(0), ^uint32(0)
 	}
-	s.rateBps = cfg.Bandwidth
+	if cfg.Bandwidth != old.Bandwidth {
+		s.rateBps = cfg.Bandwidth // else autorate-ingress's estimate stays, as without TCA_CAKE_BASE_RATE64
+	}
 	s.reconfigure()
 	return nil
 }

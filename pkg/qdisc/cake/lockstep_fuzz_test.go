@@ -17,7 +17,8 @@ const fuzzLockstepPackets = 400
 // framing, raw, rtt, and a memlimit small enough to overflow; packets of
 // a few hosts and flows, IPv4 and IPv6, TCP and UDP, any DS field, TCP
 // ACKs with any flags and options (lying lengths included), host-GSO
-// packets; gaps from a nanosecond to a tenth of a second. Besides every
+// packets; gaps from a nanosecond to a tenth of a second; and changes of
+// the configuration mid-run (cake_change, fuzzChange). Besides every
 // comparison the harness makes after each call, it checks that nothing
 // panics, that every packet queued (each segment of a split one) is sent,
 // dropped or still queued, that the memory queued stays within the limit,
@@ -49,6 +50,7 @@ func runFuzzCakeLockstep(t *testing.T, data []byte) {
 	l.peek = in.IntN(2) == 0
 	var arrivals []arrival
 	now := int64(0)
+	cur := cfg
 	for range fuzzLockstepPackets {
 		if in.Len() == 0 {
 			break
@@ -60,6 +62,13 @@ func runFuzzCakeLockstep(t *testing.T, data []byte) {
 			now += int64(in.IntN(1_000_000))
 		case 2:
 			now += int64(in.IntN(100_000_000))
+		}
+		if in.IntN(16) == 0 {
+			if c, ok := fuzzChange(in, cfg, cur); ok {
+				arrivals = append(arrivals, arrival{at: now, change: &c})
+				cur = c
+			}
+			continue
 		}
 		var a arrival
 		switch in.IntN(8) {
@@ -94,6 +103,22 @@ func runFuzzCakeLockstep(t *testing.T, data []byte) {
 	// Everything has left, or been dropped, by a few seconds after the
 	// last arrival, unless the rate is very low: stop then.
 	l.run(arrivals, now+5e9)
+}
+
+// fuzzChange draws a cake_change from cur: any new configuration but for
+// what the harness holds the core to Linux only where it may (wash, which
+// a received packet's arrival reads from the first configuration;
+// split-gso and the memory limit, see FuzzCakeLockstep's doc) and fewer
+// tins, which the core refuses while the tins dropped hold packets
+// (Linux drops them).
+func fuzzChange(in *qdisctest.Input, first, cur Config) (Config, bool) {
+	c := fuzzConfig(in)
+	c.Wash, c.SplitGSO, c.Memlimit = first.Wash, first.SplitGSO, first.Memlimit
+	if tinCount[c.Diffserv] < tinCount[cur.Diffserv] {
+		c.Diffserv = cur.Diffserv
+	}
+	avoidLimitWrap(&c)
+	return c, c.Validate() == nil
 }
 
 // avoidLimitWrap gives c an explicit memlimit, the most cake would size

@@ -273,7 +273,11 @@ func (s *Sched) reconfigure() {
 		b.quantum = quanta[i]
 	}
 	for i := s.tinCnt; i < maxTins; i++ {
+		// cake_clear_tin (a no-op here: Change refuses to drop what the
+		// tins left out hold) leaves cur_tin at the last tin it clears,
+		// where unlimited mode's DRR starts next (and wraps to tin 0).
 		s.tins[i].cp.mtuTime = s.tins[0].cp.mtuTime
+		s.curTin = i
 	}
 	s.rateNS, s.rateShift = s.tins[0].rateNS, s.tins[0].rateShift
 	c := s.cfg
