@@ -96,7 +96,13 @@ func (t *Tree) charge(cl *class, level int, bytes uint32) {
 		}
 		cl.ctokens = accnt(cl.ctokens, cl.cbuffer, diff, ceilNS) // htb_accnt_ctokens
 		cl.tc = t.now
-
+		if cl.level != 0 {
+			cl.bytes += uint64(bytes)
+			cl.packets++
+		}
+		if cl.mode == CanSend && cl.tokens >= 0 && cl.ctokens >= 0 && !t.quotas {
+			continue // still can send: htb_change_class_mode changes nothing
+		}
 		old := cl.mode
 		diff = 0
 		if cl.blockedUntil > t.now || cl.modeAfter(&diff) != old {
@@ -110,10 +116,6 @@ func (t *Tree) charge(cl *class, level int, bytes uint32) {
 			if cl.mode != CanSend {
 				t.addToWait(cl, diff)
 			}
-		}
-		if cl.level != 0 {
-			cl.bytes += uint64(bytes)
-			cl.packets++
 		}
 	}
 	if spent {
