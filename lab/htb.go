@@ -280,6 +280,29 @@ type HTBResult struct {
 // goodput per class, and, with o.PingInterval, pings from each class's
 // peer address.
 func (l *Lab) MeasureNetstackHTB(mk MakeQDisc, loads []ClassLoad, o measure.Options) (HTBResult, error) {
+	return l.measureNetstackLoads(mk, loads, o, func(q stack.QueueingDiscipline) (func() (map[uint32]uint64, error), func() string, error) {
+		d, ok := q.(*htb.Discipline)
+		if !ok {
+			return nil, nil, fmt.Errorf("the qdisc is %T, not htb", q)
+		}
+		counters := func() (map[uint32]uint64, error) {
+			m := map[uint32]uint64{}
+			for _, c := range d.Classes() {
+				m[c.ID] = c.Bytes
+			}
+			return m, nil
+		}
+		return counters, d.TCStats, nil
+	})
+}
+
+// classReader returns, for the qdisc under measurement, its per-class byte
+// counters and its tc -s statistics.
+type classReader func(q stack.QueueingDiscipline) (counters func() (map[uint32]uint64, error), tc func() string, err error)
+
+// measureNetstackLoads is MeasureNetstackHTB for any qdisc whose classes
+// (if any) classes reads.
+func (l *Lab) measureNetstackLoads(mk MakeQDisc, loads []ClassLoad, o measure.Options, classes classReader) (HTBResult, error) {
 	var r HTBResult
 	if err := checkLoads(loads); err != nil {
 		return r, err
@@ -297,9 +320,9 @@ func (l *Lab) MeasureNetstackHTB(mk MakeQDisc, loads []ClassLoad, o measure.Opti
 		return r, err
 	}
 	defer n.Close()
-	d, ok := n.QDisc.(*htb.Discipline)
-	if !ok {
-		return r, fmt.Errorf("the qdisc is %T, not htb", n.QDisc)
+	counters, tc, err := classes(n.QDisc)
+	if err != nil {
+		return r, err
 	}
 	if err := l.AddClusterPeer(n); err != nil {
 		return r, err
@@ -317,18 +340,11 @@ func (l *Lab) MeasureNetstackHTB(mk MakeQDisc, loads []ClassLoad, o measure.Opti
 		return r, err
 	}
 	defer stop()
-	counters := func() (map[uint32]uint64, error) {
-		m := map[uint32]uint64{}
-		for _, c := range d.Classes() {
-			m[c.ID] = c.Bytes
-		}
-		return m, nil
-	}
 	err = l.htbWindow(loads, peers, NetstackAddr, counters, wireBytes(l.NSP, l.VethP1), o, &r)
 	for i := range r.Classes {
 		r.Classes[i].IdleRTT = idle[i]
 	}
-	r.TC = d.TCStats()
+	r.TC = tc()
 	return r, err
 }
 

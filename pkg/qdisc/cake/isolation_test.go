@@ -105,6 +105,46 @@ func TestHostFairness(t *testing.T) {
 	}
 }
 
+// TestServerFairness: one host (a server, the sandbox) sends to two, one
+// flow to client A and ten to client B, as TestCakeHostFairness does on
+// real peers. cake_get_flow_quantum divides a flow's quantum by the
+// larger of its source's and its destination's bulk flow counts where
+// the mode counts them: with triple-isolate every flow's source is the
+// server with 11, so each flow gets a share and A about 1/11, as with
+// flows; dual-dsthost counts destinations alone, and A gets half. (The
+// mirror of TestHostFairness's "one destination" case.)
+func TestServerFairness(t *testing.T) {
+	for _, tc := range []struct {
+		iso   Isolation
+		share float64 // client A's
+	}{
+		{TripleIsolate, 1.0 / 11},
+		{DualDstHost, 0.5},
+		{DstHost, 0.5},
+		{Flows, 1.0 / 11},
+		{DualSrcHost, 1.0 / 11},
+	} {
+		t.Run(tc.iso.String(), func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.Isolation, cfg.Bandwidth, cfg.Diffserv = tc.iso, 12_500_000, BestEffort
+			s := testSched(t, cfg)
+			flows := []pk{{src: 1, dst: 1, sport: 80, dport: 1000, payload: 1000, hash: 1}}
+			for i := range 10 {
+				flows = append(flows, pk{src: 1, dst: 2, sport: 80, dport: uint16(2000 + i), payload: 1000, hash: uint32(2 + i)})
+			}
+			sent := saturate(t, s, flows, 22000, 0)
+			var total uint64
+			for _, b := range sent {
+				total += b
+			}
+			share := float64(sent[0]) / float64(total)
+			if math.Abs(share-tc.share) > 0.03 {
+				t.Errorf("client A got %.3f of the bytes, want %.3f (+-0.03): %v", share, tc.share, sent)
+			}
+		})
+	}
+}
+
 // TestSparseFlowFirst: a flow that sends little (a ping) is served before
 // the bulk flows' next packets (DRR++: new flows first).
 func TestSparseFlowFirst(t *testing.T) {

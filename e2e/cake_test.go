@@ -1,0 +1,104 @@
+package e2e
+
+import (
+	"testing"
+	"time"
+
+	"github.com/netqdisc/netqdisc/lab"
+	"github.com/netqdisc/netqdisc/lab/measure"
+)
+
+// cakeOptions are the cake cases' windows: short, a case is about 6 s.
+var cakeOptions = measure.Options{Warmup: time.Second, Window: 4 * time.Second}
+
+// cakeQDisc is the MakeQDisc of cake configured by words.
+func cakeQDisc(t *testing.T, words string) lab.MakeQDisc {
+	t.Helper()
+	mk, err := lab.CakeQDisc(words)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mk
+}
+
+// TestCakeHostFairness: the sandbox (the netstack) serves two clients at
+// once, A with 1 TCP stream and B with 10, through 100 Mbit/s. With
+// cake's dual-dsthost each client gets half: A's share of the goodput
+// within [0.45, 0.55] (issue 29; seed 003's server measured ~50/50).
+// With triple-isolate, cake's default, sch_cake.c divides each flow's
+// quantum by the larger of its source's and its destination's bulk flow
+// counts, and on one sender every flow's source has 11: each flow gets a
+// share, A about 1/11 (asserted below 0.2, as TestServerFairness holds
+// the core and caketest's model to it), as netqdisc's tbf with an
+// fq_codel child gives (per flow, not per host).
+func TestCakeHostFairness(t *testing.T) {
+	if raceDetector {
+		t.Skip("shares need the netstack at 100 Mbit/s: measured without -race (.ci/run runs go test ./e2e/ too)")
+	}
+	l := newLab(t)
+	loads := lab.HostLoads(1, 10)
+	for _, tc := range []struct {
+		name   string
+		mk     func(t *testing.T) lab.MakeQDisc
+		lo, hi float64
+	}{
+		{"cake dual-dsthost", func(t *testing.T) lab.MakeQDisc { return cakeQDisc(t, "bandwidth 100mbit dual-dsthost") }, 0.45, 0.55},
+		{"cake triple-isolate", func(t *testing.T) lab.MakeQDisc { return cakeQDisc(t, "bandwidth 100mbit triple-isolate") }, 0, 0.2},
+		{"tbf + fq_codel", func(t *testing.T) lab.MakeQDisc {
+			mk, _ := qdiscFrom(t, []string{"--qdisc=tbf", "--qdisc-tbf-rate=100mbit", "--qdisc-tbf-burst=125000", "--qdisc-tbf-child=fq_codel"}, nil)
+			return mk
+		}, 0, 0.2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := l.MeasureNetstackHosts(tc.mk(t), loads, cakeOptions)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := lab.Shares(r)
+			t.Logf("%s: A (1 stream) %.2f Mbit/s, B (10 streams) %.2f Mbit/s: A's share %.3f; on the wire %.2f Mbit/s",
+				tc.name, r.Classes[0].Goodput*8/1e6, r.Classes[1].Goodput*8/1e6, s[0], r.PeerBps*8/1e6)
+			if s[0] < tc.lo || s[0] > tc.hi {
+				t.Errorf("A's share %.3f, want within [%.2f, %.2f]\n%s", s[0], tc.lo, tc.hi, r.TC)
+			}
+		})
+	}
+}
+
+// TestCakeUnderLoad: 4 bulk TCP streams from the netstack through cake
+// at 10 and 100 Mbit/s (no overhead keyword: cake charges each frame's
+// length, what the peer's veth counts), the peer pinging the netstack
+// meanwhile: on the wire within [0.99, 1.005] of the bandwidth (no token
+// bucket: no burst above it), and the pings, a sparse flow, within 5 ms
+// (p99) of the idle RTT, none lost.
+func TestCakeUnderLoad(t *testing.T) {
+	if raceDetector {
+		t.Skip("rates and latency under load are timing-sensitive: measured without -race (.ci/run runs go test ./e2e/ too)")
+	}
+	l := newLab(t)
+	for _, tc := range []struct {
+		words string
+		rate  float64
+	}{
+		{"bandwidth 10mbit", 10 * mbit},
+		{"bandwidth 100mbit", 100 * mbit},
+	} {
+		t.Run(tc.words, func(t *testing.T) {
+			o := measure.Options{Streams: 4, Warmup: time.Second, Window: 4 * time.Second, PingInterval: 50 * time.Millisecond}
+			r, err := l.MeasureNetstack(cakeQDisc(t, tc.words), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ratio := r.WireBps / tc.rate
+			p50, p99 := r.RTT(0.5)-r.IdleRTT, r.RTT(0.99)-r.IdleRTT
+			t.Logf("cake %s: on the wire %.4f of the bandwidth; ping RTT idle %v, under load %v (p50) %v (p99) above idle; %d/%d answered",
+				tc.words, ratio, r.IdleRTT, p50, p99, len(r.RTTs), r.PingsSent)
+			checkRate(t, "on the wire, of the bandwidth", ratio, 0.99, 1.005)
+			if p99 > 5*time.Millisecond {
+				t.Errorf("ping RTT p99 %v above idle under load; want at most 5 ms", p99)
+			}
+			if r.PingsSent == 0 || r.PingsLost() != 0 {
+				t.Errorf("%d of %d pings lost", r.PingsLost(), r.PingsSent)
+			}
+		})
+	}
+}
