@@ -1,7 +1,6 @@
 package ingress
 
 import (
-	"errors"
 	"fmt"
 
 	"gvisor.dev/gvisor/pkg/tcpip"
@@ -10,9 +9,6 @@ import (
 	"github.com/netqdisc/netqdisc/pkg/qdisc/classify"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/htb"
 )
-
-// errClasses is Change's answer on an Endpoint shaped by htb classes.
-var errClasses = errors.New("ingress: the receive direction is shaped by htb classes; change a class in place (ChangeClass), not a tbf")
 
 // NewClasses returns an Endpoint that shapes what child delivers with htb
 // classes (package htb), as an ifb device with an htb qdisc does on a
@@ -29,15 +25,14 @@ func NewClasses(child stack.LinkEndpoint, clock tcpip.Clock, cfg htb.Config) (*E
 	if err != nil {
 		return nil, err
 	}
-	e.classes = d
+	e.whole = d
 	return e, nil
 }
 
-// deliverClasses is deliver for an Endpoint shaped by classes: a control
-// frame within its allowance goes up at once; the rest is queued in its
-// class, a GRO aggregate whole (htb passes any size, charged as the
-// segments it was).
-func (e *Endpoint) deliverClasses(protocol tcpip.NetworkProtocolNumber, pkt *stack.PacketBuffer) tcpip.Error {
+// deliverWhole is deliver for an Endpoint shaped by htb classes or cake:
+// a control frame within its allowance goes up at once; the rest is
+// queued, a GRO aggregate whole (charged as the segments it was).
+func (e *Endpoint) deliverWhole(protocol tcpip.NetworkProtocolNumber, pkt *stack.PacketBuffer) tcpip.Error {
 	if isControl(protocol, pkt) && !e.closed.Load() && e.control.take() {
 		e.controlPackets.Add(1)
 		e.controlBytes.Add(uint64(pkt.Size()))
@@ -47,25 +42,30 @@ func (e *Endpoint) deliverClasses(protocol tcpip.NetworkProtocolNumber, pkt *sta
 	if pkt.NetworkProtocolNumber != protocol {
 		pkt.NetworkProtocolNumber = protocol // the classifier and delivery read it
 	}
-	return e.classes.Enqueue(pkt, 0)
+	return e.whole.Enqueue(pkt, 0)
 }
 
-// Classes returns the classes' tc -s counters (nil when a tbf shapes).
+// Classes returns the classes' tc -s counters (nil when htb does not
+// shape).
 func (e *Endpoint) Classes() []htb.ClassStats {
-	if e.classes == nil {
-		return nil
+	if h := e.HTB(); h != nil {
+		return h.Classes()
 	}
-	return e.classes.Classes()
+	return nil
 }
 
 // ChangeClass changes a class in place (htb.Discipline.ChangeClass).
 func (e *Endpoint) ChangeClass(cls htb.ClassConfig) error {
-	if e.classes == nil {
+	h := e.HTB()
+	if h == nil {
 		return fmt.Errorf("ingress: the receive direction has no htb classes to change")
 	}
-	return e.classes.ChangeClass(cls)
+	return h.ChangeClass(cls)
 }
 
-// HTB returns the classes' qdisc, nil when a tbf shapes: for its TCStats
-// and quotas.
-func (e *Endpoint) HTB() *htb.Discipline { return e.classes }
+// HTB returns the classes' qdisc, nil when htb does not shape: for its
+// TCStats and quotas.
+func (e *Endpoint) HTB() *htb.Discipline {
+	h, _ := e.whole.(*htb.Discipline)
+	return h
+}

@@ -43,8 +43,10 @@
 // htb), as an ifb device with an htb qdisc is: the same classes as on
 // the send path, whose rules match the remote end (a packet's source), so
 // that downloads from the internet are capped and those from the cluster
-// are not. Control frames pass as above; a GRO aggregate is queued whole
-// (htb passes any size), charged as the segments it was.
+// are not. Or by cake (NewCake, package cake) with its ingress keyword,
+// as on an ifb device. Either way control frames pass as above; a GRO
+// aggregate is queued whole (htb passes any size; cake splits it when
+// split-gso is on), charged as the segments it was.
 package ingress
 
 import (
@@ -59,7 +61,6 @@ import (
 	"github.com/netqdisc/netqdisc/pkg/qdisc"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/flowhash"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/gso"
-	"github.com/netqdisc/netqdisc/pkg/qdisc/htb"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/tbf"
 )
 
@@ -73,9 +74,10 @@ type Endpoint struct {
 	// shaper is nil until a ceiling is first set (see Change, which
 	// stores it under mu; the packet path loads it without).
 	shaper atomic.Pointer[tbf.Discipline] // +checklocksignore
-	// classes, when not nil, shapes in place of a tbf: htb classes keyed
-	// by the remote address (NewClasses). Set once, by NewClasses.
-	classes *htb.Discipline // +checklocksignore
+	// whole, when not nil, shapes in place of a tbf: htb classes keyed
+	// by the remote address (NewClasses) or cake (NewCake). Set once, by
+	// them.
+	whole wholeQDisc // +checklocksignore
 	// mtu is the child's MTU when the shaper was created, as the shaper
 	// reads it to count a received aggregate's segments; set with shaper.
 	mtu  atomic.Uint32 // +checklocksignore
@@ -126,8 +128,8 @@ func (e *Endpoint) Change(cfg tbf.Config) error {
 	if e.closed.Load() {
 		return fmt.Errorf("ingress: closed")
 	}
-	if e.classes != nil {
-		return errClasses
+	if e.whole != nil {
+		return errWhole(e.whole)
 	}
 	if s := e.shaper.Load(); s != nil {
 		return s.Change(cfg)
@@ -147,8 +149,8 @@ func (e *Endpoint) Change(cfg tbf.Config) error {
 // CheckChange reports whether Change would accept cfg, changing nothing:
 // a caller that changes several NICs as one checks them all first.
 func (e *Endpoint) CheckChange(cfg tbf.Config) error {
-	if e.classes != nil {
-		return errClasses
+	if e.whole != nil {
+		return errWhole(e.whole)
 	}
 	if s := e.shaper.Load(); s != nil {
 		return s.CheckChange(cfg)
@@ -170,8 +172,8 @@ func (e *Endpoint) DeliverNetworkPacket(protocol tcpip.NetworkProtocolNumber, pk
 // deliver is DeliverNetworkPacket, with the shaper's answer: nil when the
 // packet went up or was queued.
 func (e *Endpoint) deliver(protocol tcpip.NetworkProtocolNumber, pkt *stack.PacketBuffer) tcpip.Error {
-	if e.classes != nil {
-		return e.deliverClasses(protocol, pkt)
+	if e.whole != nil {
+		return e.deliverWhole(protocol, pkt)
 	}
 	s := e.shaper.Load()
 	if s == nil { // no ceiling yet
@@ -238,8 +240,8 @@ func (e *Endpoint) Close() {
 	if s := e.shaper.Load(); s != nil {
 		s.Close()
 	}
-	if e.classes != nil {
-		e.classes.Close()
+	if e.whole != nil {
+		e.whole.Close()
 	}
 	e.mu.Unlock()
 	e.Endpoint.Close()
@@ -252,8 +254,8 @@ func (e *Endpoint) Stats() qdisc.Stats {
 	if sh := e.shaper.Load(); sh != nil {
 		s = sh.Stats()
 	}
-	if e.classes != nil {
-		s = e.classes.Stats()
+	if e.whole != nil {
+		s = e.whole.Stats()
 	}
 	s.Packets += e.controlPackets.Load() + e.passPackets.Load()
 	s.Bytes += e.controlBytes.Load() + e.passBytes.Load()
@@ -279,8 +281,8 @@ func (e *Endpoint) Config() tbf.Config {
 // their departures: nothing runs until a timer fires or a packet arrives.
 // Tests use it to step a clock.
 func (e *Endpoint) Quiescent() bool {
-	if e.classes != nil {
-		return e.classes.Quiescent()
+	if e.whole != nil {
+		return e.whole.Quiescent()
 	}
 	s := e.shaper.Load()
 	return s == nil || s.Quiescent()
@@ -288,8 +290,8 @@ func (e *Endpoint) Quiescent() bool {
 
 // Lanes returns the number of the shaper's lanes (0 before any ceiling).
 func (e *Endpoint) Lanes() int {
-	if e.classes != nil {
-		return e.classes.Lanes()
+	if e.whole != nil {
+		return e.whole.Lanes()
 	}
 	if s := e.shaper.Load(); s != nil {
 		return s.Lanes()
@@ -300,8 +302,8 @@ func (e *Endpoint) Lanes() int {
 // String describes the shaper as `tc qdisc show dev ifb0` would: "tbf rate
 // 10Mbit burst 12500b lat 25ms"; "none" before any ceiling.
 func (e *Endpoint) String() string {
-	if e.classes != nil {
-		return e.classes.String()
+	if e.whole != nil {
+		return e.whole.String()
 	}
 	if s := e.shaper.Load(); s != nil {
 		return s.String()
