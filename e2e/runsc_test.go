@@ -240,7 +240,7 @@ func TestRunscFlagsHelp(t *testing.T) {
 		t.Fatalf("runsc flags: %v: %s", err, out)
 	}
 	for _, want := range []string{
-		"-qdisc value\n    \tqueueing discipline on the sandbox's non-loopback NICs: none, fifo, tbf, fq_codel or htb (classes: --qdisc-htb). (default fifo)",
+		"-qdisc value\n    \tqueueing discipline on the sandbox's non-loopback NICs: none, fifo, tbf, fq_codel, htb (classes: --qdisc-htb) or cake (--qdisc-cake). (default fifo)",
 		"-qdisc-htb value\n    \thtb: classes and filters for --qdisc=htb, in tc's words",
 		"-qdisc-tbf-rate value\n    \ttbf: egress rate limit; bytes/s as a bare number (as runsc), or with tc's units: 10mbit",
 		"-qdisc-tbf-burst value\n    \ttbf: bucket depth",

@@ -32,6 +32,7 @@ func (n *NIC) State(changed bool) NICState {
 		cfg := n.Config()
 		s.Args = cfg.LiveArgs()
 		s.Args = append(s.Args, cfg.htbArgs()...)
+		s.Args = append(s.Args, cfg.cakeArgs()...)
 	}
 	if q, ok := n.qdisc.(*htb.Discipline); ok {
 		s.EgressQuotas = q.Quotas()

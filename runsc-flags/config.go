@@ -63,6 +63,11 @@ type Config struct {
 	// for none.
 	HTB        string
 	IngressHTB string
+	// Cake is --qdisc=cake's settings and IngressCake cake's on what the
+	// sandbox receives, in tc-cake's words as cake.Config.String writes
+	// them: "" for cake's defaults (Cake) or none (IngressCake).
+	Cake        string
+	IngressCake string
 	// AllowFlagOverride lets annotations set any flag this package owns.
 	AllowFlagOverride bool
 	// Notices say what ApplyAnnotations did that the pod's author may not
@@ -105,10 +110,13 @@ func (c Config) String() string {
 // NewQueueingDiscipline and NewIngress check. Every error names the flag
 // to change and the bound.
 func (c *Config) Validate() error {
-	if c.QDisc < QDiscNone || c.QDisc > QDiscHTB {
-		return fmt.Errorf("--%s: invalid value %v: choose none, fifo, tbf, fq_codel or htb", FlagQDisc, c.QDisc)
+	if c.QDisc < QDiscNone || c.QDisc > QDiscCake {
+		return fmt.Errorf("--%s: invalid value %v: choose none, fifo, tbf, fq_codel, htb or cake", FlagQDisc, c.QDisc)
 	}
 	if err := c.validateHTB(); err != nil {
+		return err
+	}
+	if err := c.validateCake(); err != nil {
 		return err
 	}
 	for i := range Flags {

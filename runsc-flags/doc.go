@@ -40,9 +40,15 @@
 //     for it to remove, but not tbf. A tbf child of fq_codel replaces the
 //     tbf's byte FIFO, so Validate refuses it beside a tbf limit or
 //     latency, which fq_codel's own limits could exceed.
+//   - cake (--qdisc-cake, --qdisc-ingress-cake): an annotation gives
+//     tc-cake's words for the whole of cake, held to the operator's by
+//     cake.Config.Tighten (a lower bandwidth, never unlimited under the
+//     operator's; the modes that only order or drop the pod's own packets
+//     free). A pod cannot select cake in place of another qdisc.
 //   - kubernetes.io/egress-bandwidth and kubernetes.io/ingress-bandwidth
-//     (bits/s, Kubernetes quantities) ask for the same: egress selects tbf,
-//     and each sets its direction's rate, a burst of 10 ms of it (at least
+//     (bits/s, Kubernetes quantities) ask for the same: egress selects tbf
+//     (where htb or cake is in force, the annotation lowers its top classes
+//     or its bandwidth instead), and each sets its direction's rate, a burst of 10 ms of it (at least
 //     64 KiB + 14, the largest host-GSO packet) and the CNI bandwidth
 //     plugin's 25 ms latency, each only where smaller than what is in
 //     force. Above the operator's rate one is not refused, since it is a

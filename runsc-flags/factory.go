@@ -10,6 +10,7 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 
 	"github.com/netqdisc/netqdisc/pkg/qdisc"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/cake"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/classify"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/fifo"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/fqcodel"
@@ -31,7 +32,7 @@ type QDisc interface {
 	String() string
 }
 
-var _, _, _, _ QDisc = (*fifo.Discipline)(nil), (*tbf.Discipline)(nil), (*fqcodel.Discipline)(nil), (*htb.Discipline)(nil)
+var _, _, _, _, _ QDisc = (*fifo.Discipline)(nil), (*tbf.Discipline)(nil), (*fqcodel.Discipline)(nil), (*htb.Discipline)(nil), (*cake.Discipline)(nil)
 
 // NewQueueingDiscipline builds the qdisc the Config describes for lower:
 // nil for none (the NIC then writes straight to the link), fifo with one
@@ -61,6 +62,17 @@ func (c *Config) NewQueueingDiscipline(lower stack.LinkEndpoint, clock tcpip.Clo
 		q, err := htb.New(lower, clock, cfg)
 		if err != nil {
 			return nil, fmt.Errorf("--%s: %w", FlagHTB, err)
+		}
+		return q, nil
+	}
+	if c.QDisc == QDiscCake {
+		cfg, err := c.CakeConfig()
+		if err != nil {
+			return nil, err
+		}
+		q, err := cake.New(lower, clock, cfg)
+		if err != nil {
+			return nil, fmt.Errorf("--%s: %w", FlagCake, err)
 		}
 		return q, nil
 	}
@@ -95,6 +107,17 @@ func (c *Config) NewIngress(child stack.LinkEndpoint, clock tcpip.Clock) (*ingre
 		e, err := ingress.NewClasses(child, clock, cfg)
 		if err != nil {
 			return nil, fmt.Errorf("--%s: %w", FlagIngressHTB, err)
+		}
+		return e, nil
+	}
+	if c.IngressCake != "" {
+		cfg, err := c.IngressCakeConfig()
+		if err != nil {
+			return nil, err
+		}
+		e, err := ingress.NewCake(child, clock, cfg)
+		if err != nil {
+			return nil, fmt.Errorf("--%s: %w", FlagIngressCake, err)
 		}
 		return e, nil
 	}

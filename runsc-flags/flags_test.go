@@ -70,7 +70,7 @@ func TestFlagErrors(t *testing.T) {
 		args []string
 		says []string
 	}{
-		{"unknown qdisc", []string{"--qdisc=red"}, []string{`"red"`, "none, fifo, tbf, fq_codel or htb"}},
+		{"unknown qdisc", []string{"--qdisc=red"}, []string{`"red"`, "none, fifo, tbf, fq_codel, htb or cake"}},
 		{"bad rate unit", []string{"--qdisc-tbf-rate=10mbits"}, []string{"qdisc-tbf-rate", `"10mbits"`, "unknown unit"}},
 		{"negative burst", []string{"--qdisc-tbf-burst=-1"}, []string{"qdisc-tbf-burst", "negative"}},
 		{"tbf without rate", []string{"--qdisc=tbf", "--qdisc-tbf-burst=12500"}, []string{"--qdisc-tbf-rate"}},
@@ -121,9 +121,9 @@ func TestHelpSaysUnits(t *testing.T) {
 	RegisterFlags(fs)
 	for name, unit := range map[string]string{
 		FlagTBFRate: "mbit", FlagTBFBurst: "kb", FlagTBFPeakRate: "bytes/s", FlagTBFMTU: "bytes",
-		FlagTBFLimit: "bytes", FlagTBFLatency: "50ms", FlagQDisc: "none, fifo, tbf, fq_codel or htb",
+		FlagTBFLimit: "bytes", FlagTBFLatency: "50ms", FlagQDisc: "fq_codel, htb (classes: --qdisc-htb) or cake",
 		FlagIngressRate: "mbit", FlagIngressBurst: "kb", FlagIngressLimit: "bytes", FlagIngressLatency: "25ms",
-		FlagHTB: "tc's words", FlagIngressHTB: "--qdisc-htb",
+		FlagHTB: "tc's words", FlagIngressHTB: "--qdisc-htb", FlagCake: "tc-cake's words", FlagIngressCake: "ingress keyword",
 	} {
 		if u := fs.Lookup(name).Usage; !strings.Contains(u, unit) {
 			t.Errorf("--%s help %q does not say %q", name, u, unit)
@@ -231,7 +231,8 @@ func TestApplyAnnotations(t *testing.T) {
 		{"peak rate without mtu", operatorTBF, a("qdisc-tbf-peakrate", "100mbit"), nil, []string{"invalid configuration", "--qdisc-tbf-mtu"}},
 		{"leave tbf for fifo", operatorTBF, a("qdisc", "fifo"), nil, []string{"only tbf", "--allow-flag-override"}},
 		{"leave tbf for none", operatorTBF, a("qdisc", "none"), nil, []string{"only tbf"}},
-		{"unknown qdisc", operatorTBF, a("qdisc", "cake"), nil, []string{`"cake"`, "none, fifo, tbf, fq_codel or htb"}},
+		{"unknown qdisc", operatorTBF, a("qdisc", "red"), nil, []string{`"red"`, "none, fifo, tbf, fq_codel, htb or cake"}},
+		{"cake in place of the operator's tbf", operatorTBF, a("qdisc", "cake"), nil, []string{"only tbf, or fq_codel", "qdisc=cake over the operator's tbf", "--allow-flag-override"}},
 		{"set override", operatorTBF, a("allow-flag-override", "true"), nil, []string{"allow-flag-override", "operator"}},
 		{"override cannot be set even with override", append([]string{"--allow-flag-override"}, operatorTBF...), a("allow-flag-override", "false"), nil, []string{"cannot be set"}},
 		{"pick tbf under fifo with ceilings", []string{"--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500"}, a("qdisc", "tbf", "qdisc-tbf-rate", "5mbit"),

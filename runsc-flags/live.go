@@ -9,6 +9,7 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 
 	"github.com/netqdisc/netqdisc/pkg/qdisc"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/cake"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/dispatch"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/fifo"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/fqcodel"
@@ -68,6 +69,9 @@ func (n *NIC) Show() string {
 		if h := n.ingress.HTB(); h != nil {
 			stats = h.TCStats()
 		}
+		if c := n.ingress.Cake(); c != nil {
+			stats = c.TCStats()
+		}
 		fmt.Fprintf(&b, "qdisc ingress dev %s: %v\n %s\n", n.Name, n.ingress, stats)
 	}
 	return b.String()
@@ -118,6 +122,12 @@ func (c *Config) Changed(args []string) (*Config, error) {
 		if f.classes != NotCeiling {
 			if err := next.changeClasses(f, value); err != nil {
 				return nil, fmt.Errorf("--%s: %w", name, err)
+			}
+			continue
+		}
+		if f.Kind == KindCake {
+			if err := next.changeCake(f, value); err != nil {
+				return nil, err
 			}
 			continue
 		}
@@ -223,6 +233,17 @@ func (n *NIC) planEgress(cur, next *Config) (func() error, error) {
 		}
 		return planClasses(cur.HTB, next.HTB, q, resets)
 	}
+	if cur.Cake != next.Cake {
+		q, ok := n.qdisc.(*cake.Discipline)
+		if !ok {
+			return nil, fmt.Errorf("--%s: the sandbox's qdisc is not cake (--%s=%v)", FlagCake, FlagQDisc, cur.QDisc)
+		}
+		cfg, err := next.CakeConfig()
+		if err != nil {
+			return nil, err
+		}
+		return func() error { return q.Change(cfg) }, nil
+	}
 	if sameCeiling(EgressCeiling, cur, next) {
 		return nil, nil
 	}
@@ -256,6 +277,16 @@ func (n *NIC) planIngress(cur, next *Config) (func() error, error) {
 			return nil, fmt.Errorf("--%s: the sandbox's NIC has no htb classes on what it receives", FlagIngressHTB)
 		}
 		return planClasses(cur.IngressHTB, next.IngressHTB, n.ingress.HTB(), resets)
+	}
+	if cur.IngressCake != next.IngressCake {
+		if n.ingress == nil || n.ingress.Cake() == nil {
+			return nil, fmt.Errorf("--%s: the sandbox's NIC has no cake on what it receives", FlagIngressCake)
+		}
+		cfg, err := next.IngressCakeConfig()
+		if err != nil {
+			return nil, err
+		}
+		return func() error { return n.ingress.ChangeCake(cfg) }, nil
 	}
 	if sameCeiling(IngressCeiling, cur, next) {
 		return nil, nil

@@ -79,8 +79,11 @@ var roundTripSamples = map[string]string{
 	FlagFQCoDelFlows: "256", FlagFQCoDelQuantum: "300", FlagFQCoDelMemLimit: "4mb", FlagFQCoDelDropBatch: "16",
 	FlagFQCoDelTarget: "2ms", FlagFQCoDelInterval: "50ms", FlagFQCoDelECN: "false", FlagAllowFlagOverride: "true",
 	FlagTBFPacketRate: "20kpps", FlagTBFPacketBurst: "32", FlagIngressPacketRate: "1.5mpps", FlagIngressPacketBurst: "8",
-	FlagHTB: htbSample, FlagIngressHTB: htbSample,
+	FlagHTB: htbSample, FlagIngressHTB: htbSample, FlagCake: cakeSample, FlagIngressCake: cakeSample,
 }
+
+// cakeSample is cake for a server: 100 Mbit/s, fair between its clients.
+const cakeSample = "bandwidth 100mbit diffserv4 dual-dsthost ack-filter"
 
 // htbSample is a two-class htb script: the cluster unshaped, the rest 10
 // Mbit/s.
@@ -90,8 +93,10 @@ const htbSample = "qdisc default 20; class root classid 1:1 rate 1gbit; class pa
 // sampleBase is what a flag's sample needs of roundTripBase changed: htb
 // as the qdisc, or no ingress tbf beside ingress classes.
 var sampleBase = map[string][]string{
-	FlagHTB:        {FlagQDisc, "htb"},
-	FlagIngressHTB: {FlagIngressRate, "0", FlagIngressBurst, "0", FlagIngressPacketRate, "0", FlagIngressPacketBurst, "0"},
+	FlagHTB:         {FlagQDisc, "htb"},
+	FlagIngressHTB:  {FlagIngressRate, "0", FlagIngressBurst, "0", FlagIngressPacketRate, "0", FlagIngressPacketBurst, "0"},
+	FlagCake:        {FlagQDisc, "cake"},
+	FlagIngressCake: {FlagIngressRate, "0", FlagIngressBurst, "0", FlagIngressPacketRate, "0", FlagIngressPacketBurst, "0"},
 }
 
 // TestRoundTrip: for every flag of the table, Set(Get()) changes nothing,
@@ -234,6 +239,8 @@ func annotationValues(f *Flag, op *Config) []string {
 		vs = append(vs, "true", "false")
 	case KindHTB:
 		vs = append(vs, "class classid 1:20 rate 5mbit", "class classid 1:20 rate 20mbit", "class classid 1:30 parent 1:1 rate 1mbit")
+	case KindCake:
+		vs = append(vs, "bandwidth 50mbit", "bandwidth 200mbit", "unlimited", "bandwidth 50mbit flows besteffort")
 	default:
 		n := f.number(op)
 		if n == 0 {

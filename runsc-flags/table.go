@@ -38,6 +38,8 @@ const (
 	FlagAllowFlagOverride  = "allow-flag-override"
 	FlagHTB                = "qdisc-htb"
 	FlagIngressHTB         = "qdisc-ingress-htb"
+	FlagCake               = "qdisc-cake"
+	FlagIngressCake        = "qdisc-ingress-cake"
 )
 
 // Flag is one flag of the table: everything registration, parsing, Args,
@@ -181,7 +183,7 @@ var Flags = []Flag{
 	{
 		Name: FlagQDisc, Kind: KindQDisc, field: func(c *Config) any { return &c.QDisc },
 		Default:    "fifo",
-		Usage:      "queueing discipline on the sandbox's non-loopback NICs: none, fifo, tbf, fq_codel or htb (classes: --qdisc-htb).",
+		Usage:      "queueing discipline on the sandbox's non-loopback NICs: none, fifo, tbf, fq_codel, htb (classes: --qdisc-htb) or cake (--qdisc-cake).",
 		Annotation: Rule{Permit: Select, Choices: []Choice{{Value: "tbf"}, {Value: "fq_codel", Over: []string{"none", "fifo", "fq_codel"}}}},
 		Linux:      Linux{Qdisc: "the root qdisc"},
 		Kube:       AnnotationKubeEgress,
@@ -385,6 +387,22 @@ var Flags = []Flag{
 		Usage:      "htb on what the sandbox receives: classes and filters as --qdisc-htb, whose dst matches the sender. Excludes --qdisc-ingress-rate.",
 		Annotation: Rule{Permit: Tighten, Note: "as `--qdisc-htb`"},
 		Linux:      Linux{Qdisc: "htb", Param: "(on ifb)"},
+	},
+	{
+		Name: FlagCake, Kind: KindCake, field: func(c *Config) any { return &c.Cake },
+		Default: "", Unset: "cake's defaults: unlimited diffserv3 triple-isolate",
+		Example:    "bandwidth 100mbit dual-dsthost",
+		Usage:      "cake: its settings for --qdisc=cake, in tc-cake's words: bandwidth 100mbit (or unlimited), dual-dsthost (client fairness on a server) or another isolation mode, diffserv4, ack-filter, rtt 50ms, memlimit 32mb, overhead and framing (ethernet, docsis, ...).",
+		Annotation: Rule{Permit: Tighten, Note: "tc-cake's words for the whole of cake, which may only make it stricter (cake.Config.Tighten): a lower bandwidth, never unlimited under an operator's bandwidth; more overhead, mpu or framing; a smaller memlimit; ingress on; the modes that only order or drop the pod's own packets (diffserv, isolation, ack-filter, wash, split-gso, rtt) free"},
+		Linux:      Linux{Qdisc: "cake"},
+	},
+	{
+		Name: FlagIngressCake, Kind: KindCake, field: func(c *Config) any { return &c.IngressCake },
+		Default: "", Unset: "not shaped by cake",
+		Example:    "bandwidth 20mbit dual-srchost",
+		Usage:      "cake on what the sandbox receives, in tc-cake's words as --qdisc-cake, with cake's ingress keyword (what it drops still counts). Excludes --qdisc-ingress-rate and --qdisc-ingress-htb.",
+		Annotation: Rule{Permit: Tighten, Note: "as `--qdisc-cake`"},
+		Linux:      Linux{Qdisc: "cake", Param: "(on ifb)"},
 	},
 	{
 		Name: FlagAllowFlagOverride, Kind: KindBool, field: func(c *Config) any { return &c.AllowFlagOverride }, runtime: true,

@@ -20,7 +20,7 @@ func TestFieldAccessors(t *testing.T) {
 		KindQDisc: reflect.TypeFor[*QueueingDiscipline](), KindChild: reflect.TypeFor[*string](),
 		KindRate: reflect.TypeFor[*uint64](), KindSize: reflect.TypeFor[*uint64](), KindCount: reflect.TypeFor[*uint64](),
 		KindPacketRate: reflect.TypeFor[*uint64](), KindDuration: reflect.TypeFor[*time.Duration](), KindBool: reflect.TypeFor[*bool](),
-		KindHTB: reflect.TypeFor[*string](),
+		KindHTB: reflect.TypeFor[*string](), KindCake: reflect.TypeFor[*string](),
 	}
 	var c Config
 	base := reflect.ValueOf(&c).Elem()
@@ -131,8 +131,8 @@ func TestLiveIsCeiling(t *testing.T) {
 	var live []string
 	for i := range Flags {
 		f := &Flags[i]
-		if f.classes != NotCeiling {
-			continue // changes of classes, not ceilings: TestChangeClasses
+		if f.classes != NotCeiling || f.Kind == KindCake {
+			continue // changes of classes or of cake, not ceilings: TestChangeClasses, TestCakeLive
 		}
 		arg := "--" + f.Name + "=" + f.get(c) // no change: valid wherever c is
 		next, err := c.Changed([]string{arg})
@@ -290,12 +290,19 @@ func TestMayAnnotate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	opCake, err := parse(t, "--qdisc=cake", "--qdisc-cake="+cakeSample, "--qdisc-ingress-cake="+cakeSample)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i := range Flags {
 		f := &Flags[i]
 		some := false
 		op := op
 		if f.Annotation.Permit == Tighten {
 			op = opHTB // one with classes to tighten
+			if f.Kind == KindCake {
+				op = opCake
+			}
 		}
 		for _, v := range annotationValues(f, op) {
 			some = some || CheckAnnotation(op, f.Name, v) == nil

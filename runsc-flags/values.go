@@ -24,9 +24,11 @@ const (
 	QDiscFQCoDel
 	// QDiscHTB shapes packets by class (package htb), as --qdisc-htb says.
 	QDiscHTB
+	// QDiscCake is Linux's CAKE (package cake), as --qdisc-cake says.
+	QDiscCake
 )
 
-var qdiscNames = []string{QDiscNone: "none", QDiscFIFO: "fifo", QDiscTBF: "tbf", QDiscFQCoDel: "fq_codel", QDiscHTB: "htb"}
+var qdiscNames = []string{QDiscNone: "none", QDiscFIFO: "fifo", QDiscTBF: "tbf", QDiscFQCoDel: "fq_codel", QDiscHTB: "htb", QDiscCake: "cake"}
 
 // Set implements flag.Value.Set.
 func (q *QueueingDiscipline) Set(v string) error {
@@ -36,7 +38,7 @@ func (q *QueueingDiscipline) Set(v string) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("invalid qdisc %q: choose none, fifo, tbf, fq_codel or htb", v)
+	return fmt.Errorf("invalid qdisc %q: choose none, fifo, tbf, fq_codel, htb or cake", v)
 }
 
 // String implements flag.Value.String.
@@ -58,7 +60,7 @@ const ChildFQCoDel = "fq_codel"
 type Kind int
 
 const (
-	// KindQDisc is --qdisc's choice: none, fifo, tbf, fq_codel or htb.
+	// KindQDisc is --qdisc's choice: none, fifo, tbf, fq_codel, htb or cake.
 	KindQDisc Kind = iota
 	// KindChild is the tbf child's choice: fifo (held as "") or fq_codel.
 	KindChild
@@ -77,6 +79,9 @@ const (
 	// KindHTB is an htb script (see script): tc's words for a qdisc, its
 	// classes and filters, held as parseScript writes it back.
 	KindHTB
+	// KindCake is tc-cake's words ("bandwidth 100mbit dual-dsthost"), held
+	// as cake.Config.String writes them back.
+	KindCake
 )
 
 // parse reads flag text s as a value of the kind, of the field's type.
@@ -115,6 +120,8 @@ func (k Kind) parse(s string) (any, error) {
 			return "", err
 		}
 		return sc.String(), nil
+	case KindCake:
+		return parseCakeWords(s)
 	}
 	return nil, fmt.Errorf("unknown kind %d", k)
 }
