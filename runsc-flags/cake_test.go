@@ -9,17 +9,11 @@ import (
 )
 
 // fromMap is the Config flags give, set one flag at a time as a runtime
-// does, then validated.
+// does (setEach), then validated.
 func fromMap(flags map[string]string) (*runscflags.Config, error) {
-	c := &runscflags.Config{}
-	for _, f := range runscflags.Flags {
-		v, ok := flags[f.Name]
-		if !ok {
-			v = f.Default
-		}
-		if err := c.Set(f.Name, v); err != nil {
-			return nil, err
-		}
+	c, err := setEach(flags)
+	if err != nil {
+		return nil, err
 	}
 	return c, c.Validate()
 }

@@ -11,6 +11,15 @@ import (
 // flag in a field of its own would build it: with Set, one flag at a time.
 func configOf(t *testing.T, flags map[string]string) *runscflags.Config {
 	t.Helper()
+	c, err := setEach(flags)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// setEach is configOf's Config, with Set's first error.
+func setEach(flags map[string]string) (*runscflags.Config, error) {
 	c := &runscflags.Config{}
 	for _, f := range runscflags.Flags {
 		v, ok := flags[f.Name]
@@ -18,10 +27,10 @@ func configOf(t *testing.T, flags map[string]string) *runscflags.Config {
 			v = f.Default
 		}
 		if err := c.Set(f.Name, v); err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 	}
-	return c
+	return c, nil
 }
 
 func TestApplyKubernetesAnnotations(t *testing.T) {

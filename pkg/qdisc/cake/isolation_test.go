@@ -36,6 +36,15 @@ func saturate(t *testing.T, s *Sched, flows []pk, n int, step int64) []uint64 {
 	return sent
 }
 
+// firstShare is the first flow's share of the bytes sent.
+func firstShare(sent []uint64) float64 {
+	var total uint64
+	for _, b := range sent {
+		total += b
+	}
+	return float64(sent[0]) / float64(total)
+}
+
 // TestHostFairness: a host with one flow against a host with ten, each
 // sending to a host of its own, over a saturated period. With
 // triple-isolate (the default) and the dual modes the one-flow host gets
@@ -90,12 +99,7 @@ func TestHostFairness(t *testing.T) {
 				}
 			}
 			sent := saturate(t, s, flows, 22000, 0)
-			var total uint64
-			for _, b := range sent {
-				total += b
-			}
-			share := float64(sent[0]) / float64(total)
-			if math.Abs(share-tc.share) > 0.03 {
+			if share := firstShare(sent); math.Abs(share-tc.share) > 0.03 {
 				t.Errorf("the one-flow host sent %.3f of the bytes, want %.3f (+-0.03): %v", share, tc.share, sent)
 			}
 			if x := s.XStats(); x.Tins[0].BulkFlows != tc.queues {
@@ -133,12 +137,7 @@ func TestServerFairness(t *testing.T) {
 				flows = append(flows, pk{src: 1, dst: 2, sport: 80, dport: uint16(2000 + i), payload: 1000, hash: uint32(2 + i)})
 			}
 			sent := saturate(t, s, flows, 22000, 0)
-			var total uint64
-			for _, b := range sent {
-				total += b
-			}
-			share := float64(sent[0]) / float64(total)
-			if math.Abs(share-tc.share) > 0.03 {
+			if share := firstShare(sent); math.Abs(share-tc.share) > 0.03 {
 				t.Errorf("client A got %.3f of the bytes, want %.3f (+-0.03): %v", share, tc.share, sent)
 			}
 		})

@@ -511,7 +511,8 @@ var randomSeeds = flag.Int("htb.seeds", 40, "random trees TestRandomTrees runs")
 // under random traffic, changes and purges included, in lockstep with the
 // model; a third with the tree polled more often than Linux dequeues, a
 // third with every Dequeue after two Peeks, and of the rest half with the
-// packets of one time enqueued together.
+// packets of one time enqueued together and half dequeued one at a time
+// between arrivals.
 func TestRandomTrees(t *testing.T) {
 	n := *randomSeeds
 	if testing.Short() {
@@ -532,33 +533,17 @@ func TestRandomTrees(t *testing.T) {
 				ls.Run(t, arrivals, changes)
 				ls.Finish(t)
 			default:
-				// Half with the packets of one time enqueued together.
+				// Half with the packets of one time enqueued together,
+				// half with each arrival followed by one dequeue of each
+				// side (packets join the tree between dequeues at one
+				// time: the tree's shortcut for the leaf that sent last,
+				// its streak, must yield as htb_dequeue's walk would).
 				ls := htbtest.NewLockstep(t, cfg)
 				ls.Batch = seed%2 == 0
+				ls.OneByOne = seed%2 != 0
 				ls.Run(t, arrivals, changes)
 				ls.Finish(t)
 			}
-		})
-	}
-}
-
-// TestRandomTreesOneByOne runs the random cases with each arrival
-// followed by one dequeue of each side, so that packets join the tree
-// between dequeues at one time: the tree's shortcut for the leaf that
-// sent last (its streak) must yield as htb_dequeue's walk would, to a
-// lower prio, the direct queue or the next in the round.
-func TestRandomTreesOneByOne(t *testing.T) {
-	n := *randomSeeds
-	if testing.Short() {
-		n = min(n, 8)
-	}
-	for seed := int64(1); seed <= int64(n); seed++ {
-		cfg, arrivals, changes := randomCase(seed, seed%4 == 0)
-		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
-			ls := htbtest.NewLockstep(t, cfg)
-			ls.OneByOne = true
-			ls.Run(t, arrivals, changes)
-			ls.Finish(t)
 		})
 	}
 }
