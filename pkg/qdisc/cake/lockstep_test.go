@@ -587,6 +587,20 @@ func TestLockstep(t *testing.T) {
 			},
 		})
 	}
+	// A server: one source, 1 flow to client A and 10 to client B
+	// (TestServerFairness, e2e's TestCakeHostFairness), in the modes that
+	// differ there.
+	var server []arrival
+	server = append(server, bulk(pk{src: 1, dst: 1, sport: 80, dport: 1000, payload: 1000, proto: 17}, 300, 0, ms(1))...)
+	for f := range 10 {
+		server = append(server, bulk(pk{src: 1, dst: 2, sport: 80, dport: 2000 + uint16(f), payload: 1000, proto: 17}, 300, int64(f), ms(1))...)
+	}
+	for _, iso := range []Isolation{TripleIsolate, DualDstHost} {
+		cases = append(cases, lockstepCase{
+			name: "server/" + iso.String(), cfg: cfgWith(func(c *Config) { c.Isolation = iso; c.Diffserv = BestEffort }),
+			traffic: server, end: ms(2000),
+		})
+	}
 	// Mixed DSCP: every class point, ECT(0) and not, in four flows.
 	dscps := []uint8{0, 8, 10, 18, 26, 34, 46, 48, 56, 1, 4, 40, 44}
 	mixed := func() []arrival {
