@@ -117,14 +117,16 @@ func TestCakeUnderLoad(t *testing.T) {
 // tin) and one unmarked; the netstack's echo reply keeps the request's
 // TOS, so each reply crosses cake in its probe's tin. The voice probe's
 // RTT p99 stays within 5 ms of its idle RTT and no higher than the
-// unmarked probe's (plus 1 ms of jitter between two pings alike).
+// unmarked probe's (plus 1 ms of jitter between two pings alike); and,
+// not timed, cake's voice tin (the last of diffserv4's four) counted at
+// least the EF replies that came back.
 func TestCakeDiffserv4(t *testing.T) {
 	if raceDetector {
 		t.Skip("latency under load is timing-sensitive: measured without -race (.ci/run runs go test ./e2e/ too)")
 	}
 	l := newLab(t)
 	const ef, none = 0xb8, 0
-	o := measure.Options{Warmup: time.Second, Window: 4 * time.Second, PingInterval: 20 * time.Millisecond}
+	o := measure.Options{Warmup: time.Second, Window: 3 * time.Second, PingInterval: 20 * time.Millisecond}
 	r, err := l.MeasureNetstackMarked(cakeQDisc(t, "bandwidth 100mbit diffserv4"), 4, []uint8{ef, none}, o)
 	if err != nil {
 		t.Fatal(err)
@@ -135,6 +137,12 @@ func TestCakeDiffserv4(t *testing.T) {
 		be.IdleRTT, be.RTT(0.5), be.RTT(0.99), len(be.RTTs), be.PingsSent)
 	if len(voice.RTTs) == 0 || len(be.RTTs) == 0 {
 		t.Fatalf("no ping answered under load: EF %d/%d, unmarked %d/%d", len(voice.RTTs), voice.PingsSent, len(be.RTTs), be.PingsSent)
+	}
+	if len(r.Tins) != 4 {
+		t.Fatalf("cake diffserv4 has %d tins; want 4", len(r.Tins))
+	}
+	if got, want := r.Tins[3].SentPackets, uint32(len(voice.RTTs)); got < want {
+		t.Errorf("cake's voice tin sent %d packets; want at least the %d EF echo replies answered", got, want)
 	}
 	if d := voice.RTT(0.99) - voice.IdleRTT; d > 5*time.Millisecond {
 		t.Errorf("EF ping RTT p99 %v above idle under load; want at most 5 ms", d)

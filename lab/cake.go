@@ -92,6 +92,8 @@ func (p MarkedProbe) RTT(q float64) time.Duration { return measure.Quantile(p.RT
 type MarkedResult struct {
 	Probes  []MarkedProbe
 	Goodput float64
+	// Tins are cake's per-tin counters at the end (nil for another qdisc).
+	Tins []cake.TinStats
 }
 
 // MeasureNetstackMarked runs the netstack with the qdisc mk builds, sends
@@ -161,6 +163,9 @@ func (l *Lab) MeasureNetstackMarked(mk MakeQDisc, streams int, tos []uint8, o me
 		return r, err
 	}
 	r.Goodput = float64(g1-g0) / time.Since(t0).Seconds()
+	if d, ok := n.QDisc.(*cake.Discipline); ok {
+		r.Tins = d.XStats().Tins
+	}
 	for _, err := range perr {
 		if err != nil {
 			return r, err
