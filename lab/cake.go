@@ -10,6 +10,7 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 
 	"github.com/netqdisc/netqdisc/lab/measure"
+	"github.com/netqdisc/netqdisc/pkg/qdisc"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/cake"
 )
 
@@ -189,4 +190,79 @@ func pingTOS(ns, from, to string, tos uint8, count int, interval time.Duration) 
 	}
 	sent, _ := strconv.Atoi(m[1])
 	return rtts, sent, nil
+}
+
+// DownloadResult is a MeasureNetstackDownload window: the download's
+// goodput at the netstack and what the netstack's qdisc sent meanwhile
+// (its ACKs, mostly), and cake's ACK filter drops, over the window.
+type DownloadResult struct {
+	// RxWireBps is what the netstack's NIC received (L2 bytes) per second.
+	RxWireBps float64
+	// EgressPackets the qdisc handed to the link, AckDrops the packets
+	// cake's ACK filter dropped (all tins), over the window.
+	EgressPackets, AckDrops uint64
+	Elapsed                 time.Duration
+}
+
+// MeasureNetstackDownload runs the netstack with the qdisc mk builds
+// (cake: the ACK filter's counter is read) as a receiver: the peer sends
+// it o.Streams TCP streams (iperf) through the kernel's tbf at downRate
+// (bytes/s) on the peer's veth, and the netstack's ACKs go out through
+// the qdisc. It reads the download's L2 rate at the netstack, the
+// packets the qdisc sent and the ACK filter's drops over o.Window after
+// o.Warmup.
+func (l *Lab) MeasureNetstackDownload(mk MakeQDisc, downRate uint64, o measure.Options) (DownloadResult, error) {
+	var r DownloadResult
+	if o.Streams < 1 || downRate == 0 {
+		return r, fmt.Errorf("download: %d streams at %d bytes/s: want a stream or more and a rate", o.Streams, downRate)
+	}
+	if err := Tbf(l.NSP, l.VethP1, downRate, 64*1024, 50*time.Millisecond); err != nil {
+		return r, err
+	}
+	defer Run(l.NSP, "tc", "qdisc", "del", "dev", l.VethP1, "root")
+	n, err := l.StartNetstack(mk)
+	if err != nil {
+		return r, err
+	}
+	defer n.Close()
+	const port = 5004
+	stopSink, err := n.Sink(port)
+	if err != nil {
+		return r, err
+	}
+	defer stopSink()
+	stats := func() (uint64, uint64) {
+		var pkts, acks uint64
+		if s, ok := n.QDisc.(interface{ Stats() qdisc.Stats }); ok {
+			pkts = s.Stats().Packets
+		}
+		if d, ok := n.QDisc.(*cake.Discipline); ok {
+			for _, t := range d.XStats().Tins {
+				acks += uint64(t.AckDrops)
+			}
+		}
+		return pkts, acks
+	}
+	cl, err := l.Start(l.NSP, nil, iperfArgsPort(NetstackAddr, port, o)...)
+	if err != nil {
+		return r, err
+	}
+	defer cl.Process.Kill()
+	time.Sleep(o.Warmup)
+	b0, err := n.RxWireBytes()
+	if err != nil {
+		return r, err
+	}
+	p0, a0 := stats()
+	t0 := time.Now()
+	time.Sleep(o.Window)
+	b1, err := n.RxWireBytes()
+	if err != nil {
+		return r, err
+	}
+	p1, a1 := stats()
+	r.Elapsed = time.Since(t0)
+	r.RxWireBps = float64(b1-b0) / r.Elapsed.Seconds()
+	r.EgressPackets, r.AckDrops = p1-p0, a1-a0
+	return r, nil
 }

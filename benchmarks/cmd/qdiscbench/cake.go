@@ -139,6 +139,29 @@ func runCake(stdout, stderr io.Writer, streams int, warmup, window time.Duration
 		}
 	}
 	tw.Flush()
+
+	// ACK filter.
+	do := measure.Options{Streams: streams, Warmup: warmup, Window: window}
+	fmt.Fprintf(stdout, "\nThe ACK filter on a 1:10 asymmetric link: the peer sends the netstack %d TCP streams (iperf) through the kernel's tbf 100mbit on its veth; the netstack's ACKs leave through cake 10mbit; over %v after %v: the download at the netstack's NIC (L2), the packets cake sent (ACKs) and its ACK filter's drops\n", streams, window, warmup)
+	tw = tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "cake (egress)\tdownload Mbit/s\tpackets sent/s\tACKs dropped/s\t")
+	for _, words := range []string{"bandwidth 10mbit", "bandwidth 10mbit ack-filter", "bandwidth 10mbit ack-filter-aggressive"} {
+		progress("ACK filter: cake %s", words)
+		mk, err := lab.CakeQDisc(words)
+		if err != nil {
+			fmt.Fprintf(stderr, "qdiscbench --cake: %v\n", err)
+			return 1
+		}
+		r, err := l.MeasureNetstackDownload(mk, 100*125_000, do)
+		if err != nil {
+			failed = true
+			fmt.Fprintf(tw, "%s\terror: %v\t\t\t\n", words, err)
+			continue
+		}
+		secs := r.Elapsed.Seconds()
+		fmt.Fprintf(tw, "%s\t%.2f\t%.0f\t%.0f\t\n", words, r.RxWireBps*8/1e6, float64(r.EgressPackets)/secs, float64(r.AckDrops)/secs)
+	}
+	tw.Flush()
 	if failed {
 		return 1
 	}
