@@ -110,3 +110,44 @@ func TestCakeUnderLoad(t *testing.T) {
 		})
 	}
 }
+
+// TestCakeDiffserv4: 4 bulk TCP streams (unmarked: best effort) from the
+// netstack through cake bandwidth 100mbit diffserv4, the peer pinging
+// with two probes at once, one marked EF (TOS 0xb8: diffserv4's voice
+// tin) and one unmarked; the netstack's echo reply keeps the request's
+// TOS, so each reply crosses cake in its probe's tin. The voice probe's
+// RTT p99 stays within 5 ms of its idle RTT and no higher than the
+// unmarked probe's (plus 1 ms of jitter between two pings alike); and,
+// not timed, cake's voice tin (the last of diffserv4's four) counted at
+// least the EF replies that came back.
+func TestCakeDiffserv4(t *testing.T) {
+	if raceDetector {
+		t.Skip("latency under load is timing-sensitive: measured without -race (.ci/run runs go test ./e2e/ too)")
+	}
+	l := newLab(t)
+	const ef, none = 0xb8, 0
+	o := measure.Options{Warmup: time.Second, Window: 3 * time.Second, PingInterval: 20 * time.Millisecond}
+	r, err := l.MeasureNetstackMarked(cakeQDisc(t, "bandwidth 100mbit diffserv4"), 4, []uint8{ef, none}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	voice, be := r.Probes[0], r.Probes[1]
+	t.Logf("cake 100mbit diffserv4, 4 bulk streams: goodput %.2f Mbit/s; EF ping idle %v, p50 %v, p99 %v (%d/%d); unmarked ping idle %v, p50 %v, p99 %v (%d/%d)",
+		r.Goodput*8/1e6, voice.IdleRTT, voice.RTT(0.5), voice.RTT(0.99), len(voice.RTTs), voice.PingsSent,
+		be.IdleRTT, be.RTT(0.5), be.RTT(0.99), len(be.RTTs), be.PingsSent)
+	if len(voice.RTTs) == 0 || len(be.RTTs) == 0 {
+		t.Fatalf("no ping answered under load: EF %d/%d, unmarked %d/%d", len(voice.RTTs), voice.PingsSent, len(be.RTTs), be.PingsSent)
+	}
+	if len(r.Tins) != 4 {
+		t.Fatalf("cake diffserv4 has %d tins; want 4", len(r.Tins))
+	}
+	if got, want := r.Tins[3].SentPackets, uint32(len(voice.RTTs)); got < want {
+		t.Errorf("cake's voice tin sent %d packets; want at least the %d EF echo replies answered", got, want)
+	}
+	if d := voice.RTT(0.99) - voice.IdleRTT; d > 5*time.Millisecond {
+		t.Errorf("EF ping RTT p99 %v above idle under load; want at most 5 ms", d)
+	}
+	if voice.RTT(0.99) > be.RTT(0.99)+time.Millisecond {
+		t.Errorf("EF ping RTT p99 %v above the unmarked ping's %v (+1 ms); want the voice tin no slower than best effort", voice.RTT(0.99), be.RTT(0.99))
+	}
+}

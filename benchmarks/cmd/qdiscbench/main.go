@@ -9,7 +9,7 @@
 // annotations (--annotation dev.gvisor.flag.qdisc-tbf-rate=5mbit), applied
 // under the same policy a runtime applies. --compare runs the side-by-side
 // tables against gVisor's upstream qdiscs instead; --netns, --runsc,
-// --ingress, --htb and --cri measure on real namespaces, sandboxes and pods
+// --ingress, --htb, --cake and --cri measure on real namespaces, sandboxes and pods
 // (root).
 //
 // Exit status: 0 on success, 1 if a run failed, 2 for a bad flag or
@@ -80,6 +80,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	ingressRun := fs.Bool("ingress", false, "measure the receive direction on a real veth: the kernel peer sends to the netstack through netqdisc's ingress shaper (the --qdisc-ingress-* flags; default: 10 and 100 Mbit/s, burst 10 ms, latency 25 ms), beside Linux's ingress qdisc + ifb + tbf (root)")
 	criRun := fs.Bool("cri", false, "Kubernetes' node path side by side: pods run through containerd's CRI with gVisor's shim and the CNI bridge (cri/build.sh builds them; runsc/build.sh and runsc/build.sh --upstream the runscs), one TCP stream each for --duration: netqdisc's runsc under an operator's ceiling of 100mbit and upstream runsc, each with kubernetes.io/egress-bandwidth: 10M and ingress-bandwidth: 20M, runc + the CNI bandwidth plugin with the same (on a containerd of its own), a bandwidth above the ceiling (200M) and a dev.gvisor.flag.qdisc-tbf-rate above it (refused); first second, average from the first byte, on the wire, steady, ping under load (root); about 90 s a round")
 	htbRun := fs.Bool("htb", false, "htb classes by destination on a real veth, side by side with the kernel's sch_htb (u32 by destination): a 100 Mbit/s root with a cluster and an internet class at 90/10 and 20/20 (prio 0/1, ceil 100) and 90/10 (internet ceil 10), each class alone and both busy, ours in process and in a runsc sandbox (runsc/build.sh's, if built); a quota's cut-over; goodput and ping per class with fq_codel and pfifo leaves (root); about 5 minutes")
+	cakeRun := fs.Bool("cake", false, "cake on a real veth, the netstack serving two clients (root): host fairness (1 stream to one client, 10 to another, 100 Mbit/s) with cake's dual-dsthost, triple-isolate and dsthost beside tbf + fq_codel and the kernel's sch_htb; the shaper's accuracy and a ping's RTT under load at 1, 10, 100 Mbit/s and 1 Gbit/s; an EF-marked ping beside an unmarked one under bulk load, diffserv4 and besteffort; about 2 minutes")
 	criSndbuf := fs.Int("cri-sndbuf", 16384, "with --cri: the senders' send buffer in bytes (SO_SNDBUF), as the CRI tests give them: in flight it fits the shapers' queues; 0: the stack's default")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	fs.Usage = func() {
@@ -139,6 +140,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if *criRun {
 		return runCRI(stdout, stderr, max(*rounds, 1), *duration, *criSndbuf, *quiet)
+	}
+	if *cakeRun {
+		return runCake(stdout, stderr, *streams, max(*warmup, 2*time.Second), min(*duration, 5*time.Second))
 	}
 	if *htbRun {
 		return runHTB(stdout, stderr, *streams, max(*warmup, 2*time.Second), min(*duration, 5*time.Second))
