@@ -413,7 +413,7 @@ var Flags = []Flag{
 	{
 		Name: FlagCakeBandwidth, Kind: KindCakeKnob, field: func(c *Config) any { return &c.CakeBandwidth }, cakeWords: cakeBandwidthWords,
 		Default: "", Unset: "--qdisc-cake's (unlimited)", Example: "100mbit",
-		Usage:      "cake: the shaper's rate, tc-cake's bandwidth: " + rateHelp + "; or unlimited. Overrides --qdisc-cake's; `runsc qdisc change` changes it in place.",
+		Usage:      "cake: the shaper's rate, tc-cake's bandwidth: " + rateHelp + "; or unlimited. Overrides --qdisc-cake's; runsc qdisc change changes it in place.",
 		Annotation: cakeKnobRule,
 		Linux:      Linux{Qdisc: "cake", Param: "bandwidth"},
 	},
