@@ -2,6 +2,7 @@ package runscflags
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/netqdisc/netqdisc/pkg/qdisc/cake"
@@ -37,9 +38,16 @@ func cakeConfig(flag, text string) (cake.Config, error) {
 	return cfg, nil
 }
 
-// CakeConfig returns the cake.Config --qdisc-cake describes (cake's
-// defaults when it is unset).
-func (c *Config) CakeConfig() (cake.Config, error) { return cakeConfig(FlagCake, c.Cake) }
+// CakeConfig returns the cake.Config --qdisc-cake and cake's settings'
+// flags (--qdisc-cake-bandwidth, ...) describe (cake's defaults when they
+// are unset).
+func (c *Config) CakeConfig() (cake.Config, error) {
+	name := FlagCake
+	if f := c.cakeKnobSet(); f != nil {
+		name += " with --" + f.Name
+	}
+	return cakeConfig(name, c.cakeText())
+}
 
 // IngressCakeConfig returns the cake.Config --qdisc-ingress-cake
 // describes, with cake's ingress keyword.
@@ -56,28 +64,51 @@ func (c *Config) validateCake() error {
 	switch {
 	case c.QDisc != QDiscCake && c.Cake != "":
 		return fmt.Errorf("--%s gives cake's settings and needs --%s=cake", FlagCake, FlagQDisc)
+	case c.QDisc != QDiscCake && c.cakeKnobSet() != nil:
+		return fmt.Errorf("--%s is one of cake's settings and needs --%s=cake", c.cakeKnobSet().Name, FlagQDisc)
 	case c.IngressCake != "" && (c.IngressRate != 0 || c.IngressPacketRate != 0):
 		return fmt.Errorf("--%s and --%s both shape what the sandbox receives; give one of them", FlagIngressCake, FlagIngressRate)
 	case c.IngressCake != "" && c.IngressHTB != "":
 		return fmt.Errorf("--%s and --%s both shape what the sandbox receives; give one of them", FlagIngressCake, FlagIngressHTB)
+	}
+	for _, f := range cakeKnobs {
+		if _, err := f.cakeWords(f.get(c)); err != nil {
+			return fmt.Errorf("--%s: %w", f.Name, err)
+		}
 	}
 	for _, f := range []struct{ name, text string }{{FlagCake, c.Cake}, {FlagIngressCake, c.IngressCake}} {
 		if _, err := cakeConfig(f.name, f.text); err != nil {
 			return err
 		}
 	}
-	return nil
+	_, err := c.CakeConfig()
+	return err
 }
 
 // changeCake applies a `runsc qdisc change` of cake's words for f: value's
 // words read after those in force, as `tc qdisc change ... cake` changes
 // only what it names (bandwidth 50mbit keeps the rest). The change is the
 // operator's: it is not held to the words in force.
+//
+// A setting's flag (--qdisc-cake-bandwidth=50mbit) replaces that setting;
+// --qdisc-cake's words are read over the whole of cake in force, settings'
+// flags included, which they then replace.
 func (c *Config) changeCake(f *Flag, value string) error {
-	cur := *f.field(c).(*string)
+	if f.Kind == KindCakeKnob {
+		return c.Set(f.Name, value)
+	}
 	if _, err := cake.ParseQdisc(value); err != nil {
 		return fmt.Errorf("--%s: %w", f.Name, err)
 	}
+	if f.Name == FlagCake {
+		cfg, err := cakeConfig(f.Name, c.cakeText()+" "+value)
+		if err != nil {
+			return err
+		}
+		c.foldCake(cfg)
+		return nil
+	}
+	cur := *f.field(c).(*string)
 	return c.Set(f.Name, strings.TrimSpace(cur+" "+value))
 }
 
@@ -96,14 +127,22 @@ func (c *Config) applyKubeCake(key string, r uint64) bool {
 	} else if c.QDisc != QDiscCake {
 		return false
 	}
-	cfg, err := cakeConfig(flag, *p)
+	text := *p
+	if flag == FlagCake {
+		text = c.cakeText()
+	}
+	cfg, err := cakeConfig(flag, text)
 	if err != nil {
 		return false // Validate reports it
 	}
 	if cfg.Bandwidth == 0 || r < cfg.Bandwidth {
 		cfg.Bandwidth = r
 	}
-	*p = cfg.String()
+	if flag == FlagCake {
+		c.foldCake(cfg)
+	} else {
+		*p = cfg.String()
+	}
 	return true
 }
 
@@ -114,6 +153,11 @@ func (c *Config) cakeArgs() []string {
 	if c.QDisc == QDiscCake {
 		if cfg, err := c.CakeConfig(); err == nil {
 			args = append(args, "--"+FlagCake+"="+cfg.String())
+		}
+		// The whole of cake is in --qdisc-cake's words: the settings'
+		// flags the sandbox was started with must not override them.
+		for _, f := range cakeKnobs {
+			args = append(args, "--"+f.Name+"=")
 		}
 	}
 	if c.IngressCake != "" {
@@ -126,14 +170,32 @@ func (c *Config) cakeArgs() []string {
 // next over the operator's in op, and refuses them unless they shape no
 // packet looser (cake.Config.Tighten, whose rule the package doc of cake
 // writes out). With --allow-flag-override they need only be valid.
+//
+// An annotation of one of cake's settings (dev.gvisor.flag.qdisc-cake-
+// bandwidth) gives that setting over the whole of cake in next, and the
+// result is held to the operator's as the whole words are. Either way
+// next's cake becomes --qdisc-cake's words alone (foldCake).
 func (f *Flag) tightenCake(op, next *Config, value string) error {
 	base := *f.field(op).(*string)
 	if f.Name == FlagIngressCake && base == "" {
 		return fmt.Errorf("--%s is not set by the operator: there is no cake to tighten; setting it %s", f.Name, requiresOverride)
 	}
-	pod, err := cake.ParseQdisc(value)
+	var pod cake.Config
+	var err error
+	if f.Kind == KindCakeKnob {
+		cand := *next
+		if err := f.set(&cand, value); err != nil {
+			return err
+		}
+		pod, err = cand.CakeConfig()
+	} else {
+		pod, err = cake.ParseQdisc(value)
+	}
 	if err != nil {
 		return err
+	}
+	if f.Name != FlagIngressCake {
+		base = op.cakeText()
 	}
 	if !op.AllowFlagOverride {
 		opCfg, err := cakeConfig(f.Name, base)
@@ -147,6 +209,170 @@ func (f *Flag) tightenCake(op, next *Config, value string) error {
 			return fmt.Errorf("%w; loosening --%s=%q %s", err, f.Name, base, requiresOverride)
 		}
 	}
-	*f.field(next).(*string) = pod.String()
+	if f.Name == FlagIngressCake {
+		next.IngressCake = pod.String()
+	} else {
+		next.foldCake(pod)
+	}
 	return nil
+}
+
+// cake's settings one flag each (--qdisc-cake-bandwidth=100mbit,
+// --qdisc-cake-isolation=dual-dsthost, ...), the words tc-cake(8) gives
+// them: each is held as given and read as tc-cake's words after
+// --qdisc-cake's (cakeText), so a setting's flag overrides what
+// --qdisc-cake says of it, as a later word does in tc.
+
+// cakeKnobRule is the annotation rule of cake's settings' flags: the
+// whole of cake they give is held to the operator's by Tighten.
+var cakeKnobRule = Rule{Permit: Tighten, Note: "as `--qdisc-cake`: cake with the setting given must be no looser than the operator's (cake.Config.Tighten)"}
+
+// cakeBandwidthWords reads --qdisc-cake-bandwidth as runsc reads its rates
+// (a bare number is bytes/s; cake.ParseBandwidth).
+func cakeBandwidthWords(v string) (string, error) {
+	if v == "" {
+		return "", nil
+	}
+	r, err := cake.ParseBandwidth(v)
+	if err != nil {
+		return "", err
+	}
+	if r == 0 {
+		return "unlimited", nil
+	}
+	return fmt.Sprintf("bandwidth %dbps", r), nil
+}
+
+// cakeWordOf is the cakeWords of a setting that is one of tc-cake's
+// words, which check accepts.
+func cakeWordOf(check func(string) error) func(string) (string, error) {
+	return func(v string) (string, error) {
+		if v == "" {
+			return "", nil
+		}
+		if err := check(v); err != nil {
+			return "", err
+		}
+		return v, nil
+	}
+}
+
+// cakeRTTWords reads --qdisc-cake-rtt: a preset's name or a time.
+func cakeRTTWords(v string) (string, error) {
+	if v == "" {
+		return "", nil
+	}
+	if _, _, err := cake.ParseRTT(v); err != nil {
+		return "", err
+	}
+	for _, p := range cake.Presets() {
+		if p.Name == v {
+			return v, nil
+		}
+	}
+	return "rtt " + v, nil
+}
+
+// cakePrefixWords is the cakeWords of a setting tc-cake writes as word
+// and a value ("memlimit 32mb").
+func cakePrefixWords(word string) func(string) (string, error) {
+	return func(v string) (string, error) {
+		if v == "" {
+			return "", nil
+		}
+		if strings.ContainsAny(v, " \t") {
+			return "", fmt.Errorf("want one value, such as %s 32mb's 32mb", word)
+		}
+		words := word + " " + v
+		if _, err := cake.ParseQdisc(words); err != nil {
+			return "", err
+		}
+		return words, nil
+	}
+}
+
+// cakeBoolWords is the cakeWords of a setting tc-cake turns on with on
+// and off with off: true or false (or the words themselves).
+func cakeBoolWords(on, off string) func(string) (string, error) {
+	return func(v string) (string, error) {
+		switch v {
+		case "":
+			return "", nil
+		case on, off:
+			return v, nil
+		}
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return "", fmt.Errorf("want true (%s) or false (%s)", on, off)
+		}
+		if b {
+			return on, nil
+		}
+		return off, nil
+	}
+}
+
+// cakeOverheadWords reads --qdisc-cake-overhead: a bare number of bytes
+// (tc's overhead N), or tc-cake's framing words alone (ethernet,
+// "overhead 38 mpu 84", docsis, atm, raw, ...): words that set anything
+// but the overhead, mpu and cell framing are refused.
+func cakeOverheadWords(v string) (string, error) {
+	if v == "" {
+		return "", nil
+	}
+	if _, err := strconv.ParseInt(v, 10, 32); err == nil {
+		v = "overhead " + v
+	}
+	got, err := cake.ParseQdisc(v)
+	if err != nil {
+		return "", err
+	}
+	framing := cake.DefaultConfig()
+	framing.Raw, framing.Overhead, framing.MPU, framing.ATM = got.Raw, got.Overhead, got.MPU, got.ATM
+	if got != framing {
+		return "", fmt.Errorf("%q sets more than the framing: give only overhead, mpu, atm, ptm, noatm, raw or a framing keyword (ethernet, docsis, ...), and the rest with their own flags or --%s", v, FlagCake)
+	}
+	return v, nil
+}
+
+// cakeKnobs are the flags of cake's settings, in the table's order.
+var cakeKnobs = func() []*Flag {
+	var fs []*Flag
+	for i := range Flags {
+		if Flags[i].cakeWords != nil {
+			fs = append(fs, &Flags[i])
+		}
+	}
+	return fs
+}()
+
+// cakeText is --qdisc=cake's settings in tc-cake's words: --qdisc-cake's
+// and then each setting's flag's.
+func (c *Config) cakeText() string {
+	parts := []string{c.Cake}
+	for _, f := range cakeKnobs {
+		if w, err := f.cakeWords(f.get(c)); err == nil && w != "" {
+			parts = append(parts, w)
+		}
+	}
+	return strings.TrimSpace(strings.Join(parts, " "))
+}
+
+// cakeKnobSet returns the first of cake's settings' flags c sets, or nil.
+func (c *Config) cakeKnobSet() *Flag {
+	for _, f := range cakeKnobs {
+		if f.get(c) != "" {
+			return f
+		}
+	}
+	return nil
+}
+
+// foldCake writes cfg, the whole of cake, as --qdisc-cake's words and
+// unsets its settings' flags, which would override them.
+func (c *Config) foldCake(cfg cake.Config) {
+	c.Cake = cfg.String()
+	for _, f := range cakeKnobs {
+		*f.field(c).(*string) = ""
+	}
 }

@@ -68,6 +68,18 @@ type Config struct {
 	// them: "" for cake's defaults (Cake) or none (IngressCake).
 	Cake        string
 	IngressCake string
+	// CakeBandwidth .. CakeSplitGSO are --qdisc-cake-bandwidth ..
+	// --qdisc-cake-split-gso: one of cake's settings each, as the flag was
+	// given ("" for unset), read after Cake's words (cakeText).
+	CakeBandwidth string
+	CakeIsolation string
+	CakeDiffserv  string
+	CakeAckFilter string
+	CakeRTT       string
+	CakeOverhead  string
+	CakeMemlimit  string
+	CakeWash      string
+	CakeSplitGSO  string
 	// AllowFlagOverride lets annotations set any flag this package owns.
 	AllowFlagOverride bool
 	// Notices say what ApplyAnnotations did that the pod's author may not

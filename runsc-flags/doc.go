@@ -44,7 +44,11 @@
 //     tc-cake's words for the whole of cake, held to the operator's by
 //     cake.Config.Tighten (a lower bandwidth, never unlimited under the
 //     operator's; the modes that only order or drop the pod's own packets
-//     free). A pod cannot select cake in place of another qdisc.
+//     free). A pod cannot select cake in place of another qdisc. The
+//     flags of cake's settings one each (--qdisc-cake-bandwidth, ...,
+//     read after --qdisc-cake's words) are held the same way: cake with
+//     the setting given must pass Tighten against the operator's, and the
+//     result is written back as --qdisc-cake's words alone.
 //   - kubernetes.io/egress-bandwidth and kubernetes.io/ingress-bandwidth
 //     (bits/s, Kubernetes quantities) ask for the same: egress selects tbf
 //     (where htb or cake is in force, the annotation lowers its top classes

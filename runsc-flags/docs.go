@@ -37,6 +37,10 @@ func (f *Flag) unitDoc() string {
 		return "packets/s (`20000`, `20kpps`)"
 	case KindHTB:
 		return "tc's words, `;` between statements (`" + f.Example + "`)"
+	case KindCake:
+		return "tc-cake's words (`" + f.Example + "`)"
+	case KindCakeKnob:
+		return "tc-cake's (`" + f.Example + "`)"
 	}
 	return "bool"
 }
@@ -69,6 +73,9 @@ func (r Rule) doc(f *Flag) string {
 		s = "select " + strings.Join(ch, "; ")
 	case Tighten:
 		s = "tighten it: every packet's classes no less strict"
+		if f.Kind == KindCake || f.Kind == KindCakeKnob {
+			s = "tighten it: cake no looser than the operator's"
+		}
 	case Lower:
 		s = "lower it, not to 0: the ceiling is the operator's value or, if unset, "
 		if r.Unset == DefaultCeiling {

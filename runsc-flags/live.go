@@ -125,7 +125,7 @@ func (c *Config) Changed(args []string) (*Config, error) {
 			}
 			continue
 		}
-		if f.Kind == KindCake {
+		if f.Kind == KindCake || f.Kind == KindCakeKnob {
 			if err := next.changeCake(f, value); err != nil {
 				return nil, err
 			}
@@ -233,7 +233,7 @@ func (n *NIC) planEgress(cur, next *Config) (func() error, error) {
 		}
 		return planClasses(cur.HTB, next.HTB, q, resets)
 	}
-	if cur.Cake != next.Cake {
+	if cur.cakeText() != next.cakeText() {
 		q, ok := n.qdisc.(*cake.Discipline)
 		if !ok {
 			return nil, fmt.Errorf("--%s: the sandbox's qdisc is not cake (--%s=%v)", FlagCake, FlagQDisc, cur.QDisc)

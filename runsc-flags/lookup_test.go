@@ -80,6 +80,8 @@ var roundTripSamples = map[string]string{
 	FlagFQCoDelTarget: "2ms", FlagFQCoDelInterval: "50ms", FlagFQCoDelECN: "false", FlagAllowFlagOverride: "true",
 	FlagTBFPacketRate: "20kpps", FlagTBFPacketBurst: "32", FlagIngressPacketRate: "1.5mpps", FlagIngressPacketBurst: "8",
 	FlagHTB: htbSample, FlagIngressHTB: htbSample, FlagCake: cakeSample, FlagIngressCake: cakeSample,
+	FlagCakeBandwidth: "50mbit", FlagCakeIsolation: "dual-srchost", FlagCakeDiffserv: "besteffort", FlagCakeAckFilter: "ack-filter-aggressive",
+	FlagCakeRTT: "50ms", FlagCakeOverhead: "overhead 38 mpu 84", FlagCakeMemlimit: "16mb", FlagCakeWash: "true", FlagCakeSplitGSO: "false",
 }
 
 // cakeSample is cake for a server: 100 Mbit/s, fair between its clients.
@@ -93,9 +95,12 @@ const htbSample = "qdisc default 20; class root classid 1:1 rate 1gbit; class pa
 // sampleBase is what a flag's sample needs of roundTripBase changed: htb
 // as the qdisc, or no ingress tbf beside ingress classes.
 var sampleBase = map[string][]string{
-	FlagHTB:         {FlagQDisc, "htb"},
-	FlagIngressHTB:  {FlagIngressRate, "0", FlagIngressBurst, "0", FlagIngressPacketRate, "0", FlagIngressPacketBurst, "0"},
-	FlagCake:        {FlagQDisc, "cake"},
+	FlagHTB:           {FlagQDisc, "htb"},
+	FlagIngressHTB:    {FlagIngressRate, "0", FlagIngressBurst, "0", FlagIngressPacketRate, "0", FlagIngressPacketBurst, "0"},
+	FlagCake:          {FlagQDisc, "cake"},
+	FlagCakeBandwidth: {FlagQDisc, "cake"}, FlagCakeIsolation: {FlagQDisc, "cake"}, FlagCakeDiffserv: {FlagQDisc, "cake"},
+	FlagCakeAckFilter: {FlagQDisc, "cake"}, FlagCakeRTT: {FlagQDisc, "cake"}, FlagCakeOverhead: {FlagQDisc, "cake"},
+	FlagCakeMemlimit: {FlagQDisc, "cake"}, FlagCakeWash: {FlagQDisc, "cake"}, FlagCakeSplitGSO: {FlagQDisc, "cake"},
 	FlagIngressCake: {FlagIngressRate, "0", FlagIngressBurst, "0", FlagIngressPacketRate, "0", FlagIngressPacketBurst, "0"},
 }
 
@@ -241,6 +246,8 @@ func annotationValues(f *Flag, op *Config) []string {
 		vs = append(vs, "class classid 1:20 rate 5mbit", "class classid 1:20 rate 20mbit", "class classid 1:30 parent 1:1 rate 1mbit")
 	case KindCake:
 		vs = append(vs, "bandwidth 50mbit", "bandwidth 200mbit", "unlimited", "bandwidth 50mbit flows besteffort")
+	case KindCakeKnob:
+		vs = append(vs, f.Example, "50mbit", "200mbit", "unlimited", "flows", "diffserv8", "no-ack-filter", "lan", "ethernet", "1mb", "false")
 	default:
 		n := f.number(op)
 		if n == 0 {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/netqdisc/netqdisc/pkg/qdisc/cake"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/fqcodel"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/tbf"
 )
@@ -40,6 +41,15 @@ const (
 	FlagIngressHTB         = "qdisc-ingress-htb"
 	FlagCake               = "qdisc-cake"
 	FlagIngressCake        = "qdisc-ingress-cake"
+	FlagCakeBandwidth      = "qdisc-cake-bandwidth"
+	FlagCakeIsolation      = "qdisc-cake-isolation"
+	FlagCakeDiffserv       = "qdisc-cake-diffserv"
+	FlagCakeAckFilter      = "qdisc-cake-ack-filter"
+	FlagCakeRTT            = "qdisc-cake-rtt"
+	FlagCakeOverhead       = "qdisc-cake-overhead"
+	FlagCakeMemlimit       = "qdisc-cake-memlimit"
+	FlagCakeWash           = "qdisc-cake-wash"
+	FlagCakeSplitGSO       = "qdisc-cake-split-gso"
 )
 
 // Flag is one flag of the table: everything registration, parsing, Args,
@@ -92,6 +102,10 @@ type Flag struct {
 	// classes is the direction whose htb script (KindHTB) the flag is:
 	// `runsc qdisc change` changes its classes in place.
 	classes Ceiling
+	// cakeWords turns the value of one of cake's settings (KindCakeKnob)
+	// into tc-cake's words ("100mbit" -> "bandwidth 100mbit"; "" -> ""),
+	// or says why it is not one.
+	cakeWords func(string) (string, error)
 }
 
 // Permit is what an annotation may do with a flag.
@@ -395,6 +409,69 @@ var Flags = []Flag{
 		Usage:      "cake: its settings for --qdisc=cake, in tc-cake's words: bandwidth 100mbit (or unlimited), dual-dsthost (client fairness on a server) or another isolation mode, diffserv4, ack-filter, rtt 50ms, memlimit 32mb, overhead and framing (ethernet, docsis, ...).",
 		Annotation: Rule{Permit: Tighten, Note: "tc-cake's words for the whole of cake, which may only make it stricter (cake.Config.Tighten): a lower bandwidth, never unlimited under an operator's bandwidth; more overhead, mpu or framing; a smaller memlimit; ingress on; the modes that only order or drop the pod's own packets (diffserv, isolation, ack-filter, wash, split-gso, rtt) free"},
 		Linux:      Linux{Qdisc: "cake"},
+	},
+	{
+		Name: FlagCakeBandwidth, Kind: KindCakeKnob, field: func(c *Config) any { return &c.CakeBandwidth }, cakeWords: cakeBandwidthWords,
+		Default: "", Unset: "--qdisc-cake's (unlimited)", Example: "100mbit",
+		Usage:      "cake: the shaper's rate, tc-cake's bandwidth: " + rateHelp + "; or unlimited. Overrides --qdisc-cake's; runsc qdisc change changes it in place.",
+		Annotation: cakeKnobRule,
+		Linux:      Linux{Qdisc: "cake", Param: "bandwidth"},
+	},
+	{
+		Name: FlagCakeIsolation, Kind: KindCakeKnob, field: func(c *Config) any { return &c.CakeIsolation }, cakeWords: cakeWordOf(func(s string) error { _, err := cake.ParseIsolation(s); return err }),
+		Default: "", Unset: "--qdisc-cake's (triple-isolate)", Example: "dual-dsthost",
+		Usage:      "cake: flow isolation, tc-cake's word: flowblind, srchost, dsthost, hosts, flows, dual-srchost, dual-dsthost (fair between clients on a server) or triple-isolate.",
+		Annotation: cakeKnobRule,
+		Linux:      Linux{Qdisc: "cake", Param: "isolation"},
+	},
+	{
+		Name: FlagCakeDiffserv, Kind: KindCakeKnob, field: func(c *Config) any { return &c.CakeDiffserv }, cakeWords: cakeWordOf(func(s string) error { _, err := cake.ParseDiffserv(s); return err }),
+		Default: "", Unset: "--qdisc-cake's (diffserv3)", Example: "diffserv4",
+		Usage:      "cake: tins, tc-cake's word: besteffort, diffserv3, diffserv4, diffserv8 or precedence.",
+		Annotation: cakeKnobRule,
+		Linux:      Linux{Qdisc: "cake", Param: "diffserv"},
+	},
+	{
+		Name: FlagCakeAckFilter, Kind: KindCakeKnob, field: func(c *Config) any { return &c.CakeAckFilter }, cakeWords: cakeWordOf(func(s string) error { _, err := cake.ParseAckFilter(s); return err }),
+		Default: "", Unset: "--qdisc-cake's (no-ack-filter)", Example: "ack-filter",
+		Usage:      "cake: the ACK filter, tc-cake's word: no-ack-filter, ack-filter or ack-filter-aggressive.",
+		Annotation: cakeKnobRule,
+		Linux:      Linux{Qdisc: "cake", Param: "ack-filter"},
+	},
+	{
+		Name: FlagCakeRTT, Kind: KindCakeKnob, field: func(c *Config) any { return &c.CakeRTT }, cakeWords: cakeRTTWords,
+		Default: "", Unset: "--qdisc-cake's (100ms)", Example: "50ms",
+		Usage:      "cake: the round trip time COBALT is tuned for, tc-cake's rtt: a time (50ms, 300us) or a preset (datacentre, lan, metro, regional, internet, oceanic, satellite, interplanetary).",
+		Annotation: cakeKnobRule,
+		Linux:      Linux{Qdisc: "cake", Param: "rtt"},
+	},
+	{
+		Name: FlagCakeOverhead, Kind: KindCakeKnob, field: func(c *Config) any { return &c.CakeOverhead }, cakeWords: cakeOverheadWords,
+		Default: "", Unset: "--qdisc-cake's (raw)", Example: "ethernet",
+		Usage:      "cake: overhead compensation in tc-cake's words: a bare number of bytes (tc's overhead), or framing words only: a keyword (ethernet, docsis, pppoe-ptm, bridged-ptm, conservative, ...), raw, overhead N, mpu N, atm, ptm, noatm (\"overhead 38 mpu 84\").",
+		Annotation: cakeKnobRule,
+		Linux:      Linux{Qdisc: "cake", Param: "overhead"},
+	},
+	{
+		Name: FlagCakeMemlimit, Kind: KindCakeKnob, field: func(c *Config) any { return &c.CakeMemlimit }, cakeWords: cakePrefixWords("memlimit"),
+		Default: "", Unset: "--qdisc-cake's (cake's from the rate)", Example: "32mb",
+		Usage:      "cake: most memory the queued packets take, tc-cake's memlimit: bytes as a bare number, or with tc's units: 32mb, 4096kb.",
+		Annotation: cakeKnobRule,
+		Linux:      Linux{Qdisc: "cake", Param: "memlimit"},
+	},
+	{
+		Name: FlagCakeWash, Kind: KindCakeKnob, field: func(c *Config) any { return &c.CakeWash }, cakeWords: cakeBoolWords("wash", "nowash"),
+		Default: "", Unset: "--qdisc-cake's (nowash)", Example: "true",
+		Usage:      "cake: clear the DSCP of what it sends, tc-cake's wash: true (wash) or false (nowash).",
+		Annotation: cakeKnobRule,
+		Linux:      Linux{Qdisc: "cake", Param: "wash"},
+	},
+	{
+		Name: FlagCakeSplitGSO, Kind: KindCakeKnob, field: func(c *Config) any { return &c.CakeSplitGSO }, cakeWords: cakeBoolWords("split-gso", "no-split-gso"),
+		Default: "", Unset: "--qdisc-cake's (split-gso)", Example: "false",
+		Usage:      "cake: cut GSO packets into segments, tc-cake's split-gso: true (split-gso) or false (no-split-gso).",
+		Annotation: cakeKnobRule,
+		Linux:      Linux{Qdisc: "cake", Param: "split-gso"},
 	},
 	{
 		Name: FlagIngressCake, Kind: KindCake, field: func(c *Config) any { return &c.IngressCake },

@@ -20,7 +20,7 @@ func TestFieldAccessors(t *testing.T) {
 		KindQDisc: reflect.TypeFor[*QueueingDiscipline](), KindChild: reflect.TypeFor[*string](),
 		KindRate: reflect.TypeFor[*uint64](), KindSize: reflect.TypeFor[*uint64](), KindCount: reflect.TypeFor[*uint64](),
 		KindPacketRate: reflect.TypeFor[*uint64](), KindDuration: reflect.TypeFor[*time.Duration](), KindBool: reflect.TypeFor[*bool](),
-		KindHTB: reflect.TypeFor[*string](), KindCake: reflect.TypeFor[*string](),
+		KindHTB: reflect.TypeFor[*string](), KindCake: reflect.TypeFor[*string](), KindCakeKnob: reflect.TypeFor[*string](),
 	}
 	var c Config
 	base := reflect.ValueOf(&c).Elem()
@@ -131,7 +131,7 @@ func TestLiveIsCeiling(t *testing.T) {
 	var live []string
 	for i := range Flags {
 		f := &Flags[i]
-		if f.classes != NotCeiling || f.Kind == KindCake {
+		if f.classes != NotCeiling || f.Kind == KindCake || f.Kind == KindCakeKnob {
 			continue // changes of classes or of cake, not ceilings: TestChangeClasses, TestCakeLive
 		}
 		arg := "--" + f.Name + "=" + f.get(c) // no change: valid wherever c is
@@ -300,7 +300,7 @@ func TestMayAnnotate(t *testing.T) {
 		op := op
 		if f.Annotation.Permit == Tighten {
 			op = opHTB // one with classes to tighten
-			if f.Kind == KindCake {
+			if f.Kind == KindCake || f.Kind == KindCakeKnob {
 				op = opCake
 			}
 		}

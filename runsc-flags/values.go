@@ -82,6 +82,9 @@ const (
 	// KindCake is tc-cake's words ("bandwidth 100mbit dual-dsthost"), held
 	// as cake.Config.String writes them back.
 	KindCake
+	// KindCakeKnob is one of cake's settings (--qdisc-cake-bandwidth=100mbit),
+	// held as given: its flag's cakeWords turns it into tc-cake's words.
+	KindCakeKnob
 )
 
 // parse reads flag text s as a value of the kind, of the field's type.
@@ -122,6 +125,8 @@ func (k Kind) parse(s string) (any, error) {
 		return sc.String(), nil
 	case KindCake:
 		return parseCakeWords(s)
+	case KindCakeKnob:
+		return strings.TrimSpace(s), nil
 	}
 	return nil, fmt.Errorf("unknown kind %d", k)
 }
@@ -149,6 +154,11 @@ func (f *Flag) get(c *Config) string {
 
 // set parses s and stores it in c; the error does not name the flag.
 func (f *Flag) set(c *Config, s string) error {
+	if f.cakeWords != nil {
+		if _, err := f.cakeWords(strings.TrimSpace(s)); err != nil {
+			return err
+		}
+	}
 	v, err := f.Kind.parse(s)
 	if err != nil {
 		return err
