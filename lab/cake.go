@@ -112,19 +112,11 @@ func (l *Lab) MeasureNetstackMarked(mk MakeQDisc, streams int, tos []uint8, o me
 	if err := checkLoads(loads); err != nil {
 		return r, err
 	}
-	srv, err := l.Start(l.NSP, nil, "socat", "-u", fmt.Sprintf("TCP-LISTEN:%d,reuseaddr,fork", sinkPort), "OPEN:/dev/null")
+	n, closeAll, err := l.startSinkAndNetstack(mk, nil)
 	if err != nil {
 		return r, err
 	}
-	defer srv.Process.Kill()
-	if err := WaitListening(l.NSP, sinkPort); err != nil {
-		return r, err
-	}
-	n, err := l.StartNetstack(mk)
-	if err != nil {
-		return r, err
-	}
-	defer n.Close()
+	defer closeAll()
 	r.Probes = make([]MarkedProbe, len(tos))
 	for i, t := range tos {
 		r.Probes[i].TOS = t

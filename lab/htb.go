@@ -307,19 +307,11 @@ func (l *Lab) measureNetstackLoads(mk MakeQDisc, loads []ClassLoad, o measure.Op
 	if err := checkLoads(loads); err != nil {
 		return r, err
 	}
-	srv, err := l.Start(l.NSP, nil, "socat", "-u", fmt.Sprintf("TCP-LISTEN:%d,reuseaddr,fork", sinkPort), "OPEN:/dev/null")
+	n, closeAll, err := l.startSinkAndNetstack(mk, nil)
 	if err != nil {
 		return r, err
 	}
-	defer srv.Process.Kill()
-	if err := WaitListening(l.NSP, sinkPort); err != nil {
-		return r, err
-	}
-	n, err := l.StartNetstack(mk)
-	if err != nil {
-		return r, err
-	}
-	defer n.Close()
+	defer closeAll()
 	counters, tc, err := classes(n.QDisc)
 	if err != nil {
 		return r, err

@@ -147,24 +147,35 @@ func iperfArgsPort(addr string, port int, o measure.Options) []string {
 // as its own client's header, so it cannot take a plain stream.)
 const sinkPort = 5003
 
+// startSinkAndNetstack starts the peer's TCP sink (socat, its output to
+// out if not nil) and the netstack with the qdisc mk builds; stop closes
+// both.
+func (l *Lab) startSinkAndNetstack(mk MakeQDisc, out *strings.Builder) (n *Netstack, stop func(), err error) {
+	srv, err := l.Start(l.NSP, out, "socat", "-u", fmt.Sprintf("TCP-LISTEN:%d,reuseaddr,fork", sinkPort), "OPEN:/dev/null")
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := WaitListening(l.NSP, sinkPort); err != nil {
+		srv.Process.Kill()
+		return nil, nil, err
+	}
+	if n, err = l.StartNetstack(mk); err != nil {
+		srv.Process.Kill()
+		return nil, nil, err
+	}
+	return n, func() { n.Close(); srv.Process.Kill() }, nil
+}
+
 // MeasureNetstack runs the netstack with the qdisc mk builds, sends
 // o.Streams bulk TCP streams to the peer's kernel, and reads the peer.
 func (l *Lab) MeasureNetstack(mk MakeQDisc, o measure.Options) (measure.Result, error) {
 	var r measure.Result
 	var out strings.Builder
-	srv, err := l.Start(l.NSP, &out, "socat", "-u", fmt.Sprintf("TCP-LISTEN:%d,reuseaddr,fork", sinkPort), "OPEN:/dev/null")
+	n, closeAll, err := l.startSinkAndNetstack(mk, &out)
 	if err != nil {
 		return r, err
 	}
-	defer srv.Process.Kill()
-	if err := WaitListening(l.NSP, sinkPort); err != nil {
-		return r, err
-	}
-	n, err := l.StartNetstack(mk)
-	if err != nil {
-		return r, err
-	}
-	defer n.Close()
+	defer closeAll()
 	if o.SendBuffer > 0 {
 		opt := tcpip.TCPSendBufferSizeRangeOption{Min: min(4096, o.SendBuffer), Default: o.SendBuffer, Max: o.SendBuffer}
 		if err := n.Stack.SetTransportProtocolOption(tcp.ProtocolNumber, &opt); err != nil {
