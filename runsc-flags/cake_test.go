@@ -8,6 +8,16 @@ import (
 	runscflags "github.com/netqdisc/netqdisc/runsc-flags"
 )
 
+// errorSays fails t unless err says each of says.
+func errorSays(t *testing.T, err error, says []string) {
+	t.Helper()
+	for _, s := range says {
+		if err == nil || !strings.Contains(err.Error(), s) {
+			t.Errorf("error %v; want one saying %q", err, s)
+		}
+	}
+}
+
 // fromMap is the Config flags give, set one flag at a time as a runtime
 // does (setEach), then validated.
 func fromMap(flags map[string]string) (*runscflags.Config, error) {
@@ -87,11 +97,7 @@ func TestCakeAnnotations(t *testing.T) {
 			}
 			err = c.ApplyAnnotations(map[string]string{runscflags.AnnotationPrefix + runscflags.FlagCake: tc.value})
 			if tc.want == "" {
-				for _, s := range tc.says {
-					if err == nil || !strings.Contains(err.Error(), s) {
-						t.Errorf("error %v; want one saying %q", err, s)
-					}
-				}
+				errorSays(t, err, tc.says)
 				return
 			}
 			if err != nil {

@@ -70,11 +70,7 @@ func TestCakeKnobFlags(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := fromMap(tc.flags)
 			if tc.err != nil {
-				for _, s := range tc.err {
-					if err == nil || !strings.Contains(err.Error(), s) {
-						t.Errorf("error %v; want one saying %q", err, s)
-					}
-				}
+				errorSays(t, err, tc.err)
 				return
 			}
 			if err != nil {
@@ -141,11 +137,7 @@ func TestCakeKnobAnnotations(t *testing.T) {
 			}
 			err = c.ApplyAnnotations(ann)
 			if tc.want == nil {
-				for _, s := range tc.says {
-					if err == nil || !strings.Contains(err.Error(), s) {
-						t.Errorf("error %v; want one saying %q", err, s)
-					}
-				}
+				errorSays(t, err, tc.says)
 				return
 			}
 			if err != nil {
