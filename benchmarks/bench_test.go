@@ -73,8 +73,9 @@ func BenchmarkThroughput(b *testing.B) {
 }
 
 // BenchmarkAccuracy is on-wire bytes over the configured rate, for
-// netqdisc's and upstream's tbf, at 1, 10, 100 and 1000 Mbit/s (burst 10 ms
-// of rate, at least two packets), 4 streams.
+// netqdisc's and upstream's tbf (burst 10 ms of rate, at least two
+// packets) and netqdisc's cake (AccuracySuite), at 1, 10, 100 and 1000
+// Mbit/s, 4 streams.
 func BenchmarkAccuracy(b *testing.B) {
 	for _, r := range []uint64{1 * Mbit, 10 * Mbit, 100 * Mbit, 1000 * Mbit} {
 		for _, c := range AccuracySuite([]uint64{r}, measure.Options{}).Settings[0].Candidates {

@@ -58,9 +58,22 @@ type statser interface{ Stats() qdisc.Stats }
 // FromConfig is netqdisc's qdisc as the runsc flags describe it.
 func FromConfig(cfg *runscflags.Config) Candidate {
 	c := Candidate{QDisc: cfg.QDisc.String(), Impl: "netqdisc", Make: cfg.NewQueueingDiscipline}
-	if cfg.QDisc == runscflags.QDiscTBF {
+	switch cfg.QDisc {
+	case runscflags.QDiscTBF:
 		c.Rate = cfg.TBFRate
+	case runscflags.QDiscCake:
+		if cc, err := cfg.CakeConfig(); err == nil {
+			c.Rate = cc.Bandwidth
+		}
 	}
+	return c
+}
+
+// Cake is netqdisc's cake at bandwidth r (bytes/s) with tc-cake's words
+// besides (the variant's name; "" for cake's defaults).
+func Cake(r uint64, words string) Candidate {
+	c := FromConfig(&runscflags.Config{QDisc: runscflags.QDiscCake, Cake: words, CakeBandwidth: fmt.Sprint(r)})
+	c.Variant = words
 	return c
 }
 

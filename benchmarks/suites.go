@@ -62,15 +62,27 @@ func ThroughputSuite(streams []int, o measure.Options) Suite {
 // and at least two full-size packets.
 func AccuracyBurst(r uint64) uint64 { return max(r/100, 2*1514) }
 
-// AccuracySuite runs netqdisc's and upstream's tbf at each rate.
+// AccuracySuite runs netqdisc's and upstream's tbf at each rate, and
+// netqdisc's cake with its defaults and with COBALT dormant
+// (interplanetary: a 1000 s interval), which tells the shaper's accuracy
+// from what TCP loses to the AQM's drops (cake has no bucket to refill
+// an emptied queue's idle time).
 func AccuracySuite(rates []uint64, o measure.Options) Suite {
 	s := Suite{Name: "accuracy"}
 	for _, r := range rates {
 		cfg := &runscflags.Config{QDisc: runscflags.QDiscTBF, TBFRate: r, TBFBurst: AccuracyBurst(r)}
-		s.Settings = append(s.Settings, Setting{Label: rate.FormatRate(r), Candidates: []Candidate{FromConfig(cfg), Upstream(cfg)}, Options: o})
+		cands := []Candidate{FromConfig(cfg), Upstream(cfg), Cake(r, ""), Cake(r, CakeDormantAQM)}
+		s.Settings = append(s.Settings, Setting{Label: rate.FormatRate(r), Candidates: cands, Options: o})
 	}
 	return s
 }
+
+// CakeDormantAQM is the accuracy suite's second cake: COBALT tuned for
+// an RTT so long that it never drops, leaving the shaper alone.
+const CakeDormantAQM = "interplanetary"
+
+// AccuracyNames are the accuracy suite's candidates, in table order.
+var AccuracyNames = []string{"netqdisc tbf", "upstream tbf", "netqdisc cake", "netqdisc cake (" + CakeDormantAQM + ")"}
 
 // PacedSuite is the pull request's third table: streams paced to a target
 // total rate, every candidate at a far ceiling; it measures CPU.

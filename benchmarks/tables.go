@@ -105,13 +105,12 @@ func WriteTables(w io.Writer, sums []Summary) {
 				fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
 			}
 		case "accuracy":
-			fmt.Fprintf(w, "\nAccuracy: on-wire bytes / configured rate (burst 10 ms of rate, at least 3028 B), and loaded RTT p50 in ms\n")
-			fmt.Fprintln(tw, "rate\tnetqdisc tbf\tupstream tbf\tRTT netqdisc\tRTT upstream\t")
+			fmt.Fprintf(w, "\nAccuracy: on-wire bytes / configured rate (tbf: burst 10 ms of rate, at least 3028 B; cake: bandwidth, and with COBALT dormant), and loaded RTT p50 in ms\n")
+			fmt.Fprintln(tw, "rate\tnetqdisc tbf\tupstream tbf\tnetqdisc cake\tcake "+CakeDormantAQM+"\tRTT netqdisc tbf\tRTT upstream tbf\tRTT cake\t")
 			for _, set := range suites[suite] {
 				row := []string{set}
-				both := []string{"netqdisc tbf", "upstream tbf"}
-				row = append(row, cells(sums, suite, set, both, Ratio, "%.4f")...)
-				row = append(row, cells(sums, suite, set, both, RTT50, "%.1f")...)
+				row = append(row, cells(sums, suite, set, AccuracyNames, Ratio, "%.4f")...)
+				row = append(row, cells(sums, suite, set, AccuracyNames[:3], RTT50, "%.1f")...)
 				fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
 			}
 		case "smallburst":
