@@ -396,47 +396,70 @@ func startStreams(n *Netstack, loads []ClassLoad) (stop func(), err error) {
 // o.PingInterval, pings from each class's peer address. It returns tc's
 // warnings too.
 func (l *Lab) MeasureKernelHTB(cfg htb.Config, loads []ClassLoad, o measure.Options) (HTBResult, []string, error) {
+	var warnings []string
+	install := func() (err error) {
+		warnings, err = KernelHTB(l.NSK, l.VethK, cfg)
+		return err
+	}
+	counters := func() (map[uint32]uint64, error) { return KernelClassBytes(l.NSK, l.VethK) }
+	r, err := l.measureKernelLoads(install, counters, "class", loads, o)
+	return r, warnings, err
+}
+
+// MeasureKernelTBF is MeasureKernelHTB with Linux's sch_tbf at rate and
+// burst (bytes/s, bytes) and latency on the kernel sender's veth in place
+// of classes: one FIFO for every load, so its loads' Bytes are 0 and
+// their goodput tells them apart.
+func (l *Lab) MeasureKernelTBF(rate, burst uint64, latency time.Duration, loads []ClassLoad, o measure.Options) (HTBResult, error) {
+	install := func() error { return Tbf(l.NSK, l.VethK, rate, burst, latency) }
+	none := func() (map[uint32]uint64, error) { return nil, nil }
+	return l.measureKernelLoads(install, none, "qdisc", loads, o)
+}
+
+// measureKernelLoads runs loads from the kernel sender with the root qdisc
+// install puts on its veth (removed after), as MeasureKernelHTB says,
+// reading counters for the loads' classes, and at the end `tc -s show`
+// of what (class or qdisc) into the result's TC.
+func (l *Lab) measureKernelLoads(install func() error, counters func() (map[uint32]uint64, error), what string, loads []ClassLoad, o measure.Options) (HTBResult, error) {
 	var r HTBResult
 	if err := checkLoads(loads); err != nil {
-		return r, nil, err
+		return r, err
 	}
 	peers := make([]string, len(loads))
 	for i, ld := range loads {
 		peers[i] = kernelSide(netip.MustParseAddr(ld.Dst)).String() // checked
 	}
 	if err := l.AddClusterPeer(nil); err != nil {
-		return r, nil, err
+		return r, err
 	}
-	warnings, err := KernelHTB(l.NSK, l.VethK, cfg)
-	if err != nil {
-		return r, nil, err
+	if err := install(); err != nil {
+		return r, err
 	}
 	defer Run(l.NSK, "tc", "qdisc", "del", "dev", l.VethK, "root")
 	stop, err := l.startIperfServer()
 	if err != nil {
-		return r, warnings, err
+		return r, err
 	}
 	defer stop()
 	idle, err := idleRTTs(l.NSP, peers, KernelAddr)
 	if err != nil {
-		return r, warnings, err
+		return r, err
 	}
 	for i, ld := range loads {
 		o := o
 		o.Streams = ld.Streams
 		cli, err := l.Start(l.NSK, nil, iperfArgs(peers[i], o)...)
 		if err != nil {
-			return r, warnings, err
+			return r, err
 		}
 		defer cli.Process.Kill()
 	}
-	counters := func() (map[uint32]uint64, error) { return KernelClassBytes(l.NSK, l.VethK) }
 	err = l.htbWindow(loads, peers, KernelAddr, counters, wireBytes(l.NSP, l.VethP2), o, &r)
 	for i := range r.Classes {
 		r.Classes[i].IdleRTT = idle[i]
 	}
-	r.TC, _ = Run(l.NSK, "tc", "-s", "class", "show", "dev", l.VethK)
-	return r, warnings, err
+	r.TC, _ = Run(l.NSK, "tc", "-s", what, "show", "dev", l.VethK)
+	return r, err
 }
 
 // idleRTTs is the median RTT of a few pings to sender from each of the

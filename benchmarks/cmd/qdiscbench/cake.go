@@ -19,7 +19,7 @@ var cakeRates = []string{"1mbit", "10mbit", "100mbit", "1gbit"}
 // as the sandbox serving the peer's two addresses as two clients (issue
 // 29): host fairness with client A receiving 1 TCP stream and client B 10
 // through 100 Mbit/s, cake's host modes beside netqdisc's tbf with an
-// fq_codel child and the kernel's sch_htb (one class, a pfifo leaf; this
+// fq_codel child and the kernel's sch_tbf and sch_htb (one class, a pfifo leaf; this
 // kernel has neither fq_codel nor cake); the shaper's accuracy on the
 // wire and a ping's RTT under load from 1 Mbit/s to 1 Gbit/s; and an EF
 // marked ping beside an unmarked one under bulk load with diffserv4 and
@@ -62,6 +62,9 @@ func runCake(stdout, stderr io.Writer, streams int, warmup, window time.Duration
 		{"ours, cake 100mbit dsthost", cakeHosts(l, "bandwidth 100mbit dsthost", o)},
 		{"ours, tbf 100mbit + fq_codel", func() (lab.HTBResult, error) {
 			return l.MeasureNetstackHosts(tbfFQ.NewQueueingDiscipline, lab.HostLoads(1, 10), o)
+		}},
+		{"kernel, tbf 100mbit (burst 125000)", func() (lab.HTBResult, error) {
+			return l.MeasureKernelTBF(100*125_000, 125_000, 50*time.Millisecond, lab.HostLoads(1, 10), o)
 		}},
 		{"kernel, htb 100mbit (one class, pfifo)", func() (lab.HTBResult, error) {
 			hc, err := kernelHTB.HTBConfig()
