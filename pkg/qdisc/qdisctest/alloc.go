@@ -58,7 +58,7 @@ func BenchWritePacket(b *testing.B, q stack.QueueingDiscipline) {
 
 // BenchWritePacketPaced is BenchWritePacket for a qdisc that takes every
 // packet and drops at its own limit (cake, fq_codel): each producer
-// yields to the dispatchers every yieldEvery packets, as a full queue
+// yields to the dispatchers every YieldEvery packets, as a full queue
 // makes BenchWritePacket's producers do, so that the producers do not
 // outrun the dispatcher and the benchmark measures the path to the lower
 // link, not the overflow path (ReportDrops says which it measured).
@@ -70,18 +70,18 @@ func BenchWritePacketPaced(b *testing.B, q stack.QueueingDiscipline) {
 		defer pkt.DecRef()
 		for i := 1; pb.Next(); i++ {
 			Feed(q, pkt, 1)
-			if i%yieldEvery == 0 {
+			if i%YieldEvery == 0 {
 				yield()
 			}
 		}
 	})
 }
 
-// yieldEvery is how many packets BenchWritePacketPaced's producers write
+// YieldEvery is how many packets BenchWritePacketPaced's producers write
 // between yields: few enough that a dispatcher given the CPU drains them
 // long before any limit, many enough that the yield's cost per packet is
 // small.
-const yieldEvery = 64
+const YieldEvery = 64
 
 // ReportDrops reports, as drops/op, the packets q dropped per packet
 // written: a benchmark of a qdisc that never limits measures the path to
