@@ -81,6 +81,18 @@ type Sorter interface {
 	EnqueueSorted(pkt *stack.PacketBuffer, size uint32, now int64, key uint32) bool
 }
 
+// BatchDequeuer is a Queue that hands over many packets in one call, as
+// that many Dequeues at one time would (htb, whose streak then costs no
+// call a packet): a lane without a gate takes its batches so.
+type BatchDequeuer interface {
+	Queue
+	// DequeueBatch dequeues, at now, up to len(sizes) packets, the ones
+	// that many Dequeue(now) calls would return, until one would return
+	// nothing: it appends them to pkts, in order, and their sizes to
+	// sizes, and returns how many.
+	DequeueBatch(now int64, pkts *stack.PacketBufferList, sizes []uint32) int
+}
+
 // ArrivalBlind is a Queue that never reads the arrival times Enqueue is
 // given (htb over pfifo leaves): its lane does not read the clock for
 // them, and passes qdisc.Unstamped.

@@ -125,7 +125,7 @@ func New(rules []Rule, defaultClass uint32, dir Direction) (*Classifier, error) 
 		c.source[i] = r
 		c.ports = c.ports || cr.ports
 	}
-	c.v4 = compileV4(c.rules)
+	c.v4 = compileV4(c.rules, dir)
 	return c, nil
 }
 
@@ -146,15 +146,20 @@ func (c *Classifier) Direction() Direction { return c.dir }
 // start of pkt.Data() (a packet as a link hands it up). pkt is not
 // modified, nor its chunks merged.
 func (c *Classifier) Classify(protocol tcpip.NetworkProtocolNumber, pkt *stack.PacketBuffer) uint32 {
+	if protocol == header.IPv4ProtocolNumber && c.v4 != nil {
+		// The common case, inlined: rules of prefixes only, an IPv4
+		// header in one view.
+		if h, _, size := networkBytes(pkt); len(h) >= header.IPv4MinimumSize {
+			return c.classifyV4(h, size)
+		}
+	}
+	return c.classify(protocol, pkt)
+}
+
+// classify is Classify but for its inlined case.
+func (c *Classifier) classify(protocol tcpip.NetworkProtocolNumber, pkt *stack.PacketBuffer) uint32 {
 	if len(c.rules) == 0 {
 		return c.def // nothing to read
-	}
-	if protocol == header.IPv4ProtocolNumber && c.v4 != nil {
-		var b packetBytes
-		b.init(pkt)
-		if len(b.first) >= header.IPv4MinimumSize {
-			return c.classifyV4(b.first, b.size)
-		}
 	}
 	f := fields{wantPorts: c.ports}
 	var b packetBytes

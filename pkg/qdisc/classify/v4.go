@@ -6,19 +6,21 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 )
 
-// rule4 is a rule that tests addresses only, as IPv4 masks: what
-// classifyV4 matches. A rule for IPv6 is kept (never matching), so that
-// rules keep their order.
+// rule4 is a rule that tests addresses only, as IPv4 masks over the
+// packet's own destination and source: what classifyV4 matches. A rule
+// for IPv6 is kept as one that never matches, so that rules keep their
+// order.
 type rule4 struct {
 	dstBits, dstMask uint32
 	srcBits, srcMask uint32
-	v6               bool
 	class            uint32
 }
 
-// compileV4 returns rules as rule4s if every one tests addresses only (no
-// protocol, ports or DSCP), else nil.
-func compileV4(rules []rule) []rule4 {
+// compileV4 returns rules as rule4s for packets travelling in direction
+// dir (for Ingress, a rule's dst is matched against the packet's source)
+// if every one tests addresses only (no protocol, ports or DSCP), else
+// nil.
+func compileV4(rules []rule, dir Direction) []rule4 {
 	if len(rules) == 0 {
 		return nil
 	}
@@ -27,10 +29,17 @@ func compileV4(rules []rule) []rule4 {
 		if r.proto != 0 || r.ports || r.dscpMask != 0 {
 			return nil
 		}
+		dst, src := r.dst, r.src
+		if dir == Ingress {
+			dst, src = src, dst
+		}
 		v4[i] = rule4{
-			dstBits: uint32(r.dst.bits[1]), dstMask: uint32(r.dst.mask[1]),
-			srcBits: uint32(r.src.bits[1]), srcMask: uint32(r.src.mask[1]),
-			v6: r.family == 6, class: r.class,
+			dstBits: uint32(dst.bits[1]), dstMask: uint32(dst.mask[1]),
+			srcBits: uint32(src.bits[1]), srcMask: uint32(src.mask[1]),
+			class: r.class,
+		}
+		if r.family == 6 {
+			v4[i].dstBits, v4[i].dstMask = 1, 0 // no address has a bit under an empty mask
 		}
 	}
 	return v4
@@ -43,19 +52,18 @@ func compileV4(rules []rule) []rule4 {
 // header, then the first rule whose prefixes hold the addresses.
 func (c *Classifier) classifyV4(h []byte, size int) uint32 {
 	h = h[:header.IPv4MinimumSize]
-	ihl := int(h[0]&0xf) * 4
+	vihl := h[0]
 	total := int(binary.BigEndian.Uint16(h[2:4]))
-	if h[0]>>4 != 4 || ihl < header.IPv4MinimumSize || total < ihl || total > size {
+	// Version 4, an IHL of at least 5 words, and a total length from the
+	// IHL to the packet's size.
+	if vihl>>4 != 4 || vihl&0xf < header.IPv4MinimumSize/4 || total < int(vihl&0xf)*4 || total > size {
 		return c.def
 	}
 	src := binary.BigEndian.Uint32(h[12:16])
 	dst := binary.BigEndian.Uint32(h[16:20])
-	if c.dir == Ingress {
-		src, dst = dst, src
-	}
 	for i := range c.v4 {
 		r := &c.v4[i]
-		if !r.v6 && dst&r.dstMask == r.dstBits && src&r.srcMask == r.srcBits {
+		if dst&r.dstMask == r.dstBits && src&r.srcMask == r.srcBits {
 			return r.class
 		}
 	}

@@ -57,6 +57,10 @@ type Lane struct {
 	// queue is the lane's queue: own, or the one Config gave.
 	// +checklocks:mu
 	queue qdisc.Queue
+	// batcher is the queue, when it dequeues in batches
+	// (qdisc.BatchDequeuer).
+	// +checklocks:mu
+	batcher qdisc.BatchDequeuer
 	// own is the lane's own packet queue (Linux's pfifo/bfifo), its queue
 	// unless Config gave one.
 	// +checklocks:mu
@@ -165,6 +169,7 @@ func (l *Lane) Init(cfg Config) {
 	l.timed = l.gate != nil || l.stamped
 	l.queue = cfg.Queue
 	l.shaper, _ = cfg.Queue.(qdisc.Shaper)
+	l.batcher, _ = cfg.Queue.(qdisc.BatchDequeuer)
 	if l.queue == nil {
 		l.own.Init(cfg.MaxPackets, cfg.MaxBytes)
 		l.queue = &l.own

@@ -79,6 +79,12 @@ func (l *Lane) takeLocked() (n int, wait, now int64) {
 		// queue that measures delay (CoDel) sees it.
 		return n, 0, now
 	}
+	if l.batcher != nil && l.gate == nil {
+		if n = l.takeBatchedLocked(now); n == 0 {
+			return 0, l.shaperWaitLocked(now), now
+		}
+		return n, 0, now
+	}
 	for k < len(l.taken) {
 		if l.gate != nil {
 			// booked[:due] are due (NowGate): far from the ceiling, the
@@ -108,12 +114,8 @@ func (l *Lane) takeLocked() (n int, wait, now int64) {
 			pkt, size, ok = l.own.Dequeue(now)
 		}
 		if !ok {
-			if n == 0 && l.shaper != nil {
-				if p, _ := l.shaper.Len(); p > 0 {
-					// The shaper holds its packets back (Linux's qdisc
-					// arms its watchdog): wait for its next event.
-					return 0, max(l.shaper.NextEvent()-now, 1), now
-				}
+			if n == 0 {
+				return 0, l.shaperWaitLocked(now), now
 			}
 			break
 		}
@@ -123,6 +125,37 @@ func (l *Lane) takeLocked() (n int, wait, now int64) {
 		}
 	}
 	return n, 0, now
+}
+
+// takeBatchedLocked is takeLocked's loop for a queue that dequeues in
+// batches, on a lane without a gate: it fills l.taken's batches, a
+// DequeueBatch call each, and returns how many packets it took.
+// +checklocks:l.mu
+func (l *Lane) takeBatchedLocked(now int64) int {
+	n := 0
+	for k := range l.taken {
+		b := &l.taken[k]
+		got := l.batcher.DequeueBatch(now, &b.pkts, b.sizes[b.n:])
+		b.n += got
+		n += got
+		if b.n < len(b.sizes) {
+			break // the queue has no more due
+		}
+	}
+	return n
+}
+
+// shaperWaitLocked is how long a pass that took nothing waits: when the
+// queue shapes on its own and holds its packets back (Linux's qdisc arms
+// its watchdog), until its next event, else 0 (empty).
+// +checklocks:l.mu
+func (l *Lane) shaperWaitLocked(now int64) int64 {
+	if l.shaper != nil {
+		if p, _ := l.shaper.Len(); p > 0 {
+			return max(l.shaper.NextEvent()-now, 1)
+		}
+	}
+	return 0
 }
 
 // bookLocked books the packets the queue shows at its head (a batch's

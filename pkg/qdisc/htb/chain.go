@@ -80,7 +80,12 @@ func (t *Tree) buildChains() error {
 		t.root = root
 	}
 	t.chains = make([]*classify.Classifier, len(t.classes))
+	t.settled = make([]uint32, len(t.classes)+1)
+	t.settled[noClass] = t.defIndex
 	for i, cl := range t.classes {
+		if cl.level == 0 {
+			t.settled[i+1] = uint32(i + 1)
+		}
 		rules, ok := t.cfg.Chains[cl.id]
 		if !ok || cl.level == 0 { // a leaf's filters are never run
 			continue
@@ -115,6 +120,16 @@ func (t *Tree) place(pkt *stack.PacketBuffer) uint32 {
 	} else {
 		i = t.root.Classify(pkt.NetworkProtocolNumber, pkt)
 	}
+	if i < uint32(len(t.settled)) && t.settled[i] != 0 { // a leaf, or the default
+		return t.settled[i]
+	}
+	return t.placeBelow(pkt, i)
+}
+
+// placeBelow is place for a packet the root chain answered i for when
+// that was an inner class or the direct queue: the inner classes' chains,
+// or the default.
+func (t *Tree) placeBelow(pkt *stack.PacketBuffer, i uint32) uint32 {
 	for range MaxDepth + 1 {
 		if i == noClass || i == directIndex {
 			break

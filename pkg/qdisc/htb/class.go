@@ -85,11 +85,16 @@ func (cl *class) modeAfter(diff *int64) Mode {
 
 // costs returns what a packet of bytes bytes costs in ns in the rate and
 // the ceil bucket (psched_l2t_ns of each): remembered for the last
-// length, and computed once when they are the same rate.
+// length (inlined), and computed once when they are the same rate.
 func (cl *class) costs(bytes uint32) (rateNS, ceilNS int64) {
 	if bytes == cl.costLen {
 		return cl.costRate, cl.costCeil
 	}
+	return cl.newCosts(bytes)
+}
+
+// newCosts is costs for a length other than the last.
+func (cl *class) newCosts(bytes uint32) (rateNS, ceilNS int64) {
 	cl.costLen = bytes
 	cl.costRate = int64(cl.rate.TimeNS(bytes))
 	cl.costCeil = cl.costRate

@@ -427,6 +427,23 @@ func TestConformanceBatched(t *testing.T) {
 	}
 }
 
+// TestConformanceDequeueBatch runs the scripted cases with the tree
+// dequeued as a lane takes its packets, by DequeueBatch: drains in
+// batches of 3 packets, alone and with each arrival followed by a batch
+// of one (a streak then runs across batches, and across times).
+func TestConformanceDequeueBatch(t *testing.T) {
+	for _, oneByOne := range []bool{false, true} {
+		for _, tc := range scriptedCases() {
+			t.Run(fmt.Sprintf("%s, one by one %v", tc.name, oneByOne), func(t *testing.T) {
+				ls := htbtest.NewLockstep(t, tc.cfg)
+				ls.BatchDequeue, ls.OneByOne = 3, oneByOne
+				ls.Run(t, tc.arrivals, tc.changes)
+				ls.Finish(t)
+			})
+		}
+	}
+}
+
 // TestScriptedModel checks that what each scripted case claims holds of the
 // model alone, so that the cases test what they say.
 func TestScriptedModel(t *testing.T) {

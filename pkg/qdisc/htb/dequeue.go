@@ -182,18 +182,25 @@ func (t *Tree) leafDequeue(cl *class) (*stack.PacketBuffer, uint32, bool) {
 func (t *Tree) fifoDequeue(cl *class) (*stack.PacketBuffer, uint32, bool) {
 	pkt, size, ok := cl.fifo.Dequeue(t.now)
 	if ok {
-		cl.leafPackets--
-		cl.leafBytes -= uint64(size)
-		t.packets--
-		t.bytes -= uint64(size)
+		t.countOut(cl, size)
 	}
 	return pkt, size, ok
+}
+
+// countOut counts a packet of size bytes that left leaf cl's default
+// pfifo out of the class and the tree.
+func (t *Tree) countOut(cl *class, size uint32) {
+	cl.leafPackets--
+	cl.leafBytes -= uint64(size)
+	t.packets--
+	t.bytes -= uint64(size)
 }
 
 // sent books a packet of size bytes that leaf cl sent at level and prio
 // (the rest of htb_dequeue_tree once its leaf gave a packet): the class's
 // counters and deficit, its turn, its deactivation once empty, and the
-// charge up the tree. It reports whether the leaf keeps its turn: it has
+// charge up the tree (chargeStreak's, for the streak's leaf: t.streak is
+// nil when dequeue's walk calls it). It reports whether the leaf keeps its turn: it has
 // packets, can still send at its own rate, and its deficit is not spent.
 func (t *Tree) sent(cl *class, level, prio int, size uint32) bool {
 	cl.bytes += uint64(size)
@@ -212,7 +219,11 @@ func (t *Tree) sent(cl *class, level, prio int, size uint32) bool {
 		t.deactivate(cl)
 		turn = false
 	}
-	t.charge(cl, level, size)
+	if t.streak == cl {
+		t.chargeStreak(cl, size)
+	} else {
+		t.charge(cl, level, size)
+	}
 	return turn && cl.mode == CanSend
 }
 
@@ -231,10 +242,13 @@ func (t *Tree) sent(cl *class, level, prio int, size uint32) bool {
 // would take from.
 func (t *Tree) dequeueStreak() (*stack.PacketBuffer, uint32, bool) {
 	cl := t.streak
-	pkt, size, ok := t.fifoDequeue(cl)
-	if !ok { // it has packets (sent): cannot happen, but never lose the turn
+	// fifoDequeue, inlined. The leaf has packets (sent): !ok cannot
+	// happen, but never lose the turn.
+	pkt, size, ok := cl.fifo.Dequeue(t.now)
+	if !ok {
 		return t.dequeue(t.now)
 	}
+	t.countOut(cl, size)
 	prio := cl.prio & (NumPrio - 1)
 	t.rows[0][prio].lastID = 0 // as dequeueTree's first step
 	if !t.sent(cl, 0, prio, size) {

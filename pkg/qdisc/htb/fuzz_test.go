@@ -2,13 +2,25 @@ package htb
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 
+	"github.com/netqdisc/netqdisc/pkg/qdisc"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/qdisctest"
 )
+
+// departure is a packet a tree handed over: its sequence number and size.
+type departure struct {
+	seq  uint64
+	size uint32
+}
+
+// qdiscBatch is a lane's batch.
+const qdiscBatch = qdisc.BatchSize
 
 // randomTree builds a valid random class tree of up to 8 classes from
 // src: parents before children, no deeper than MaxDepth, rates from 1
@@ -50,8 +62,12 @@ func randomTree(src qdisctest.Source) Config {
 // FuzzTree drives random class trees with random traffic, changes and
 // purges on a step clock: no panic; every packet accepted is dequeued,
 // queued or purged, and every one refused counted (conservation); the tree
-// never hands over a packet while it says it waits, nor waits for a time
-// already past; and every reference comes back (TestMain's leak check).
+// never hands over a packet while it says it waits, nor, when a dequeue
+// found nothing, waits for a time already past; and every reference comes back (TestMain's leak check).
+// A twin of the tree, given the same packets, changes and purges, is
+// drained by DequeueBatch, in batches of random sizes, as a lane drains
+// it: it hands over the same packets in the same order, and its classes
+// end every step as the tree's do.
 func FuzzTree(f *testing.F) {
 	f.Add([]byte{})
 	f.Add([]byte("\x03\x01\x02\x05\x00\x07\x10\x20\x30\x40\x50\x60\x70\x80\x90\xa0"))
@@ -67,6 +83,41 @@ func fuzzTree(t *testing.T, data []byte) {
 		tr, err := NewTree(cfg, bySeq{}, 0)
 		if err != nil {
 			t.Fatalf("a valid random tree was refused: %v\n%+v", err, cfg)
+		}
+		tw, err := NewTree(cfg, bySeq{}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tw.Purge()
+		// twinDrain dequeues from tw as a lane does, a batch at a time,
+		// up to len(want) packets, or, if all, until it hands over
+		// nothing, and fails t unless it hands over the packets want (by
+		// seq and size).
+		twinDrain := func(now int64, want []departure, all bool) {
+			var got []departure
+			for all || len(got) < len(want) {
+				var pkts stack.PacketBufferList
+				sizes := make([]uint32, 1+src.IntN(2*qdiscBatch))
+				if !all {
+					sizes = sizes[:min(len(sizes), len(want)-len(got))]
+				}
+				n := tw.DequeueBatch(now, &pkts, sizes)
+				i := 0
+				for _, pkt := range pkts.AsSlice() {
+					got = append(got, departure{qdisctest.Seq(pkt), sizes[i]})
+					i++
+				}
+				pkts.Reset()
+				if i != n {
+					t.Fatalf("DequeueBatch returned %d, appended %d packets", n, i)
+				}
+				if n < len(sizes) {
+					break
+				}
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("at %d ns, DequeueBatch handed over %v, Dequeue %v", now, got, want)
+			}
 		}
 		var accepted, refused, sent, purged, purges int
 		changed := false
@@ -92,19 +143,29 @@ func fuzzTree(t *testing.T, data []byte) {
 				size := 64 + src.IntN(65536)
 				seq++
 				pkt := qdisctest.MakePacket(64, 0, uint64(id)<<32|seq)
-				if tr.Enqueue(pkt, uint32(size), now) {
+				twin := qdisctest.MakePacket(64, 0, uint64(id)<<32|seq)
+				ok := tr.Enqueue(pkt, uint32(size), now)
+				if ok {
 					accepted++
 					held[pkt] = true
 				} else {
 					refused++
 					pkt.DecRef()
 				}
+				if tw.Enqueue(twin, uint32(size), now) != ok {
+					t.Fatalf("the twin took packet %d (%d bytes) where the tree did not, or the other way", seq, size)
+				} else if !ok {
+					twin.DecRef()
+				}
 			case 3, 4: // time passes
 				now += int64(src.IntN(20_000_000))
-			case 5: // the dequeues a qdisc_run makes
-				for {
+			case 5: // the dequeues a qdisc_run makes, or some of them
+				var out []departure
+				limit, all := 1+src.IntN(64), src.IntN(2) == 0
+				empty := false // the last Dequeue handed over nothing
+				for all || len(out) < limit {
 					pkt, size, ok := tr.Dequeue(now)
-					if !ok {
+					if empty = !ok; empty {
 						break
 					}
 					if !held[pkt] {
@@ -113,9 +174,11 @@ func fuzzTree(t *testing.T, data []byte) {
 					through[leafOf(pkt)] += uint64(size)
 					delete(held, pkt)
 					sent++
+					out = append(out, departure{qdisctest.Seq(pkt), size})
 					pkt.DecRef()
 				}
-				if n, _ := tr.Len(); n > 0 && tr.armed && tr.NextEvent() <= now {
+				twinDrain(now, out, empty)
+				if n, _ := tr.Len(); empty && n > 0 && tr.armed && tr.NextEvent() <= now {
 					t.Fatalf("holds %d packets, waiting for %d, not after now %d", n, tr.NextEvent(), now)
 				}
 			case 6: // a change in place
@@ -127,9 +190,13 @@ func fuzzTree(t *testing.T, data []byte) {
 				if err := tr.ChangeClass(c, now); err != nil {
 					t.Fatalf("ChangeClass(%+v): %v", c, err)
 				}
+				if err := tw.ChangeClass(c, now); err != nil {
+					t.Fatalf("the twin's ChangeClass(%+v): %v", c, err)
+				}
 			case 7:
 				if src.IntN(8) == 0 {
 					n, _ := tr.Purge()
+					tw.Purge()
 					purged += n
 					purges++
 					for pkt := range held {
@@ -146,6 +213,9 @@ func fuzzTree(t *testing.T, data []byte) {
 			}
 			if d := tr.Drops(); d != uint64(refused) {
 				t.Fatalf("Drops %d, %d refused", d, refused)
+			}
+			if diff := cmp.Diff(tr.Classes(), tw.Classes()); diff != "" {
+				t.Fatalf("after op %d, the classes of the tree drained by Dequeue and of its twin drained by DequeueBatch differ (-Dequeue +DequeueBatch):\n%s", op, diff)
 			}
 		}
 		// Everything queued leaves in the end (no class is starved forever:

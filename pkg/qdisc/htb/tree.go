@@ -31,12 +31,16 @@ type Tree struct {
 	// classifier, answering with indexes, unless custom, a Classifier
 	// NewTree was given, answering with classids, replaces it; chains
 	// are the inner classes' chains, by position in classes (nil: none);
-	// pos is each class's position + 1, defIndex the default leaf's
-	// (directIndex: none), handle the qdisc's: all set by NewTree and
-	// never changed, so that place may read them without the lock.
+	// settled is, for each answer of the root chain but directIndex,
+	// where the packet goes when that needs no other chain (a leaf, or
+	// the default for noClass), else 0: place's common case. pos is each
+	// class's position + 1, defIndex the default leaf's (directIndex:
+	// none), handle the qdisc's: all set by NewTree and never changed,
+	// so that place may read them without the lock.
 	root     *classify.Classifier
 	custom   Classifier
 	chains   []*classify.Classifier
+	settled  []uint32
 	pos      map[uint32]uint32
 	defIndex uint32
 	handle   uint32
@@ -85,8 +89,9 @@ type Tree struct {
 }
 
 var (
-	_ qdisc.Shaper = (*Tree)(nil)
-	_ qdisc.Sorter = (*Tree)(nil)
+	_ qdisc.Shaper        = (*Tree)(nil)
+	_ qdisc.Sorter        = (*Tree)(nil)
+	_ qdisc.BatchDequeuer = (*Tree)(nil)
 )
 
 // NewTree returns the tree cfg describes, its buckets full at now (ns), that
@@ -304,6 +309,43 @@ func (t *Tree) Peek(now int64, sizes []uint32, arrived []int64) int {
 
 // Dequeue implements qdisc.Queue.Dequeue (htb_dequeue).
 func (t *Tree) Dequeue(now int64) (*stack.PacketBuffer, uint32, bool) {
+	if t.inStreak(now) {
+		return t.dequeueStreak()
+	}
+	return t.dequeueAt(now)
+}
+
+// DequeueBatch implements qdisc.BatchDequeuer.DequeueBatch: Dequeue
+// after Dequeue at now, into pkts and sizes, until one hands over nothing
+// or sizes is full.
+func (t *Tree) DequeueBatch(now int64, pkts *stack.PacketBufferList, sizes []uint32) int {
+	for n := range sizes {
+		var pkt *stack.PacketBuffer
+		var size uint32
+		var ok bool
+		if t.inStreak(now) { // Dequeue, inlined
+			pkt, size, ok = t.dequeueStreak()
+		} else {
+			pkt, size, ok = t.dequeueAt(now)
+		}
+		if !ok {
+			return n
+		}
+		pkts.PushBack(pkt)
+		sizes[n] = size
+	}
+	return len(sizes)
+}
+
+// inStreak reports whether a dequeue at now takes from the streak's leaf
+// (see dequeueStreak): there is one, and no peeked packet, no event
+// waited for and no late dequeue to catch up on comes before it.
+func (t *Tree) inStreak(now int64) bool {
+	return t.streak != nil && t.peeked == nil && !t.armed && t.behind == 0 && now <= t.now
+}
+
+// dequeueAt is Dequeue but for the streak.
+func (t *Tree) dequeueAt(now int64) (*stack.PacketBuffer, uint32, bool) {
 	if pkt := t.peeked; pkt != nil {
 		t.peeked = nil
 		return pkt, t.peekedSize, true

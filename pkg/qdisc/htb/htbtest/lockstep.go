@@ -56,6 +56,10 @@ type Lockstep struct {
 	// same time (qdisc_peek_dequeued): they must name the packet the
 	// Dequeue hands over, or none when it hands over none.
 	PeekFirst bool
+	// BatchDequeue, if not 0, makes the tree dequeued by DequeueBatch, as
+	// a lane takes its packets: a drain in calls of BatchDequeue packets
+	// until one comes back short, a single dequeue a call of one.
+	BatchDequeue int
 	// Trace, if not nil, is given every step as the failure report would
 	// show it.
 	Trace func(string)
@@ -246,11 +250,28 @@ func (ls *Lockstep) arrive(t testing.TB, now int64, a Arrival) {
 func (ls *Lockstep) dequeueOne(t testing.TB, now int64) {
 	t.Helper()
 	ls.Model.DequeueOne(now)
-	pkt, size, ok := ls.Tree.Dequeue(now)
-	if ok {
+	if ls.BatchDequeue != 0 {
+		ls.dequeueBatch(t, now, 1)
+	} else if pkt, size, ok := ls.Tree.Dequeue(now); ok {
 		ls.record(t, now, pkt, size)
 	}
 	ls.compare(t, now)
+}
+
+// dequeueBatch dequeues up to n packets from the tree at now in one
+// DequeueBatch call, records them, and returns how many it handed over.
+func (ls *Lockstep) dequeueBatch(t testing.TB, now int64, n int) int {
+	t.Helper()
+	var pkts stack.PacketBufferList
+	sizes := make([]uint32, n)
+	got := ls.Tree.DequeueBatch(now, &pkts, sizes)
+	if got != pkts.Len() || got > n {
+		ls.fail(t, now, fmt.Sprintf("DequeueBatch of %d returned %d and handed over %d packets", n, got, pkts.Len()))
+	}
+	for i, pkt := range pkts.AsSlice() {
+		ls.record(t, now, pkt, sizes[i]) // the list's reference is the tree's
+	}
+	return got
 }
 
 // drain dequeues both sides at now and compares their departures.
@@ -261,11 +282,14 @@ func (ls *Lockstep) drain(t testing.TB, now int64) {
 	ls.compare(t, now)
 }
 
-// drainTree dequeues the tree at now until it hands over nothing, and
-// reads its NextEvent if packets wait.
+// drainTree dequeues the tree at now until it hands over nothing (by
+// Dequeue, or DequeueBatch), and reads its NextEvent if packets wait.
 func (ls *Lockstep) drainTree(t testing.TB, now int64) {
 	t.Helper()
-	for {
+	for full := ls.BatchDequeue != 0; full; { // batches until one comes back short
+		full = ls.dequeueBatch(t, now, ls.BatchDequeue) == ls.BatchDequeue
+	}
+	for ls.BatchDequeue == 0 {
 		peeked, psize := ls.peek(t, now)
 		pkt, size, ok := ls.Tree.Dequeue(now)
 		if ls.PeekFirst && (peeked != ok || size != psize) {
