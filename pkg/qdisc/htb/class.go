@@ -34,8 +34,10 @@ type class struct {
 	tokens, ctokens, tc int64
 	mode                Mode
 
-	// Leaf: its queue, how much of it the tree counts, and its deficit
-	// at each level it may be served from.
+	// Leaf: its queue, how much of it the tree counts (the bytes only
+	// for a qdisc other than the default pfifo, which the tree calls
+	// directly and which counts its own), and its deficit at each level
+	// it may be served from.
 	leaf        qdisc.Queue
 	fifo        *packetbuf.Queue // leaf, when it is the default pfifo
 	leafPackets int

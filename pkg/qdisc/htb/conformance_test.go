@@ -369,6 +369,60 @@ func scriptedCases() []scripted {
 				rateOf(t, sent, c10, win0, win1, 50*mbps, 0.15)
 			},
 		},
+		{
+			// Bursts far from any ceiling leave as they come, a leaf's in
+			// one turn: a streak, whose packets of one length a drain takes
+			// in runs (streakRun), broken by a shorter packet, by the
+			// leaf's last packet and, in the second tree, by the root's
+			// small bucket emptying part way through a burst.
+			name: "bursts far from the ceilings leave as they come",
+			cfg: htb.Config{Classes: []htb.ClassConfig{
+				{ID: root, Rate: 10_000 * mbps},
+				{ID: c10, Parent: root, Rate: 1000 * mbps, Ceil: 10_000 * mbps, Burst: 200_000, CBurst: 200_000},
+				{ID: c20, Parent: root, Rate: 1000 * mbps, Ceil: 10_000 * mbps, Burst: 200_000, CBurst: 200_000},
+			}},
+			arrivals: htbtest.Merge(bursts(c10, 40, 30), bursts(c20, 25, 30)),
+			check:    leaveAsTheyCome,
+		},
+		{
+			name: "bursts far from the leaves' ceilings, past the root's bucket",
+			cfg: htb.Config{Classes: []htb.ClassConfig{
+				{ID: root, Rate: 10_000 * mbps, Burst: 20_000, CBurst: 20_000},
+				{ID: c10, Parent: root, Rate: 5000 * mbps, Ceil: 10_000 * mbps, Burst: 200_000, CBurst: 200_000},
+				{ID: c20, Parent: root, Rate: 5000 * mbps, Ceil: 10_000 * mbps, Burst: 200_000, CBurst: 200_000},
+			}},
+			arrivals: htbtest.Merge(bursts(c10, 40, 30), bursts(c20, 40, 30)),
+			check:    leaveAsTheyCome,
+		},
+	}
+}
+
+// bursts is class's traffic in n bursts, 1 ms apart, of size packets at
+// one time, three of 1514 bytes to one of 600.
+func bursts(class uint32, size, n int) []htbtest.Arrival {
+	var a []htbtest.Arrival
+	for b := range n {
+		a = append(a, htbtest.Paced(int64(b)*ms, class, size, 0, func(i int) uint32 {
+			if i%4 == 3 {
+				return 600
+			}
+			return 1514
+		})...)
+	}
+	return a
+}
+
+// leaveAsTheyCome fails t unless every packet offered left, at the time
+// it came.
+func leaveAsTheyCome(t *testing.T, arrivals []htbtest.Arrival, sent []htbtest.Departure) {
+	t.Helper()
+	if len(sent) != len(arrivals) {
+		t.Fatalf("%d packets left of the %d offered", len(sent), len(arrivals))
+	}
+	for _, d := range sent {
+		if a := arrivals[d.Seq]; d.At != a.At {
+			t.Errorf("packet %d came at %d ns and left at %d", d.Seq, a.At, d.At)
+		}
 	}
 }
 
@@ -429,14 +483,17 @@ func TestConformanceBatched(t *testing.T) {
 
 // TestConformanceDequeueBatch runs the scripted cases with the tree
 // dequeued as a lane takes its packets, by DequeueBatch: drains in
-// batches of 3 packets, alone and with each arrival followed by a batch
-// of one (a streak then runs across batches, and across times).
+// batches of 3 packets, after each arrival, after each time's arrivals
+// (bursts: a streak's runs, streakRun), and with each arrival followed
+// by a batch of one (a streak then runs across batches, and across
+// times).
 func TestConformanceDequeueBatch(t *testing.T) {
-	for _, oneByOne := range []bool{false, true} {
+	for _, mode := range []string{"each", "burst", "one by one"} {
 		for _, tc := range scriptedCases() {
-			t.Run(fmt.Sprintf("%s, one by one %v", tc.name, oneByOne), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%s, %s", tc.name, mode), func(t *testing.T) {
 				ls := htbtest.NewLockstep(t, tc.cfg)
-				ls.BatchDequeue, ls.OneByOne = 3, oneByOne
+				ls.BatchDequeue = 3
+				ls.Batch, ls.OneByOne = mode == "burst", mode == "one by one"
 				ls.Run(t, tc.arrivals, tc.changes)
 				ls.Finish(t)
 			})

@@ -191,7 +191,6 @@ func (t *Tree) fifoDequeue(cl *class) (*stack.PacketBuffer, uint32, bool) {
 // pfifo out of the class and the tree.
 func (t *Tree) countOut(cl *class, size uint32) {
 	cl.leafPackets--
-	cl.leafBytes -= uint64(size)
 	t.packets--
 	t.bytes -= uint64(size)
 }
@@ -225,34 +224,4 @@ func (t *Tree) sent(cl *class, level, prio int, size uint32) bool {
 		t.charge(cl, level, size)
 	}
 	return turn && cl.mode == CanSend
-}
-
-// The streak: far from any ceiling, the leaf that sent last sends again,
-// and Dequeue takes from it without htb_dequeue's walk, every packet of a
-// pass but the first. t.streak is that leaf while a dequeue at t.now
-// would take from it: the last dequeue, at level 0, took from its default
-// pfifo, found no lower prio holding packets back (and no packet in the
-// direct queue, which comes first), and left it its turn (sent); nothing
-// since has queued a packet in the direct queue or made a class active
-// (EnqueueSorted), changed a class (ChangeClass) or purged the tree; and
-// no quota may fall due. A later time may have events due, and takes the
-// walk; a charge queues events only after now.
-
-// dequeueStreak is dequeue at t.now from t.streak, the leaf htb_dequeue
-// would take from.
-func (t *Tree) dequeueStreak() (*stack.PacketBuffer, uint32, bool) {
-	cl := t.streak
-	// fifoDequeue, inlined. The leaf has packets (sent): !ok cannot
-	// happen, but never lose the turn.
-	pkt, size, ok := cl.fifo.Dequeue(t.now)
-	if !ok {
-		return t.dequeue(t.now)
-	}
-	t.countOut(cl, size)
-	prio := cl.prio & (NumPrio - 1)
-	t.rows[0][prio].lastID = 0 // as dequeueTree's first step
-	if !t.sent(cl, 0, prio, size) {
-		t.streak = nil
-	}
-	return pkt, size, true
 }

@@ -110,29 +110,6 @@ func (t *Tree) charge(cl *class, level int, bytes uint32) {
 	}
 }
 
-// chargeStreak is charge for a packet of bytes bytes that the streak's
-// leaf cl sent (see dequeueStreak): at level 0, with no quota, and at
-// t.now, when cl and every ancestor were last charged. So no credit has
-// come since (diff 0), each bucket holds at most its depth already, and
-// the charge is each bucket's cost alone: what charge would do, without
-// its steps that change nothing.
-func (t *Tree) chargeStreak(cl *class, bytes uint32) {
-	cl.lends++ // the leaf sends at its own level
-	for ; cl != nil; cl = cl.parent {
-		rateNS, ceilNS := cl.costs(bytes)
-		cl.tokens = max(cl.tokens-rateNS, 1-mbuffer)
-		cl.ctokens = max(cl.ctokens-ceilNS, 1-mbuffer)
-		if cl.level != 0 {
-			cl.bytes += uint64(bytes)
-			cl.packets++
-		}
-		if cl.mode == CanSend && cl.tokens >= 0 && cl.ctokens >= 0 {
-			continue
-		}
-		t.remode(cl)
-	}
-}
-
 // remode moves class cl, just charged at t.now, to the mode its buckets
 // now give it (htb_change_class_mode), and to or from its level's wait
 // queue.

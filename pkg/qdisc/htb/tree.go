@@ -256,7 +256,6 @@ func (t *Tree) EnqueueSorted(pkt *stack.PacketBuffer, size uint32, now int64, ke
 	if cl.fifo != nil { // the default pfifo, called directly: it drops nothing it took
 		if ok = cl.fifo.Enqueue(pkt, size, now); ok {
 			cl.leafPackets++
-			cl.leafBytes += uint64(size)
 			t.packets++
 			t.bytes += uint64(size)
 		}
@@ -317,24 +316,31 @@ func (t *Tree) Dequeue(now int64) (*stack.PacketBuffer, uint32, bool) {
 
 // DequeueBatch implements qdisc.BatchDequeuer.DequeueBatch: Dequeue
 // after Dequeue at now, into pkts and sizes, until one hands over nothing
-// or sizes is full.
+// or sizes is full; a streak's packets that change no mode go in runs
+// (streakRun).
 func (t *Tree) DequeueBatch(now int64, pkts *stack.PacketBufferList, sizes []uint32) int {
-	for n := range sizes {
+	n := 0
+	for n < len(sizes) {
 		var pkt *stack.PacketBuffer
 		var size uint32
 		var ok bool
 		if t.inStreak(now) { // Dequeue, inlined
+			if m := t.streakRun(pkts, sizes[n:]); m != 0 {
+				n += m
+				continue
+			}
 			pkt, size, ok = t.dequeueStreak()
 		} else {
 			pkt, size, ok = t.dequeueAt(now)
 		}
 		if !ok {
-			return n
+			break
 		}
 		pkts.PushBack(pkt)
 		sizes[n] = size
+		n++
 	}
-	return len(sizes)
+	return n
 }
 
 // inStreak reports whether a dequeue at now takes from the streak's leaf
@@ -516,7 +522,8 @@ func (t *Tree) Classes() []ClassStats {
 			}
 			s.Quantum = uint32(cl.quantum)
 			s.Drops = cl.leaf.Drops()
-			s.BacklogPackets, s.BacklogBytes = uint64(cl.leafPackets), cl.leafBytes
+			n, b := cl.leaf.Len()
+			s.BacklogPackets, s.BacklogBytes = uint64(n), b
 		}
 		out[i] = s
 	}

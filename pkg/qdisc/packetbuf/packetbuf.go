@@ -156,6 +156,15 @@ func (r *Ring) Front(sizes []uint32, stamps []int64) int {
 	return n
 }
 
+// FrontSize returns the size of the front packet; ok is false when the
+// ring is empty.
+func (r *Ring) FrontSize() (size uint32, ok bool) {
+	if r.n == 0 {
+		return 0, false
+	}
+	return r.sizes[r.head], true
+}
+
 // StampUnstamped stamps the packets at the back that have no stamp with
 // stamp. It finds them by walking back from the last packet to the first
 // that has one: a qdisc that stamps what it has seen each time it looks

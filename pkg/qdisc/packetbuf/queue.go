@@ -45,6 +45,10 @@ func (f *Queue) Dequeue(int64) (*stack.PacketBuffer, uint32, bool) {
 	return pkt, size, pkt != nil
 }
 
+// FrontSize returns the size of the packet Dequeue would return next; ok
+// is false when the queue is empty.
+func (f *Queue) FrontSize() (size uint32, ok bool) { return f.ring.FrontSize() }
+
 // Seen records that every packet queued without an arrival time had
 // arrived by now: a gate then books none of them as seen later, however
 // late the pass that books it runs.
