@@ -26,7 +26,9 @@
 // the lower link outside the lock. With a gate, the pass peeks the queue's
 // head packets and books their departures with the gate when it first sees
 // them (a batch's worth in one call: the bucket is updated once), as
-// tbf_dequeue peeks its child. The pass ends when the queue is empty (the
+// tbf_dequeue peeks its child; without a gate, a queue that dequeues in
+// batches (qdisc.BatchDequeuer: htb) fills each batch in one call. The
+// pass ends when the queue is empty (the
 // lane goes idle), when the head must wait for its departure or the link
 // took nothing (the lane waits on the Alarm: throttled), or at Close.
 //
