@@ -28,9 +28,9 @@
 // them (a batch's worth in one call: the bucket is updated once), as
 // tbf_dequeue peeks its child; without a gate, a queue that dequeues in
 // batches (qdisc.BatchDequeuer: htb) fills each batch in one call. The
-// pass ends when the queue is empty (the
-// lane goes idle), when the head must wait for its departure or the link
-// took nothing (the lane waits on the Alarm: throttled), or at Close.
+// pass ends when the queue is empty (the lane goes idle), when the head
+// must wait for its departure or the link took nothing (the lane waits on
+// the Alarm: throttled), or at Close.
 //
 // # States, and who runs a pass
 //

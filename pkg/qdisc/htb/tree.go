@@ -350,7 +350,7 @@ func (t *Tree) inStreak(now int64) bool {
 	return t.streak != nil && t.peeked == nil && !t.armed && t.behind == 0 && now <= t.now
 }
 
-// dequeueAt is Dequeue but for the streak.
+// dequeueAt is Dequeue when not inStreak(now).
 func (t *Tree) dequeueAt(now int64) (*stack.PacketBuffer, uint32, bool) {
 	if pkt := t.peeked; pkt != nil {
 		t.peeked = nil
@@ -359,9 +359,6 @@ func (t *Tree) dequeueAt(now int64) (*stack.PacketBuffer, uint32, bool) {
 	if !t.armed && t.behind == 0 {
 		// Not waiting for an event, nor catching up: nothing to catch up
 		// on (dequeueCatchingUp's first and only step).
-		if t.streak != nil && now <= t.now {
-			return t.dequeueStreak()
-		}
 		return t.dequeue(max(now, t.now))
 	}
 	return t.dequeueCatchingUp(now)
