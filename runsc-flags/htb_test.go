@@ -413,15 +413,27 @@ func randomUpdate(rng *rand.Rand) string {
 
 // randomSplit gives class id (of a ceil near ceil mbit) two children with
 // a chain: a filter by destination to the first, a catch-all to the
-// second; levels more below the first, now and then. Now and then the
-// second is 1:99, which operators' filters may name.
+// second; levels more below the first, now and then. Seven times in eight
+// the children share the class (small rates, the first alone borrowing);
+// else their rates are anything. Now and then the second is 1:99, which
+// operators' filters may name.
 func randomSplit(rng *rand.Rand, id, ceil, levels int) string {
 	var parts []string
 	kids := []int{id*16 + 1, id*16 + 2}
 	if rng.IntN(8) == 0 {
 		kids[1] = 0x99 // a classid some operators' filters name
 	}
-	for _, k := range kids {
+	fits := rng.IntN(8) != 0 // rates that add up to no more than the class's, one borrower
+	for i, k := range kids {
+		if fits {
+			r := 1 + rng.IntN(250>>(2-levels))
+			c := r
+			if i == 0 {
+				c = r + rng.IntN(ceil*400)
+			}
+			parts = append(parts, fmt.Sprintf("class parent 1:%x classid 1:%x rate %dkbit ceil %dkbit prio %d", id, k, r, c, 2+rng.IntN(3)-rng.IntN(2)))
+			continue
+		}
 		parts = append(parts, fmt.Sprintf("class parent 1:%x classid 1:%x rate %dmbit ceil %dmbit prio %d", id, k, 1+rng.IntN(10), 1+rng.IntN(ceil), 2+rng.IntN(3)-rng.IntN(2)))
 	}
 	to := kids[0]

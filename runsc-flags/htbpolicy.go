@@ -85,7 +85,11 @@ func (f *Flag) tighten(op, next *Config, value string) error {
 		return err
 	}
 	if !op.AllowFlagOverride {
+		splitShares(&opScript, &sc)
 		if err := tightens(opScript, sc); err != nil {
+			return fmt.Errorf("%w; loosening --%s %s", err, f.Name, requiresOverride)
+		}
+		if err := splitsFit(opScript, sc); err != nil {
 			return fmt.Errorf("%w; loosening --%s %s", err, f.Name, requiresOverride)
 		}
 	}
@@ -110,7 +114,8 @@ func (f *Flag) tighten(op, next *Config, value string) error {
 //   - a new class hangs from a class (op's or new), with a ceil and a
 //     rate no higher than its parent's ceil and a prio no ahead of the
 //     operator's class it splits, and has a classid that none of op's
-//     filters nor its default names (those packets went elsewhere);
+//     filters nor its default names (those packets went elsewhere); the
+//     new children of a class share it (splitsFit, checked after);
 //   - a class that has children under next and had none under op (a leaf
 //     of op's that the pod splits, or a new class) has a chain whose
 //     filters all send packets to classes under it, with a catch-all (a
@@ -408,10 +413,9 @@ func planClasses(cur, next string, q *htb.Discipline, resets []uint32) (func() e
 
 // applyKubeHTB applies a bandwidth annotation of r bytes/s to the htb
 // classes of its direction, if that direction has them, and reports
-// whether it did: each class at the top of the tree gets a rate and ceil
-// no higher than r, so that the pod's whole traffic that way, which
-// passes one of them, is held to it (with several top classes, each is).
-// The tree, its filters and its quotas stay the operator's.
+// whether it did: the tree is fitted under r (fitUnder), so that the
+// pod's whole traffic that way, which passes the classes at its top, is
+// held to it. The tree, its filters and its quotas stay the operator's.
 func (c *Config) applyKubeHTB(key, value string, r uint64) bool {
 	p := &c.HTB
 	if key == AnnotationKubeIngress {
@@ -426,18 +430,35 @@ func (c *Config) applyKubeHTB(key, value string, r uint64) bool {
 	if err != nil {
 		return false // Validate reports it
 	}
-	top := 0
-	for i, cl := range s.classes {
-		if cl.Parent != 0 && cl.Parent&0xffff != 0 {
-			continue
-		}
-		top++
-		e := effective(cl)
-		s.classes[i].Rate, s.classes[i].Ceil = min(e.Rate, r), min(e.Ceil, r)
-	}
-	if top > 1 {
-		c.Notices = append(c.Notices, fmt.Sprintf("annotation %s=%q: the htb tree has %d classes at its top; each is held to %s, not their sum", key, value, top, showRate(r)))
-	}
+	fitUnder(s.classes, 0, r, r)
 	*p = s.String()
 	return true
+}
+
+// fitUnder fits the children of class id (0: the classes at the top)
+// under a rate and a ceil, and theirs under them, down the tree: each
+// child's ceil no higher than ceil, and the children's rates scaled down
+// in proportion where they add up to more than rate. Linux's htb serves a
+// class within its own rate without asking its parent, so lowering a
+// class alone would leave its children their rates: a tree fitted so
+// sends no more than rate from its classes' own rates, and borrows no
+// more than ceil.
+func fitUnder(classes []htb.ClassConfig, id uint32, rate, ceil uint64) {
+	var kids []int
+	var sum uint64
+	for i, c := range classes {
+		if c.Parent == id || (id == 0 && c.Parent&0xffff == 0) {
+			kids = append(kids, i)
+			sum += c.Rate
+		}
+	}
+	for _, i := range kids {
+		c := &classes[i]
+		e := effective(*c)
+		if sum > rate {
+			c.Rate = max(uint64(float64(c.Rate)*float64(rate)/float64(sum)), 1)
+		}
+		c.Ceil = max(min(e.Ceil, ceil), c.Rate)
+		fitUnder(classes, c.ID, c.Rate, c.Ceil)
+	}
 }

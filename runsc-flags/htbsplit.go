@@ -1,0 +1,167 @@
+package runscflags
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/netqdisc/netqdisc/pkg/qdisc/classify"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/htb"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/rate"
+)
+
+// A class a pod splits is shared by the classes the pod hangs from it, and
+// Linux's htb serves each of them within its own rate, from its own
+// bucket, without asking the class above (htb_dequeue_tree,
+// htb_charge_class): children whose rates add up past their parent's
+// send the sum. And each child that borrows takes a round-robin turn of
+// its own where its parent took one (htb_lookup_leaf moves the parent's
+// pointer on only after every child's turn), at least a packet a turn
+// whatever its quantum: two borrowers take two turns of the excess their
+// parent shared with its siblings. So the pod's children of a class C
+// share C's: their rates, bursts and cbursts add up to no more than C's;
+// each ceil is no higher than C's; and one of them at most borrows (a
+// ceil above its rate), with a quantum no more than C's, so C's subtree
+// still takes one turn. Then it sends no more than C did before it was
+// split: at most C's rate from the children's own buckets, and what C
+// lends or borrows, which is C's as before.
+
+// splitShares fills in what the classes next adds leave unset, as shares
+// of their parent's: a burst, the parent's burst less what the others
+// claim, divided by rate; a cburst likewise, but no deeper than the
+// class's burst if its ceil is its rate (so that it never borrows); a
+// quantum, the parent's. A share is at least 1 byte; splitsFit refuses
+// what does not fit.
+func splitShares(op, next *script) {
+	for _, p := range next.classes { // parents come before their children
+		kids := addedChildren(*op, *next, p.ID)
+		if len(kids) == 0 {
+			continue
+		}
+		pe := effectiveIn(*op, p)
+		share(next.classes, kids, uint64(pe.Burst), func(c *htb.ClassConfig) *uint32 { return &c.Burst })
+		var unset []int
+		for _, j := range kids {
+			if next.classes[j].CBurst == 0 {
+				unset = append(unset, j)
+			}
+		}
+		share(next.classes, kids, uint64(pe.CBurst), func(c *htb.ClassConfig) *uint32 { return &c.CBurst })
+		for _, j := range unset {
+			if c := &next.classes[j]; effective(*c).Ceil <= c.Rate {
+				c.CBurst = min(c.CBurst, c.Burst) // so that it never borrows
+			}
+		}
+		for _, j := range kids {
+			if c := &next.classes[j]; c.Quantum == 0 {
+				c.Quantum = pe.Quantum
+			}
+		}
+	}
+}
+
+// share sets the field of of each class kids (indices in classes) that
+// has it unset to its share of whole: what the others claim taken off,
+// the rest divided by rate, at least 1.
+func share(classes []htb.ClassConfig, kids []int, whole uint64, of func(*htb.ClassConfig) *uint32) {
+	var claimed, unsetRate uint64
+	for _, j := range kids {
+		if v := *of(&classes[j]); v != 0 {
+			claimed += uint64(v)
+		} else {
+			unsetRate += classes[j].Rate
+		}
+	}
+	left := whole - min(claimed, whole)
+	for _, j := range kids {
+		if c := &classes[j]; *of(c) == 0 {
+			*of(c) = uint32(max(min(left*c.Rate/max(unsetRate, 1), 1<<32-1), 1))
+		}
+	}
+}
+
+// borrows reports whether class c may borrow: a ceil above its rate, or
+// a ceil bucket deeper than its rate's (its tokens can run out first).
+func borrows(c htb.ClassConfig) bool {
+	e := effective(c)
+	return e.Ceil > e.Rate || e.CBurst > e.Burst
+}
+
+// splitsFit refuses the children next adds to a class unless they share
+// it (see the comment above splitShares).
+func splitsFit(op, next script) error {
+	for _, p := range next.classes {
+		kids := addedChildren(op, next, p.ID)
+		if len(kids) == 0 {
+			continue
+		}
+		pe := effectiveIn(op, p)
+		pid := classify.ClassID(p.ID)
+		var ids, borrowers []string
+		var rates, bursts, cbursts uint64
+		for _, j := range kids {
+			e := effectiveIn(op, next.classes[j])
+			id := classify.ClassID(e.ID)
+			ids = append(ids, id)
+			rates += e.Rate
+			bursts += uint64(e.Burst)
+			cbursts += uint64(e.CBurst)
+			if borrows(e) {
+				borrowers = append(borrowers, id)
+				if e.Quantum > pe.Quantum {
+					return fmt.Errorf("class %s: quantum %d is above the quantum of %s, %d: the bytes a turn of borrowing sends; give quantum %d or less", id, e.Quantum, pid, pe.Quantum, pe.Quantum)
+				}
+			}
+		}
+		if len(borrowers) > 1 {
+			return fmt.Errorf("the classes %s under %s all borrow (a ceil above the rate): htb gives each borrowing class a turn of the excess where %s took one, so one of %s's children at most may borrow; give the others a ceil equal to their rate", joinList(borrowers, "and"), pid, pid, pid)
+		}
+		who := "the classes " + joinList(ids, "and")
+		if len(ids) == 1 {
+			who = "class " + ids[0]
+		}
+		for _, b := range []struct {
+			what        string
+			got, parent uint64
+			show        func(uint64) string
+		}{
+			{"rates", rates, pe.Rate, rate.FormatRate},
+			{"bursts", bursts, uint64(pe.Burst), tcSize},
+			{"cbursts", cbursts, uint64(pe.CBurst), tcSize},
+		} {
+			if b.got > b.parent {
+				return fmt.Errorf("%s under %s: their %s add up to %s, above %s's %s; htb serves each child within its own %s without asking %s, so children share their parent's: give them %s that add up to %s or less", who, pid, b.what, b.show(b.got), pid, b.show(b.parent), strings.TrimSuffix(b.what, "s"), pid, b.what, b.show(b.parent))
+			}
+		}
+	}
+	return nil
+}
+
+// tcSize is a size in tc's words: "1600b", "64Kb".
+func tcSize(v uint64) string { return rate.FormatSize(v) }
+
+// addedChildren returns where, in next.classes, the children of class id
+// are that next adds to op.
+func addedChildren(op, next script, id uint32) []int {
+	var out []int
+	for j, c := range next.classes {
+		if c.Parent == id && classIndex(op.classes, c.ID) < 0 {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
+// effectiveIn returns c with tc's defaults for what it leaves 0, its
+// quantum too: what a leaf's turn sends, rate/r2q clamped as Linux does,
+// with op's r2q (an annotation cannot change the qdisc's words).
+func effectiveIn(op script, c htb.ClassConfig) htb.ClassConfig {
+	e := effective(c)
+	if e.Quantum == 0 {
+		r2q := uint64(op.qdisc.R2Q)
+		if r2q == 0 {
+			r2q = htb.DefaultR2Q
+		}
+		e.Quantum = uint32(min(max(e.Rate/r2q, htb.MinQuantum), htb.MaxQuantum))
+	}
+	return e
+}
