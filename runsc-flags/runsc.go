@@ -1,11 +1,15 @@
 package runscflags
 
-// What a runtime that applies the dev.gvisor.flag.* annotations itself,
-// flag by flag, needs: runsc's Override hands each annotation for a flag
-// this package Owns to CheckAnnotation (one check for them all, no list of
-// its own), lists those MayAnnotate allows as safe to override, and then
-// applies Kubernetes' bandwidth annotations, which depend on what those
-// left in force, with ApplyKubernetesAnnotations.
+// What a runtime needs: it applies every annotation for a flag this
+// package Owns, and Kubernetes' bandwidth annotations, as one set with
+// Config.ApplyAnnotations, to the operator's Config, and then sets each
+// flag whose value (Get) that changed; runsc's patch 0011 does
+// (ApplyQDiscAnnotations). It must not set a flag to an annotation's own
+// value: an htb or cake annotation is a change the policy merges into the
+// operator's words, so the value that runs is ApplyAnnotations', never the
+// annotation's. MayAnnotate says which flags to list as safe to override
+// (runsc features); CheckAnnotation and ApplyKubernetesAnnotations check
+// or apply part of a set, for runtimes that report per annotation.
 
 // MayAnnotate reports whether an annotation may set the flag called name
 // (without dashes) without --allow-flag-override, within its Rule (Select
