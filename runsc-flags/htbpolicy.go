@@ -6,6 +6,7 @@ import (
 	"github.com/netqdisc/netqdisc/pkg/qdisc/classify"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/fqcodel"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/htb"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/rate"
 )
 
 // validateHTB is Validate for the htb flags: --qdisc=htb needs its
@@ -186,12 +187,13 @@ func tightensClass(o htb.ClassConfig, next script) error {
 	for _, b := range []struct {
 		what      string
 		got, over uint64
+		show      func(uint64) string
 	}{
-		{"rate", en.Rate, eo.Rate}, {"ceil", en.Ceil, eo.Ceil},
-		{"burst", uint64(en.Burst), uint64(eo.Burst)}, {"cburst", uint64(en.CBurst), uint64(eo.CBurst)},
+		{"rate", en.Rate, eo.Rate, rate.FormatRate}, {"ceil", en.Ceil, eo.Ceil, rate.FormatRate},
+		{"burst", uint64(en.Burst), uint64(eo.Burst), tcSize}, {"cburst", uint64(en.CBurst), uint64(eo.CBurst), tcSize},
 	} {
 		if b.got > b.over {
-			return fmt.Errorf("class %s: %s %d is above the operator's %d", id, b.what, b.got, b.over)
+			return fmt.Errorf("class %s: %s %s is above the operator's %s", id, b.what, b.show(b.got), b.show(b.over))
 		}
 	}
 	switch {
@@ -207,8 +209,10 @@ func tightensClass(o htb.ClassConfig, next script) error {
 		switch {
 		case nq == nil:
 			return fmt.Errorf("class %s: the operator's quota (%v) cannot be removed", id, *q)
-		case nq.Bytes > q.Bytes || nq.Rate > q.Rate || nq.Period != q.Period:
-			return fmt.Errorf("class %s: quota %v is looser than the operator's %v (a budget and a rate no higher, the same period)", id, *nq, *q)
+		case nq.Period != q.Period:
+			return fmt.Errorf("class %s: %v: the period of a quota is the operator's, %v (the budget renews on the operator's schedule); give a budget and a rate no higher, per %v", id, *nq, q.Period, q.Period)
+		case nq.Bytes > q.Bytes || nq.Rate > q.Rate:
+			return fmt.Errorf("class %s: %v is looser than the operator's %v; give a budget and a rate no higher", id, *nq, *q)
 		}
 	}
 	return nil
@@ -236,9 +240,9 @@ func newClassFits(op, next script, n htb.ClassConfig) error {
 	pid := classify.ClassID(p.ID)
 	switch {
 	case en.Ceil > ep.Ceil:
-		return fmt.Errorf("class %s: ceil %s is above the ceil of its parent %s, %s; a class may only tighten its parent's", id, showRate(en.Ceil), pid, showRate(ep.Ceil))
+		return fmt.Errorf("class %s: ceil %s is above the ceil of its parent %s, %s; a class may only tighten its parent's", id, rate.FormatRate(en.Ceil), pid, rate.FormatRate(ep.Ceil))
 	case en.Rate > ep.Ceil:
-		return fmt.Errorf("class %s: rate %s is above the ceil of its parent %s, %s; a class may only tighten its parent's", id, showRate(en.Rate), pid, showRate(ep.Ceil))
+		return fmt.Errorf("class %s: rate %s is above the ceil of its parent %s, %s; a class may only tighten its parent's", id, rate.FormatRate(en.Rate), pid, rate.FormatRate(ep.Ceil))
 	}
 	// The operator's class it splits: the nearest of its ancestors that
 	// is op's.

@@ -360,6 +360,9 @@ func mergeClass(classes []htb.ClassConfig, text string, add bool) (htb.ClassConf
 		if !add {
 			return htb.ClassConfig{}, fmt.Errorf("no class %s to change; adding a class here %s", idText, requiresOverride)
 		}
+		if _, ok := given["parent"]; !ok {
+			return htb.ClassConfig{}, fmt.Errorf("no class %s in the tree to change; to add one, give the class it hangs from (class parent 1:20 classid %s rate 1mbit)", idText, idText)
+		}
 		return htb.ParseClass(text)
 	}
 	// The class's own words, then the given ones over them.
