@@ -161,3 +161,37 @@ func sizedIPv4(dst netip.Addr, size int) *stack.PacketBuffer {
 	pkt.NetworkProtocolNumber = header.IPv4ProtocolNumber
 	return pkt
 }
+
+// TestHTBKubernetesBandwidthHolds: kubernetes.io/egress-bandwidth holds an
+// htb pod to the bandwidth, measured: the classes under the root keep no
+// rate of their own above it (htb serves a class within its own rate
+// without asking its parent, so lowering the root alone let classes of 90
+// and 10 Mbit/s under a 50M bandwidth send 100). Load to the cluster's
+// class and the internet's two, 2 s on a step clock through the qdisc.
+func TestHTBKubernetesBandwidthHolds(t *testing.T) {
+	const operator = "qdisc default 30; class root classid 1:1 rate 100mbit; class parent 1:1 classid 1:10 rate 90mbit ceil 100mbit; class parent 1:1 classid 1:20 rate 10mbit ceil 100mbit; class parent 1:20 classid 1:21 rate 8mbit ceil 100mbit; class parent 1:20 classid 1:22 rate 8mbit ceil 100mbit; class parent 1:1 classid 1:30 rate 1mbit; filter dst 10.0.0.0/8 classid 1:10; filter classid 1:20; filter parent 1:20 dst 203.0.113.0/24 classid 1:21; filter parent 1:20 classid 1:22"
+	dsts := []netip.Addr{netip.MustParseAddr("10.1.2.3"), netip.MustParseAddr("203.0.113.9"), netip.MustParseAddr("198.51.100.1")}
+	for _, tc := range []struct {
+		bandwidth string
+		want      float64 // Mbit/s
+	}{
+		{"", 106}, // the operator's classes' rates add up to 106 Mbit/s under its 100: htb gives them that
+		{"50M", 50},
+		{"5M", 5},
+	} {
+		c, err := parse(t, "--qdisc=htb", "--qdisc-htb="+operator)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc.bandwidth != "" {
+			if err := c.ApplyAnnotations(map[string]string{AnnotationKubeEgress: tc.bandwidth}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got := offeredMbit(t, c, dsts, 10, 2*time.Second)
+		t.Logf("egress-bandwidth %q: %.3f Mbit/s (tree %s)", tc.bandwidth, got, c.HTB)
+		if got > tc.want*1.005 || got < tc.want*0.97 {
+			t.Errorf("egress-bandwidth %q: %.3f Mbit/s left, want %.0f", tc.bandwidth, got, tc.want)
+		}
+	}
+}
