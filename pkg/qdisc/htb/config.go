@@ -139,8 +139,8 @@ type ClassConfig struct {
 	Overhead int32
 	MPU      uint32
 	// Quota, if not nil, is a byte budget per period for the class and
-	// every class under it: once spent, they fall to the quota's rate
-	// until the period renews.
+	// every class under it: once spent, they fall, as a whole, to the
+	// quota's rate until the period renews (see Quota).
 	Quota *Quota
 	// Leaf, if not nil, is the leaf's qdisc (fq_codel, a tbf's queue, a
 	// bfifo) in place of the default pfifo of Config.LeafLimit packets,

@@ -22,7 +22,9 @@ type ClassStats struct {
 	Leaf string
 	Prio uint8
 	// Rate, Ceil (bytes per second), Burst, CBurst and Quantum (bytes) are
-	// in force, defaults filled in.
+	// in force, defaults filled in: the class's own, as configured or
+	// changed; while a spent quota bounds it (QuotaSpent here or above),
+	// it sends at most at the lower rates the quota fits it to (Quota).
 	Rate, Ceil    uint64
 	Burst, CBurst uint32
 	Quantum       uint32

@@ -137,7 +137,6 @@ func NewTree(cfg Config, c Classifier, now int64) (*Tree, error) {
 			t.warnings = append(t.warnings, w)
 		}
 		cl.tokens, cl.ctokens = cl.buffer, cl.cbuffer
-		cl.fall = noFall
 		if q := cl.cfg.Quota; q != nil {
 			t.quotas = true
 			t.quotaClasses = append(t.quotaClasses, cl)
@@ -484,11 +483,13 @@ func (t *Tree) ChangeClass(cls ClassConfig, now int64) error {
 	if w := cl.setParams(cls, t.cfg.R2Q); w != "" {
 		t.warnings = append(t.warnings, w)
 	}
-	if cl.fall != noFall { // a spent quota above still bounds it
-		cl.setRates(min(cl.cfg.Rate, cl.fall), min(cl.cfg.Ceil, cl.fall))
+	if cl.bound != unbounded {
+		cl.applyBound() // a spent quota still bounds it
 	}
 	if cls.Quota != nil || old != nil {
 		t.changeQuota(cl, old, now)
+	} else if t.quotas {
+		t.applyQuotas() // its rate may change how its siblings are fitted
 	}
 	return nil
 }
