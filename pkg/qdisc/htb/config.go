@@ -71,6 +71,15 @@ type Config struct {
 	// LeafLimit bounds each default leaf (a pfifo) in packets; 0 means
 	// DefaultLeafLimit.
 	LeafLimit uint32
+	// Slack is how late a wake-up may come and still be caught up in
+	// full (ours, as tbf's Slack: Linux's watchdog is never that late): a
+	// dequeue that comes later than Slack after the event it waited for
+	// replays only the last Slack of what on-time dequeues would have
+	// sent, so a class sends back to back at most its cburst and Slack of
+	// its ceil, however late the timer, and the rest of the time is lost,
+	// as to a late watchdog in Linux. 0 means DefaultSlack; NoSlack
+	// catches nothing up (Linux's accounting); at most MaxSlack.
+	Slack time.Duration
 	// Classes are the classes: each names its parent, which comes
 	// before it (a class whose Parent is 0 or Handle hangs from the
 	// qdisc itself).

@@ -68,8 +68,11 @@ type Tree struct {
 	// an on-time watchdog would fire at next.
 	armed bool
 	// behind, if not 0, is the time of the last packet a late dequeue
-	// sent, which the next one goes on from (see dequeueCatchingUp).
+	// sent, which the next one goes on from (see dequeueCatchingUp), and
+	// slack how far back it goes at most (Config.Slack in ns, 0 for
+	// NoSlack).
 	behind     int64
+	slack      int64
 	overlimits uint64
 	// blind is what ArrivalBlind reports.
 	blind bool
@@ -102,7 +105,7 @@ func NewTree(cfg Config, c Classifier, now int64) (*Tree, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	t := &Tree{cfg: cfg, custom: c, byID: make(map[uint32]*class, len(cfg.Classes)), now: now}
+	t := &Tree{cfg: cfg, custom: c, byID: make(map[uint32]*class, len(cfg.Classes)), now: now, slack: int64(max(cfg.Slack, 0))}
 	t.direct.Init(int(cfg.DirectQLen), 0)
 	for _, cc := range cfg.Classes {
 		cl := &class{id: cc.ID, tc: now, mode: CanSend, cfg: cc}
@@ -188,6 +191,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.LeafLimit == 0 {
 		c.LeafLimit = DefaultLeafLimit
+	}
+	if c.Slack == 0 {
+		c.Slack = DefaultSlack
 	}
 	c.Classes = append([]ClassConfig(nil), c.Classes...)
 	c.Chains = maps.Clone(c.Chains)
@@ -347,53 +353,6 @@ func (t *Tree) DequeueBatch(now int64, pkts *stack.PacketBufferList, sizes []uin
 // waited for and no late dequeue to catch up on comes before it.
 func (t *Tree) inStreak(now int64) bool {
 	return t.streak != nil && t.peeked == nil && !t.armed && t.behind == 0 && now <= t.now
-}
-
-// dequeueAt is Dequeue when not inStreak(now).
-func (t *Tree) dequeueAt(now int64) (*stack.PacketBuffer, uint32, bool) {
-	if pkt := t.peeked; pkt != nil {
-		t.peeked = nil
-		return pkt, t.peekedSize, true
-	}
-	if !t.armed && t.behind == 0 {
-		// Not waiting for an event, nor catching up: nothing to catch up
-		// on (dequeueCatchingUp's first and only step).
-		return t.dequeue(max(now, t.now))
-	}
-	return t.dequeueCatchingUp(now)
-}
-
-// dequeueCatchingUp is dequeue at now for a caller that may come late: when
-// the tree waited for an event that is past (a timer that fired late),
-// it dequeues as Linux's watchdog, firing on time, would have: at the
-// event's time, then on at the time of the last packet sent, event after
-// event, until it has caught up with now. So a late wake-up sends what an
-// on-time one would have sent by now, and the credit that accrued
-// meanwhile, past a bucket's depth, is not lost, as tbf's bookings keep
-// it (see the package doc). A caller that is never late (the lockstep
-// tests) sees plain dequeues at now.
-func (t *Tree) dequeueCatchingUp(now int64) (*stack.PacketBuffer, uint32, bool) {
-	for {
-		at := now
-		if t.armed && t.next < now {
-			at = t.next // the watchdog's time
-		} else if t.behind != 0 && t.behind < now {
-			at = t.behind // going on where the last packet left
-		}
-		at = max(at, t.now)
-		pkt, size, ok := t.dequeue(at)
-		if ok {
-			t.behind = 0
-			if at < now {
-				t.behind = at
-			}
-			return pkt, size, true
-		}
-		t.behind = 0
-		if at >= now || !t.armed {
-			return nil, 0, false
-		}
-	}
 }
 
 // NextEvent implements qdisc.Shaper.NextEvent: the earliest time a class
