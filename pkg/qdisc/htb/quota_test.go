@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/netqdisc/netqdisc/pkg/qdisc/qdisctest"
 )
 
@@ -278,5 +280,67 @@ func TestQuotaBoundsSubtree(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestQuotaFitFollowsChanges: the fit of a spent quota's subtree follows
+// a restored checkpoint, a change of a class under it (its siblings are
+// fitted anew), and a change of the quota that unspends it; the class
+// statistics keep showing the configured rates and the quota's state.
+func TestQuotaFitFollowsChanges(t *testing.T) {
+	const mbit = 125_000
+	q := &Quota{Bytes: 1000, Period: time.Hour, Rate: mbit}
+	tr, err := NewTree(Config{Classes: []ClassConfig{
+		{ID: 0x10001, Rate: 100 * mbit, Quota: q},
+		{ID: 0x10010, Parent: 0x10001, Rate: 6 * mbit, Ceil: 50 * mbit},
+		{ID: 0x10020, Parent: 0x10001, Rate: 2 * mbit},
+		{ID: 0x10030, Rate: 7 * mbit},
+	}}, bySeq{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Purge()
+	type rc struct{ rate, ceil uint64 }
+	inForce := func() map[uint32]rc {
+		out := map[uint32]rc{}
+		for _, cl := range tr.classes {
+			out[cl.id] = rc{cl.rate.BytesPerSecond(), cl.ceil.BytesPerSecond()}
+		}
+		return out
+	}
+	for _, step := range []struct {
+		name string
+		do   func() error
+		want map[uint32]rc
+	}{
+		{"restored spent: 6:2 of 1 Mbit/s", func() error {
+			return tr.RestoreQuotas([]QuotaState{{ID: 0x10001, Used: 1000, Left: time.Minute}}, 1)
+		}, map[uint32]rc{0x10001: {mbit, mbit}, 0x10010: {93_750, mbit}, 0x10020: {31_250, mbit}, 0x10030: {7 * mbit, 7 * mbit}}},
+		{"a child changed: its sibling fitted anew", func() error {
+			return tr.ChangeClass(ClassConfig{ID: 0x10020, Parent: 0x10001, Rate: 6 * mbit}, 2)
+		}, map[uint32]rc{0x10001: {mbit, mbit}, 0x10010: {62_500, mbit}, 0x10020: {62_500, mbit}, 0x10030: {7 * mbit, 7 * mbit}}},
+		{"a class outside changed: nothing else moves", func() error {
+			return tr.ChangeClass(ClassConfig{ID: 0x10030, Rate: 9 * mbit}, 3)
+		}, map[uint32]rc{0x10001: {mbit, mbit}, 0x10010: {62_500, mbit}, 0x10020: {62_500, mbit}, 0x10030: {9 * mbit, 9 * mbit}}},
+		{"the budget raised: the configured rates", func() error {
+			return tr.ChangeClass(ClassConfig{ID: 0x10001, Rate: 100 * mbit, Quota: &Quota{Bytes: 2000, Period: time.Hour, Rate: mbit}}, 4)
+		}, map[uint32]rc{0x10001: {100 * mbit, 100 * mbit}, 0x10010: {6 * mbit, 50 * mbit}, 0x10020: {6 * mbit, 6 * mbit}, 0x10030: {9 * mbit, 9 * mbit}}},
+		{"spent again by a reset and a restore", func() error {
+			if err := tr.ResetQuota(0x10001, 5); err != nil {
+				return err
+			}
+			return tr.RestoreQuotas([]QuotaState{{ID: 0x10001, Used: 5000, Left: time.Minute}}, 6)
+		}, map[uint32]rc{0x10001: {mbit, mbit}, 0x10010: {62_500, mbit}, 0x10020: {62_500, mbit}, 0x10030: {9 * mbit, 9 * mbit}}},
+	} {
+		if err := step.do(); err != nil {
+			t.Fatalf("%s: %v", step.name, err)
+		}
+		if diff := cmp.Diff(step.want, inForce(), cmp.AllowUnexported(rc{})); diff != "" {
+			t.Errorf("%s: rates in force (-want +got):\n%s", step.name, diff)
+		}
+	}
+	st := tr.Classes()
+	if st[0].Rate != 100*mbit || !st[0].QuotaSpent || st[1].Rate != 6*mbit || st[1].Ceil != 50*mbit {
+		t.Errorf("statistics show %+v and %+v; want the configured rates and the quota spent", st[0], st[1])
 	}
 }
