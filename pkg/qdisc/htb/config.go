@@ -1,6 +1,7 @@
 package htb
 
 import (
+	"maps"
 	"time"
 
 	"github.com/netqdisc/netqdisc/pkg/qdisc"
@@ -156,4 +157,48 @@ type ClassConfig struct {
 	// as `tc qdisc add dev eth0 parent 1:10 fq_codel` grafts one. Only
 	// a leaf may have one; the tree takes it over.
 	Leaf qdisc.Queue
+}
+
+// withDefaults fills in what c leaves 0.
+func (c Config) withDefaults() Config {
+	if c.Handle == 0 {
+		c.Handle = 1 << 16
+	}
+	if c.R2Q == 0 {
+		c.R2Q = DefaultR2Q
+	}
+	if c.DirectQLen == 0 {
+		c.DirectQLen = DefaultDirectQLen
+	}
+	if c.LeafLimit == 0 {
+		c.LeafLimit = DefaultLeafLimit
+	}
+	if c.Slack == 0 {
+		c.Slack = DefaultSlack
+	}
+	c.Classes = append([]ClassConfig(nil), c.Classes...)
+	c.Chains = maps.Clone(c.Chains)
+	for i := range c.Classes {
+		c.Classes[i] = c.Classes[i].withDefaults()
+	}
+	return c
+}
+
+// withDefaults fills in tc's defaults for what c leaves 0: a ceil of the
+// rate, and buckets of rate/hz + mtu bytes.
+func (c ClassConfig) withDefaults() ClassConfig {
+	if c.Ceil == 0 {
+		c.Ceil = c.Rate
+	}
+	if c.Burst == 0 {
+		c.Burst = uint32(min(c.Rate/1e9+DefaultMTU, 1<<32-1))
+	}
+	if c.CBurst == 0 {
+		c.CBurst = uint32(min(c.Ceil/1e9+DefaultMTU, 1<<32-1))
+	}
+	if c.Quota != nil {
+		q := *c.Quota // the tree's own
+		c.Quota = &q
+	}
+	return c
 }

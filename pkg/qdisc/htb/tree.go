@@ -2,8 +2,6 @@ package htb
 
 import (
 	"fmt"
-	"maps"
-	"time"
 
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
@@ -176,50 +174,6 @@ func NewTree(cfg Config, c Classifier, now int64) (*Tree, error) {
 		return nil, err
 	}
 	return t, nil
-}
-
-// withDefaults fills in what c leaves 0.
-func (c Config) withDefaults() Config {
-	if c.Handle == 0 {
-		c.Handle = 1 << 16
-	}
-	if c.R2Q == 0 {
-		c.R2Q = DefaultR2Q
-	}
-	if c.DirectQLen == 0 {
-		c.DirectQLen = DefaultDirectQLen
-	}
-	if c.LeafLimit == 0 {
-		c.LeafLimit = DefaultLeafLimit
-	}
-	if c.Slack == 0 {
-		c.Slack = DefaultSlack
-	}
-	c.Classes = append([]ClassConfig(nil), c.Classes...)
-	c.Chains = maps.Clone(c.Chains)
-	for i := range c.Classes {
-		c.Classes[i] = c.Classes[i].withDefaults()
-	}
-	return c
-}
-
-// withDefaults fills in tc's defaults for what c leaves 0: a ceil of the
-// rate, and buckets of rate/hz + mtu bytes.
-func (c ClassConfig) withDefaults() ClassConfig {
-	if c.Ceil == 0 {
-		c.Ceil = c.Rate
-	}
-	if c.Burst == 0 {
-		c.Burst = uint32(min(c.Rate/1e9+DefaultMTU, 1<<32-1))
-	}
-	if c.CBurst == 0 {
-		c.CBurst = uint32(min(c.Ceil/1e9+DefaultMTU, 1<<32-1))
-	}
-	if c.Quota != nil {
-		q := *c.Quota // the tree's own
-		c.Quota = &q
-	}
-	return c
 }
 
 // Warnings returns what Linux would warn about the configuration: a
@@ -452,44 +406,3 @@ func (t *Tree) ChangeClass(cls ClassConfig, now int64) error {
 	}
 	return nil
 }
-
-// Classes returns every class's statistics, in the order of cfg.Classes.
-func (t *Tree) Classes() []ClassStats {
-	out := make([]ClassStats, len(t.classes))
-	for i, cl := range t.classes {
-		s := ClassStats{
-			ID: cl.id, Level: cl.level, Prio: uint8(cl.prio),
-			Rate: cl.cfg.Rate, Ceil: cl.cfg.Ceil, Burst: cl.cfg.Burst, CBurst: cl.cfg.CBurst,
-			Mode: cl.mode, Bytes: cl.bytes, Packets: cl.packets,
-			Overlimits: cl.overlimits, Lends: cl.lends, Borrows: cl.borrows, Giants: cl.gi,
-			Tokens: cl.tokens, CTokens: cl.ctokens,
-		}
-		if cl.parent != nil {
-			s.Parent = cl.parent.id
-		}
-		if q := cl.cfg.Quota; q != nil {
-			qq := *q
-			s.Quota, s.QuotaUsed, s.QuotaSpent = &qq, cl.quotaUsed, cl.quotaSpent
-			s.QuotaLeft = time.Duration(max(cl.quotaEnd-t.now, 0))
-		}
-		if cl.level == 0 {
-			s.Leaf = "pfifo"
-			if d, ok := cl.leaf.(fmt.Stringer); ok {
-				s.Leaf = d.String()
-			}
-			s.Quantum = uint32(cl.quantum)
-			s.Drops = cl.leaf.Drops()
-			n, b := cl.leaf.Len()
-			s.BacklogPackets, s.BacklogBytes = uint64(n), b
-		}
-		out[i] = s
-	}
-	return out
-}
-
-// DirectPackets returns how many packets went through the direct queue
-// (tc's direct_packets_stat).
-func (t *Tree) DirectPackets() uint64 { return t.directPackets }
-
-// Overlimits returns how many times a class went over its ceil.
-func (t *Tree) Overlimits() uint64 { return t.overlimits }
