@@ -7,7 +7,10 @@ import (
 )
 
 // Config.Slack's bounds, tbf's (package tbf's DefaultSlack, NoSlack and
-// MaxSlack), so that the two shapers bound a late wake-up alike.
+// MaxSlack), so that the two shapers bound a late wake-up alike: what
+// leaves back to back is at most a bucket and Slack of rate. (tbf's timer
+// also waits at least its Slack between wake-ups; htb's lane wakes at
+// every event, so its Slack only bounds the catch-up.)
 const (
 	// DefaultSlack is Config.Slack's default: longer than a Go timer is
 	// late in an idle process (a millisecond), so a late timer costs no
