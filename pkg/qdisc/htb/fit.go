@@ -8,25 +8,17 @@ import (
 	"github.com/netqdisc/netqdisc/pkg/qdisc/classify"
 )
 
-// Fit returns a copy of classes (in Config.Classes' order: parents first)
-// with class id and every class under it fitted under rate and ceil (bytes
-// per second), so that the subtree as a whole sends no more than them:
-// id's rate and ceil become no higher than rate and ceil, and, down the
-// subtree, the children of a fitted class have their rates scaled down in
-// proportion to what they were (rounded down, at least 1 byte per second)
-// so that they add up to no more than their parent's fitted rate, and
-// their ceils no higher than its fitted ceil. A class within its rate
-// sends without asking its ancestors (htb's lending), so bounding the top
-// class alone would not bound the subtree. id 0 (or the qdisc's handle)
-// fits the whole tree: the classes at the top are the children of a root
-// of rate and ceil. Classes outside the subtree are copied unchanged; a
-// Ceil of 0 is read as the class's Rate, and the fitted classes' Ceils are
-// given. The result may not Validate (a burst may last too long at a much
-// lower rate): the caller validates it.
-//
-// A spent quota (Quota.Rate) fits its class's subtree under its rate the
-// same way; Fit is that fitting for a configuration (an annotation's
-// bandwidth over a tree, say).
+// Fit returns a copy of classes (parents first, as Config.Classes) with
+// class id's subtree fitted under rate and ceil (bytes per second), so that
+// it sends no more as a whole: id's rate and ceil are min'd with them, and
+// down the subtree each fitted class's children have their rates scaled
+// down in proportion (rounded down, at least 1) to add up to no more than
+// its rate, and their ceils min'd with its ceil. Bounding id alone would
+// not do: a class within its rate sends without asking its ancestors. id 0
+// (or the qdisc's handle) fits the whole tree, as children of a root of
+// rate and ceil. Other classes are copied as they are (shallow); a Ceil of
+// 0 reads as Rate. A spent quota fits its subtree so (Quota); the caller
+// validates the result (a burst may last too long at a much lower rate).
 func Fit(classes []ClassConfig, id uint32, rate, ceil uint64) ([]ClassConfig, error) {
 	if rate == 0 || ceil == 0 {
 		return nil, fmt.Errorf("htb: fit under rate %d ceil %d: both must be at least 1 byte per second", rate, ceil)
@@ -71,13 +63,11 @@ type fitted struct{ rate, ceil uint64 }
 // unbounded is a class's bound when nothing fits it: its own rates stand.
 var unbounded = fitted{0, 0}
 
-// fitRates returns each class's rate and ceil, unbounded for a class that
+// fitRates returns each class's rate and ceil, or unbounded for a class
 // nothing bounds (its configured rates stand). parents[i] is class i's
-// parent's position (-1: the top), parents first. bounds[i] is what class
-// i is bounded to itself (unbounded: nothing; noFall in either: that one
-// not): its rate and ceil are min'd with it. A class under a bounded one
-// is fitted under its parent as Fit says; root, if not nil, is a parent of
-// the classes at the top.
+// parent's position (-1: the top; parents come first); bounds[i], unless
+// unbounded, is what class i's own rate and ceil are min'd with; a class
+// under a bounded one, or under root if not nil, is fitted as Fit says.
 func fitRates(classes []ClassConfig, parents []int, bounds []fitted, root *fitted) []fitted {
 	// sums[i+1] is the sum of class i's children's configured rates
 	// (saturated); sums[0] the top classes'.
