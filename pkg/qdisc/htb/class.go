@@ -57,12 +57,13 @@ type class struct {
 
 	// The quota's state (see quota.go): bytes charged this period, when
 	// the period ends, and whether the budget is spent; and what the
-	// spent quotas on the class and its ancestors impose on it: a rate
-	// it falls to (noFall: none) or a time until which it cannot send.
+	// spent quotas on the class and its ancestors impose on it: the rate
+	// and ceil it is fitted to (unbounded: its own) or a time until which
+	// it cannot send.
 	quotaUsed    uint64
 	quotaEnd     int64
 	quotaSpent   bool
-	fall         uint64
+	bound        fitted
 	blockedUntil int64
 
 	bytes, packets                 uint64
@@ -148,6 +149,16 @@ func (cl *class) setParams(c ClassConfig, r2q uint32) string {
 		return "quantum of class " + classify.ClassID(c.ID) + " is " + warn + ". Consider r2q change."
 	}
 	return ""
+}
+
+// applyBound puts in force the rates the class's bound gives: its own,
+// or those a spent quota fits it to.
+func (cl *class) applyBound() {
+	if cl.bound == unbounded {
+		cl.setRates(cl.cfg.Rate, cl.cfg.Ceil)
+	} else {
+		cl.setRates(cl.bound.rate, cl.bound.ceil)
+	}
 }
 
 // setRates sets the class's rate and ceil buckets (bytes per second), each

@@ -1,6 +1,7 @@
 package htb
 
 import (
+	"maps"
 	"time"
 
 	"github.com/netqdisc/netqdisc/pkg/qdisc"
@@ -71,6 +72,15 @@ type Config struct {
 	// LeafLimit bounds each default leaf (a pfifo) in packets; 0 means
 	// DefaultLeafLimit.
 	LeafLimit uint32
+	// Slack is how late a wake-up may come and still be caught up in
+	// full (ours, as tbf's Slack: Linux's watchdog is never that late): a
+	// dequeue that comes later than Slack after the event it waited for
+	// replays only the last Slack of what on-time dequeues would have
+	// sent, so a class sends back to back at most its cburst and Slack of
+	// its ceil, however late the timer, and the rest of the time is lost,
+	// as to a late watchdog in Linux. 0 means DefaultSlack; NoSlack
+	// catches nothing up (Linux's accounting); at most MaxSlack.
+	Slack time.Duration
 	// Classes are the classes: each names its parent, which comes
 	// before it (a class whose Parent is 0 or Handle hangs from the
 	// qdisc itself).
@@ -139,12 +149,56 @@ type ClassConfig struct {
 	Overhead int32
 	MPU      uint32
 	// Quota, if not nil, is a byte budget per period for the class and
-	// every class under it: once spent, they fall to the quota's rate
-	// until the period renews.
+	// every class under it: once spent, they fall, as a whole, to the
+	// quota's rate until the period renews (see Quota).
 	Quota *Quota
 	// Leaf, if not nil, is the leaf's qdisc (fq_codel, a tbf's queue, a
 	// bfifo) in place of the default pfifo of Config.LeafLimit packets,
 	// as `tc qdisc add dev eth0 parent 1:10 fq_codel` grafts one. Only
 	// a leaf may have one; the tree takes it over.
 	Leaf qdisc.Queue
+}
+
+// withDefaults fills in what c leaves 0.
+func (c Config) withDefaults() Config {
+	if c.Handle == 0 {
+		c.Handle = 1 << 16
+	}
+	if c.R2Q == 0 {
+		c.R2Q = DefaultR2Q
+	}
+	if c.DirectQLen == 0 {
+		c.DirectQLen = DefaultDirectQLen
+	}
+	if c.LeafLimit == 0 {
+		c.LeafLimit = DefaultLeafLimit
+	}
+	if c.Slack == 0 {
+		c.Slack = DefaultSlack
+	}
+	c.Classes = append([]ClassConfig(nil), c.Classes...)
+	c.Chains = maps.Clone(c.Chains)
+	for i := range c.Classes {
+		c.Classes[i] = c.Classes[i].withDefaults()
+	}
+	return c
+}
+
+// withDefaults fills in tc's defaults for what c leaves 0: a ceil of the
+// rate, and buckets of rate/hz + mtu bytes.
+func (c ClassConfig) withDefaults() ClassConfig {
+	if c.Ceil == 0 {
+		c.Ceil = c.Rate
+	}
+	if c.Burst == 0 {
+		c.Burst = uint32(min(c.Rate/1e9+DefaultMTU, 1<<32-1))
+	}
+	if c.CBurst == 0 {
+		c.CBurst = uint32(min(c.Ceil/1e9+DefaultMTU, 1<<32-1))
+	}
+	if c.Quota != nil {
+		q := *c.Quota // the tree's own
+		c.Quota = &q
+	}
+	return c
 }

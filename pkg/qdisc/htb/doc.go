@@ -30,11 +30,15 @@
 //   - Buckets' depths are TimeNS(burst) in ns, as tbf's, not tc's psched
 //     ticks; a packet costs rate.TimeNS of its length, overhead and mpu
 //     included (psched_l2t_ns with a 64-bit multiplier).
-//   - Late wake-ups are caught up: a dequeue that comes after the event it
-//     waited for dequeues at the event's time and goes on from there (see
-//     dequeueCatchingUp), so the timer's lateness, longer than a small
-//     bucket at a high rate lasts, does not cost a class its rate.
-//     Linux's hrtimer is rarely late; Go's timers are.
+//   - Late wake-ups are caught up, up to a slack: a dequeue that comes
+//     after the event it waited for dequeues at the event's time and goes
+//     on from there (see dequeueCatchingUp), so the timer's lateness,
+//     longer than a small bucket at a high rate lasts, does not cost a
+//     class its rate. Linux's hrtimer is rarely late; Go's timers are. A
+//     wake-up later than Config.Slack (8 ms by default, tbf's) replays
+//     only the last Slack, so a class never sends back to back more than
+//     its cburst and Slack of its ceil, however late the timer; the time
+//     before is lost, as in Linux.
 //   - Every event due is applied in one dequeue (no two-jiffy limit and
 //     no "too many events" work item), and the event queues are sorted
 //     slices, not rb-trees: a sandbox's tree is a handful of classes.

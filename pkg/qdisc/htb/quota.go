@@ -12,18 +12,22 @@ import (
 // Quota is a byte budget per period on a class (kubernetes#2856: 10 Mbit/s
 // and 100 GB a month). Linux's htb has none; this is ours. Every byte
 // dequeued from the class or from a class under it counts; the packet
-// that reaches the budget is the last sent at the class's own rates, and
-// from the next one on the class and every class under it fall to Rate
-// (rate and ceil both, each no higher than its own), or, with Rate 0,
-// send nothing, until the period renews. Periods run back to back from
-// the tree's start.
+// that reaches the budget is the last sent at the configured rates. From
+// the next one on, the class and its subtree, as a whole, send no more
+// than Rate until the period renews: the class's rate and ceil fall to at
+// most Rate, and the classes under it are fitted under it as Fit fits
+// them (children's rates scaled down to add up to no more than their
+// parent's, ceils no higher than its), since a class within its own rate
+// sends without asking its ancestors. With Rate 0 the subtree sends
+// nothing. Classes under no spent quota keep their configured rates.
+// Periods run back to back from the tree's start.
 type Quota struct {
 	// Bytes is the budget per period.
 	Bytes uint64
 	// Period is how often the budget renews.
 	Period time.Duration
-	// Rate is what the class falls to once the budget is spent, in bytes
-	// per second; 0 blocks it.
+	// Rate is what the class and its subtree, together, fall to once the
+	// budget is spent, in bytes per second; 0 blocks them.
 	Rate uint64
 }
 
@@ -36,9 +40,6 @@ func (q Quota) String() string {
 	}
 	return fmt.Sprintf("quota %s per %v then %s", rate.FormatSize(q.Bytes), q.Period, then)
 }
-
-// noFall is a class's fall when no spent quota bounds it.
-const noFall = math.MaxUint64
 
 // renewQuotas starts a new period for every quota on cl and its ancestors
 // whose period has ended, and reports whether any did (the rates were then
@@ -78,26 +79,38 @@ func (t *Tree) useQuotas(cl *class, bytes uint32) bool {
 }
 
 // applyQuotas gives every class the rates its configuration and the spent
-// quotas above it allow, and moves a class whose bound changed to the mode
-// that gives it now. Parents come before children in t.classes.
+// quotas on it and above it allow, and moves a class whose bound changed
+// to the mode that gives it now. A spent quota with a rate fits its
+// class's subtree under that rate as a whole (fitRates, as Fit does): a
+// class within its rate sends without asking its ancestors, so the
+// classes under it must add up to no more. Parents come before children
+// in t.classes.
 func (t *Tree) applyQuotas() {
-	for _, cl := range t.classes {
-		fall, blocked := uint64(noFall), int64(0)
+	n := len(t.classes)
+	cfgs, parents, bounds := make([]ClassConfig, n), make([]int, n), make([]fitted, n)
+	for i, cl := range t.classes {
+		cfgs[i], parents[i] = cl.cfg, -1
+		if cl.parent != nil {
+			parents[i] = int(t.pos[cl.parent.id]) - 1
+		}
+		if q := cl.cfg.Quota; q != nil && cl.quotaSpent && q.Rate != 0 {
+			bounds[i] = fitted{q.Rate, q.Rate}
+		}
+	}
+	fits := fitRates(cfgs, parents, bounds, nil)
+	for i, cl := range t.classes {
+		blocked := int64(0)
 		if p := cl.parent; p != nil {
-			fall, blocked = p.fall, p.blockedUntil
+			blocked = p.blockedUntil
 		}
-		if q := cl.cfg.Quota; q != nil && cl.quotaSpent {
-			if q.Rate == 0 {
-				blocked = max(blocked, cl.quotaEnd)
-			} else {
-				fall = min(fall, q.Rate)
-			}
+		if q := cl.cfg.Quota; q != nil && cl.quotaSpent && q.Rate == 0 {
+			blocked = max(blocked, cl.quotaEnd)
 		}
-		if fall == cl.fall && blocked == cl.blockedUntil {
+		if fits[i] == cl.bound && blocked == cl.blockedUntil {
 			continue
 		}
-		cl.fall, cl.blockedUntil = fall, blocked
-		cl.setRates(min(cl.cfg.Rate, fall), min(cl.cfg.Ceil, fall))
+		cl.bound, cl.blockedUntil = fits[i], blocked
+		cl.applyBound()
 		t.refreshMode(cl)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/netqdisc/netqdisc/pkg/qdisc/qdisctest"
 )
 
@@ -127,5 +129,218 @@ func TestQuotaRestore(t *testing.T) {
 	}
 	if err := tr.RestoreQuotas([]QuotaState{{ID: 0x10099}}, 0); err == nil {
 		t.Error("RestoreQuotas took a class that has no quota")
+	}
+}
+
+// TestQuotaBoundsSubtree: once an inner class's quota is spent, its
+// subtree as a whole sends no more than the quota's rate (plus its
+// buckets), however many busy leaves it has and however deep, while a
+// class outside it keeps its configured rates; and a renewal gives every
+// class its own rates back. (Before the subtree was fitted as a whole,
+// each of 8 leaves fell to the quota's rate on its own: 8 Mbit/s through
+// a quota of 1.)
+func TestQuotaBoundsSubtree(t *testing.T) {
+	const (
+		mbit   = 125_000
+		x      = 0x10001 // the class with the quota
+		other  = 0x10002 // a sibling outside it
+		top    = 0x10100 // their parent
+		budget = 100_000
+		fall   = mbit
+		secs   = 10
+		size   = 1000
+	)
+	// leaves returns n leaves under parent, numbered from first.
+	leaves := func(parent, first uint32, n int, rate, ceil uint64) []ClassConfig {
+		var out []ClassConfig
+		for i := range n {
+			out = append(out, ClassConfig{ID: first + uint32(i), Parent: parent, Rate: rate, Ceil: ceil})
+		}
+		return out
+	}
+	quota := &Quota{Bytes: budget, Period: time.Hour, Rate: fall}
+	for _, tc := range []struct {
+		name    string
+		classes []ClassConfig
+		// otherRate, if not 0, is the sibling's rate, which it must
+		// keep.
+		otherRate uint64
+	}{
+		{"8 leaves within their rates", append([]ClassConfig{{ID: x, Rate: 100 * mbit, Quota: quota}},
+			leaves(x, 0x10010, 8, 10*mbit, 10*mbit)...), 0},
+		{"8 leaves borrowing up to the class's ceil", append([]ClassConfig{{ID: x, Rate: 10 * mbit, Ceil: 100 * mbit, Quota: quota}},
+			leaves(x, 0x10010, 8, mbit, 100*mbit)...), 0},
+		{"two levels, uneven rates", append(append([]ClassConfig{
+			{ID: x, Rate: 100 * mbit, Quota: quota},
+			{ID: 0x10003, Parent: x, Rate: 60 * mbit},
+			{ID: 0x10004, Parent: x, Rate: 30 * mbit, Ceil: 100 * mbit}},
+			leaves(0x10003, 0x10010, 4, 15*mbit, 60*mbit)...),
+			leaves(0x10004, 0x10020, 4, 3*mbit, 100*mbit)...), 0},
+		{"a sibling outside keeps its rates", append([]ClassConfig{
+			{ID: top, Rate: 200 * mbit},
+			{ID: x, Parent: top, Rate: 100 * mbit, Ceil: 200 * mbit, Quota: quota},
+			{ID: other, Parent: top, Rate: 50 * mbit}},
+			leaves(x, 0x10010, 8, 10*mbit, 100*mbit)...), 50 * mbit},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr, err := NewTree(Config{Classes: tc.classes}, bySeq{}, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tr.Purge()
+			var busy []uint32 // the leaves
+			under := map[uint32]bool{}
+			for _, c := range tc.classes {
+				if tr.byID[c.ID].level == 0 {
+					busy = append(busy, c.ID)
+				}
+				if c.ID == x || under[c.Parent] {
+					under[c.ID] = true
+				}
+			}
+			// Every leaf backlogged; a departure's time, leaf and size.
+			type dep struct {
+				at   int64
+				leaf uint32
+			}
+			var deps []dep
+			seq := uint64(0)
+			spentAt := int64(-1)
+			for now := int64(0); spentAt < 0 || now < spentAt+secs*1e9; {
+				for _, c := range busy {
+					for tr.byID[c].leafPackets < 4 {
+						seq++
+						tr.Enqueue(qdisctest.MakePacket(size, 0, uint64(c)<<32|seq), size, now)
+					}
+				}
+				pkt, _, ok := tr.Dequeue(now)
+				if !ok {
+					now = tr.NextEvent()
+					continue
+				}
+				deps = append(deps, dep{now, uint32(qdisctest.Seq(pkt) >> 32)})
+				pkt.DecRef()
+				if spentAt < 0 && tr.byID[x].quotaSpent {
+					spentAt = now
+				}
+			}
+			var got, gotOther uint64
+			for _, d := range deps {
+				if d.at <= spentAt {
+					continue
+				}
+				if under[d.leaf] {
+					got += size
+				} else if d.leaf == other {
+					gotOther += size
+				}
+			}
+			// What the subtree may send: the fall for 10 s, and the
+			// buckets of every class in it (each may be full).
+			var buckets uint64
+			for c := range under {
+				buckets += uint64(tr.byID[c].cfg.Burst) + uint64(tr.byID[c].cfg.CBurst)
+			}
+			want := uint64(fall * secs)
+			t.Logf("after the budget: %.3f Mbit/s through a quota of %.3f", float64(got)*8/secs/1e6, float64(fall)*8/1e6)
+			if got > want+buckets+size {
+				t.Errorf("the subtree sent %d bytes in %d s after its budget was spent; the quota's rate allows %d (+ %d of buckets)", got, secs, want, buckets)
+			}
+			if got < want*95/100 {
+				t.Errorf("the subtree sent %d bytes in %d s after its budget was spent; want about the quota's %d", got, secs, want)
+			}
+			// Its leaves' rates in force add up to no more than the fall.
+			var sum uint64
+			for _, c := range busy {
+				if cl := tr.byID[c]; under[c] {
+					sum += cl.rate.BytesPerSecond()
+					if cl.ceil.BytesPerSecond() > fall {
+						t.Errorf("leaf %x: ceil %d in force, above the quota's %d", c, cl.ceil.BytesPerSecond(), fall)
+					}
+				}
+			}
+			if sum > fall {
+				t.Errorf("the leaves' rates in force add up to %d, above the quota's %d", sum, fall)
+			}
+			if tc.otherRate != 0 {
+				if r := tr.byID[other].rate.BytesPerSecond(); r != tc.otherRate {
+					t.Errorf("the sibling's rate in force is %d, want its configured %d", r, tc.otherRate)
+				}
+				if o := gotOther * 8 / secs; o < tc.otherRate*8*99/100 {
+					t.Errorf("the sibling sent %d bit/s, want its rate, %d", o, tc.otherRate*8)
+				}
+			}
+			// A renewal gives every class its configured rates back.
+			if err := tr.ResetQuota(x, deps[len(deps)-1].at); err != nil {
+				t.Fatal(err)
+			}
+			for _, cl := range tr.classes {
+				if cl.rate.BytesPerSecond() != cl.cfg.Rate || cl.ceil.BytesPerSecond() != cl.cfg.Ceil {
+					t.Errorf("class %x after the renewal: rate %d ceil %d in force, want its own %d %d", cl.id, cl.rate.BytesPerSecond(), cl.ceil.BytesPerSecond(), cl.cfg.Rate, cl.cfg.Ceil)
+				}
+			}
+		})
+	}
+}
+
+// TestQuotaFitFollowsChanges: the fit of a spent quota's subtree follows
+// a restored checkpoint, a change of a class under it (its siblings are
+// fitted anew), and a change of the quota that unspends it; the class
+// statistics keep showing the configured rates and the quota's state.
+func TestQuotaFitFollowsChanges(t *testing.T) {
+	const mbit = 125_000
+	q := &Quota{Bytes: 1000, Period: time.Hour, Rate: mbit}
+	tr, err := NewTree(Config{Classes: []ClassConfig{
+		{ID: 0x10001, Rate: 100 * mbit, Quota: q},
+		{ID: 0x10010, Parent: 0x10001, Rate: 6 * mbit, Ceil: 50 * mbit},
+		{ID: 0x10020, Parent: 0x10001, Rate: 2 * mbit},
+		{ID: 0x10030, Rate: 7 * mbit},
+	}}, bySeq{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Purge()
+	type rc struct{ rate, ceil uint64 }
+	inForce := func() map[uint32]rc {
+		out := map[uint32]rc{}
+		for _, cl := range tr.classes {
+			out[cl.id] = rc{cl.rate.BytesPerSecond(), cl.ceil.BytesPerSecond()}
+		}
+		return out
+	}
+	for _, step := range []struct {
+		name string
+		do   func() error
+		want map[uint32]rc
+	}{
+		{"restored spent: 6:2 of 1 Mbit/s", func() error {
+			return tr.RestoreQuotas([]QuotaState{{ID: 0x10001, Used: 1000, Left: time.Minute}}, 1)
+		}, map[uint32]rc{0x10001: {mbit, mbit}, 0x10010: {93_750, mbit}, 0x10020: {31_250, mbit}, 0x10030: {7 * mbit, 7 * mbit}}},
+		{"a child changed: its sibling fitted anew", func() error {
+			return tr.ChangeClass(ClassConfig{ID: 0x10020, Parent: 0x10001, Rate: 6 * mbit}, 2)
+		}, map[uint32]rc{0x10001: {mbit, mbit}, 0x10010: {62_500, mbit}, 0x10020: {62_500, mbit}, 0x10030: {7 * mbit, 7 * mbit}}},
+		{"a class outside changed: nothing else moves", func() error {
+			return tr.ChangeClass(ClassConfig{ID: 0x10030, Rate: 9 * mbit}, 3)
+		}, map[uint32]rc{0x10001: {mbit, mbit}, 0x10010: {62_500, mbit}, 0x10020: {62_500, mbit}, 0x10030: {9 * mbit, 9 * mbit}}},
+		{"the budget raised: the configured rates", func() error {
+			return tr.ChangeClass(ClassConfig{ID: 0x10001, Rate: 100 * mbit, Quota: &Quota{Bytes: 2000, Period: time.Hour, Rate: mbit}}, 4)
+		}, map[uint32]rc{0x10001: {100 * mbit, 100 * mbit}, 0x10010: {6 * mbit, 50 * mbit}, 0x10020: {6 * mbit, 6 * mbit}, 0x10030: {9 * mbit, 9 * mbit}}},
+		{"spent again by a reset and a restore", func() error {
+			if err := tr.ResetQuota(0x10001, 5); err != nil {
+				return err
+			}
+			return tr.RestoreQuotas([]QuotaState{{ID: 0x10001, Used: 5000, Left: time.Minute}}, 6)
+		}, map[uint32]rc{0x10001: {mbit, mbit}, 0x10010: {62_500, mbit}, 0x10020: {62_500, mbit}, 0x10030: {9 * mbit, 9 * mbit}}},
+	} {
+		if err := step.do(); err != nil {
+			t.Fatalf("%s: %v", step.name, err)
+		}
+		if diff := cmp.Diff(step.want, inForce(), cmp.AllowUnexported(rc{})); diff != "" {
+			t.Errorf("%s: rates in force (-want +got):\n%s", step.name, diff)
+		}
+	}
+	st := tr.Classes()
+	if st[0].Rate != 100*mbit || !st[0].QuotaSpent || st[1].Rate != 6*mbit || st[1].Ceil != 50*mbit {
+		t.Errorf("statistics show %+v and %+v; want the configured rates and the quota spent", st[0], st[1])
 	}
 }

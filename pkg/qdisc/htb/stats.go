@@ -22,7 +22,9 @@ type ClassStats struct {
 	Leaf string
 	Prio uint8
 	// Rate, Ceil (bytes per second), Burst, CBurst and Quantum (bytes) are
-	// in force, defaults filled in.
+	// in force, defaults filled in: the class's own, as configured or
+	// changed; while a spent quota bounds it (QuotaSpent here or above),
+	// it sends at most at the lower rates the quota fits it to (Quota).
 	Rate, Ceil    uint64
 	Burst, CBurst uint32
 	Quantum       uint32
@@ -100,3 +102,44 @@ func (c Config) String() string {
 	c = c.withDefaults()
 	return fmt.Sprintf("htb %x: r2q %d default %#x direct_qlen %d", c.Handle>>16, c.R2Q, c.Default&0xffff, c.DirectQLen)
 }
+
+// Classes returns every class's statistics, in the order of cfg.Classes.
+func (t *Tree) Classes() []ClassStats {
+	out := make([]ClassStats, len(t.classes))
+	for i, cl := range t.classes {
+		s := ClassStats{
+			ID: cl.id, Level: cl.level, Prio: uint8(cl.prio),
+			Rate: cl.cfg.Rate, Ceil: cl.cfg.Ceil, Burst: cl.cfg.Burst, CBurst: cl.cfg.CBurst,
+			Mode: cl.mode, Bytes: cl.bytes, Packets: cl.packets,
+			Overlimits: cl.overlimits, Lends: cl.lends, Borrows: cl.borrows, Giants: cl.gi,
+			Tokens: cl.tokens, CTokens: cl.ctokens,
+		}
+		if cl.parent != nil {
+			s.Parent = cl.parent.id
+		}
+		if q := cl.cfg.Quota; q != nil {
+			qq := *q
+			s.Quota, s.QuotaUsed, s.QuotaSpent = &qq, cl.quotaUsed, cl.quotaSpent
+			s.QuotaLeft = time.Duration(max(cl.quotaEnd-t.now, 0))
+		}
+		if cl.level == 0 {
+			s.Leaf = "pfifo"
+			if d, ok := cl.leaf.(fmt.Stringer); ok {
+				s.Leaf = d.String()
+			}
+			s.Quantum = uint32(cl.quantum)
+			s.Drops = cl.leaf.Drops()
+			n, b := cl.leaf.Len()
+			s.BacklogPackets, s.BacklogBytes = uint64(n), b
+		}
+		out[i] = s
+	}
+	return out
+}
+
+// DirectPackets returns how many packets went through the direct queue
+// (tc's direct_packets_stat).
+func (t *Tree) DirectPackets() uint64 { return t.directPackets }
+
+// Overlimits returns how many times a class went over its ceil.
+func (t *Tree) Overlimits() uint64 { return t.overlimits }

@@ -2,8 +2,6 @@ package htb
 
 import (
 	"fmt"
-	"maps"
-	"time"
 
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
@@ -68,8 +66,11 @@ type Tree struct {
 	// an on-time watchdog would fire at next.
 	armed bool
 	// behind, if not 0, is the time of the last packet a late dequeue
-	// sent, which the next one goes on from (see dequeueCatchingUp).
+	// sent, which the next one goes on from (see dequeueCatchingUp), and
+	// slack how far back it goes at most (Config.Slack in ns, 0 for
+	// NoSlack).
 	behind     int64
+	slack      int64
 	overlimits uint64
 	// blind is what ArrivalBlind reports.
 	blind bool
@@ -102,7 +103,7 @@ func NewTree(cfg Config, c Classifier, now int64) (*Tree, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	t := &Tree{cfg: cfg, custom: c, byID: make(map[uint32]*class, len(cfg.Classes)), now: now}
+	t := &Tree{cfg: cfg, custom: c, byID: make(map[uint32]*class, len(cfg.Classes)), now: now, slack: int64(max(cfg.Slack, 0))}
 	t.direct.Init(int(cfg.DirectQLen), 0)
 	for _, cc := range cfg.Classes {
 		cl := &class{id: cc.ID, tc: now, mode: CanSend, cfg: cc}
@@ -137,7 +138,6 @@ func NewTree(cfg Config, c Classifier, now int64) (*Tree, error) {
 			t.warnings = append(t.warnings, w)
 		}
 		cl.tokens, cl.ctokens = cl.buffer, cl.cbuffer
-		cl.fall = noFall
 		if q := cl.cfg.Quota; q != nil {
 			t.quotas = true
 			t.quotaClasses = append(t.quotaClasses, cl)
@@ -174,47 +174,6 @@ func NewTree(cfg Config, c Classifier, now int64) (*Tree, error) {
 		return nil, err
 	}
 	return t, nil
-}
-
-// withDefaults fills in what c leaves 0.
-func (c Config) withDefaults() Config {
-	if c.Handle == 0 {
-		c.Handle = 1 << 16
-	}
-	if c.R2Q == 0 {
-		c.R2Q = DefaultR2Q
-	}
-	if c.DirectQLen == 0 {
-		c.DirectQLen = DefaultDirectQLen
-	}
-	if c.LeafLimit == 0 {
-		c.LeafLimit = DefaultLeafLimit
-	}
-	c.Classes = append([]ClassConfig(nil), c.Classes...)
-	c.Chains = maps.Clone(c.Chains)
-	for i := range c.Classes {
-		c.Classes[i] = c.Classes[i].withDefaults()
-	}
-	return c
-}
-
-// withDefaults fills in tc's defaults for what c leaves 0: a ceil of the
-// rate, and buckets of rate/hz + mtu bytes.
-func (c ClassConfig) withDefaults() ClassConfig {
-	if c.Ceil == 0 {
-		c.Ceil = c.Rate
-	}
-	if c.Burst == 0 {
-		c.Burst = uint32(min(c.Rate/1e9+DefaultMTU, 1<<32-1))
-	}
-	if c.CBurst == 0 {
-		c.CBurst = uint32(min(c.Ceil/1e9+DefaultMTU, 1<<32-1))
-	}
-	if c.Quota != nil {
-		q := *c.Quota // the tree's own
-		c.Quota = &q
-	}
-	return c
 }
 
 // Warnings returns what Linux would warn about the configuration: a
@@ -350,53 +309,6 @@ func (t *Tree) inStreak(now int64) bool {
 	return t.streak != nil && t.peeked == nil && !t.armed && t.behind == 0 && now <= t.now
 }
 
-// dequeueAt is Dequeue when not inStreak(now).
-func (t *Tree) dequeueAt(now int64) (*stack.PacketBuffer, uint32, bool) {
-	if pkt := t.peeked; pkt != nil {
-		t.peeked = nil
-		return pkt, t.peekedSize, true
-	}
-	if !t.armed && t.behind == 0 {
-		// Not waiting for an event, nor catching up: nothing to catch up
-		// on (dequeueCatchingUp's first and only step).
-		return t.dequeue(max(now, t.now))
-	}
-	return t.dequeueCatchingUp(now)
-}
-
-// dequeueCatchingUp is dequeue at now for a caller that may come late: when
-// the tree waited for an event that is past (a timer that fired late),
-// it dequeues as Linux's watchdog, firing on time, would have: at the
-// event's time, then on at the time of the last packet sent, event after
-// event, until it has caught up with now. So a late wake-up sends what an
-// on-time one would have sent by now, and the credit that accrued
-// meanwhile, past a bucket's depth, is not lost, as tbf's bookings keep
-// it (see the package doc). A caller that is never late (the lockstep
-// tests) sees plain dequeues at now.
-func (t *Tree) dequeueCatchingUp(now int64) (*stack.PacketBuffer, uint32, bool) {
-	for {
-		at := now
-		if t.armed && t.next < now {
-			at = t.next // the watchdog's time
-		} else if t.behind != 0 && t.behind < now {
-			at = t.behind // going on where the last packet left
-		}
-		at = max(at, t.now)
-		pkt, size, ok := t.dequeue(at)
-		if ok {
-			t.behind = 0
-			if at < now {
-				t.behind = at
-			}
-			return pkt, size, true
-		}
-		t.behind = 0
-		if at >= now || !t.armed {
-			return nil, 0, false
-		}
-	}
-}
-
 // NextEvent implements qdisc.Shaper.NextEvent: the earliest time a class
 // changes mode, as htb_dequeue arms its watchdog.
 func (t *Tree) NextEvent() int64 { return t.next }
@@ -484,52 +396,13 @@ func (t *Tree) ChangeClass(cls ClassConfig, now int64) error {
 	if w := cl.setParams(cls, t.cfg.R2Q); w != "" {
 		t.warnings = append(t.warnings, w)
 	}
-	if cl.fall != noFall { // a spent quota above still bounds it
-		cl.setRates(min(cl.cfg.Rate, cl.fall), min(cl.cfg.Ceil, cl.fall))
+	if cl.bound != unbounded {
+		cl.applyBound() // a spent quota still bounds it
 	}
 	if cls.Quota != nil || old != nil {
 		t.changeQuota(cl, old, now)
+	} else if t.quotas {
+		t.applyQuotas() // its rate may change how its siblings are fitted
 	}
 	return nil
 }
-
-// Classes returns every class's statistics, in the order of cfg.Classes.
-func (t *Tree) Classes() []ClassStats {
-	out := make([]ClassStats, len(t.classes))
-	for i, cl := range t.classes {
-		s := ClassStats{
-			ID: cl.id, Level: cl.level, Prio: uint8(cl.prio),
-			Rate: cl.cfg.Rate, Ceil: cl.cfg.Ceil, Burst: cl.cfg.Burst, CBurst: cl.cfg.CBurst,
-			Mode: cl.mode, Bytes: cl.bytes, Packets: cl.packets,
-			Overlimits: cl.overlimits, Lends: cl.lends, Borrows: cl.borrows, Giants: cl.gi,
-			Tokens: cl.tokens, CTokens: cl.ctokens,
-		}
-		if cl.parent != nil {
-			s.Parent = cl.parent.id
-		}
-		if q := cl.cfg.Quota; q != nil {
-			qq := *q
-			s.Quota, s.QuotaUsed, s.QuotaSpent = &qq, cl.quotaUsed, cl.quotaSpent
-			s.QuotaLeft = time.Duration(max(cl.quotaEnd-t.now, 0))
-		}
-		if cl.level == 0 {
-			s.Leaf = "pfifo"
-			if d, ok := cl.leaf.(fmt.Stringer); ok {
-				s.Leaf = d.String()
-			}
-			s.Quantum = uint32(cl.quantum)
-			s.Drops = cl.leaf.Drops()
-			n, b := cl.leaf.Len()
-			s.BacklogPackets, s.BacklogBytes = uint64(n), b
-		}
-		out[i] = s
-	}
-	return out
-}
-
-// DirectPackets returns how many packets went through the direct queue
-// (tc's direct_packets_stat).
-func (t *Tree) DirectPackets() uint64 { return t.directPackets }
-
-// Overlimits returns how many times a class went over its ceil.
-func (t *Tree) Overlimits() uint64 { return t.overlimits }

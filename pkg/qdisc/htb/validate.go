@@ -41,8 +41,8 @@ type ConfigError struct {
 	Class uint32
 	// Field is tc's word for the setting: "classid", "parent", "rate",
 	// "ceil", "burst", "cburst", "prio", "quantum", "overhead", "mpu" or
-	// "leaf" for a class; "handle", "default", "filter" or "direction"
-	// for the qdisc.
+	// "leaf" for a class; "handle", "default", "filter", "direction" or
+	// "slack" for the qdisc.
 	Field string
 	// Msg says what is wrong and what to change.
 	Msg string
@@ -156,6 +156,10 @@ func (c Config) Validate() error {
 	// (kubernetes#25092's pitfall), and is not refused.
 	if c.Default != 0 && c.Default>>16 != major {
 		return htbClassErr(0, "default", "default %s is not in qdisc %x:; give one of its classes (e.g. %x:%x), or 0 for the direct queue", classify.ClassID(c.Default), major, major, c.Default&0xffff)
+	}
+	// Ours, as tbf's: Linux's htb has no slack.
+	if c.Slack < NoSlack || c.Slack > MaxSlack {
+		return htbClassErr(0, "slack", "slack %v is out of range; give 0 (the default, %v), NoSlack, or up to %v", c.Slack, DefaultSlack, MaxSlack)
 	}
 	if c.Direction != classify.Egress && c.Direction != classify.Ingress {
 		return htbClassErr(0, "direction", "direction %d is neither egress (%d) nor ingress (%d)", c.Direction, classify.Egress, classify.Ingress)
