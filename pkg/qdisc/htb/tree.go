@@ -500,6 +500,7 @@ func (t *Tree) Classes() []ClassStats {
 		s := ClassStats{
 			ID: cl.id, Level: cl.level, Prio: uint8(cl.prio),
 			Rate: cl.cfg.Rate, Ceil: cl.cfg.Ceil, Burst: cl.cfg.Burst, CBurst: cl.cfg.CBurst,
+			Overhead: cl.cfg.Overhead, MPU: cl.cfg.MPU,
 			Mode: cl.mode, Bytes: cl.bytes, Packets: cl.packets,
 			Overlimits: cl.overlimits, Lends: cl.lends, Borrows: cl.borrows, Giants: cl.gi,
 			Tokens: cl.tokens, CTokens: cl.ctokens,
