@@ -143,8 +143,6 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("--%s and --%s both bound the queue; give one of them", FlagTBFLimit, FlagTBFLatency)
 	case c.TBFPeakRate != 0 && c.TBFMTU == 0:
 		return fmt.Errorf("--%s needs --%s, the peak bucket's depth (for example the NIC's MTU plus header, 1514)", FlagTBFPeakRate, FlagTBFMTU)
-	case c.TBFPeakRate == 0 && c.TBFMTU != 0:
-		return fmt.Errorf("--%s is the peak bucket's depth and needs --%s", FlagTBFMTU, FlagTBFPeakRate)
 	case c.TBFPeakRate != 0 && c.TBFRate != 0 && c.TBFPeakRate <= c.TBFRate:
 		return fmt.Errorf("--%s=%s must be above --%s=%s", FlagTBFPeakRate, rate.FormatRate(c.TBFPeakRate), FlagTBFRate, rate.FormatRate(c.TBFRate))
 	}

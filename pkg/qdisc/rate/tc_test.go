@@ -46,3 +46,40 @@ func TestFormatTCTime(t *testing.T) {
 		}
 	}
 }
+
+// TestATM checks ATM cell framing against cell counts worked by hand: a
+// packet of n bytes after overhead and mpu takes ceil(n/48) cells of 53
+// bytes.
+func TestATM(t *testing.T) {
+	for _, tc := range []struct {
+		length         uint32
+		overhead       int32
+		mpu            uint32
+		cells          uint64
+		withoutFraming uint64
+	}{
+		{length: 1, cells: 1, withoutFraming: 1},
+		{length: 48, cells: 1, withoutFraming: 48},
+		{length: 49, cells: 2, withoutFraming: 49},
+		{length: 96, cells: 2, withoutFraming: 96},
+		{length: 1500, cells: 32, withoutFraming: 1500},               // 31.25 cells
+		{length: 1500, overhead: 10, cells: 32, withoutFraming: 1510}, // 31.46
+		{length: 1500, overhead: 40, cells: 33, withoutFraming: 1540}, // 32.08
+		{length: 40, mpu: 64, cells: 2, withoutFraming: 64},           // mpu first, then cells
+		{length: 10240, cells: 214, withoutFraming: 10240},            // tc shows burst 10k atm as 11342b
+		{length: 0, cells: 0, withoutFraming: 0},
+	} {
+		r := New(1_000_000).WithOverhead(tc.overhead).WithMPU(tc.mpu)
+		if got := r.Len(tc.length); got != tc.withoutFraming {
+			t.Errorf("Len(%d) with overhead %d, mpu %d = %d, want %d", tc.length, tc.overhead, tc.mpu, got, tc.withoutFraming)
+		}
+		a := r.WithATM(true)
+		if got, want := a.Len(tc.length), tc.cells*53; got != want {
+			t.Errorf("ATM Len(%d) with overhead %d, mpu %d = %d, want %d cells, %d bytes", tc.length, tc.overhead, tc.mpu, got, tc.cells, want)
+		}
+		// At 1 MB/s a byte is 1000 ns.
+		if got, want := a.TimeNS(tc.length), tc.cells*53*1000; got != want || a.LinuxTimeNS(tc.length) != want {
+			t.Errorf("ATM TimeNS(%d) = %d (Linux's %d), want %d", tc.length, got, a.LinuxTimeNS(tc.length), want)
+		}
+	}
+}
