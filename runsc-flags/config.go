@@ -58,6 +58,7 @@ type Config struct {
 	FQTarget      time.Duration
 	FQInterval    time.Duration
 	FQNoECN       bool
+	FQCEThreshold time.Duration
 	// HTB is --qdisc=htb's qdisc, classes and filters, and IngressHTB
 	// those on what the sandbox receives, as htb scripts (see script): ""
 	// for none.
@@ -269,6 +270,7 @@ func (c *Config) FQCoDelConfig() fqcodel.Config {
 		MemoryLimit: sat32(c.FQMemoryLimit),
 		DropBatch:   sat32(c.FQDropBatch),
 		NoECN:       c.FQNoECN,
+		CEThreshold: c.FQCEThreshold,
 	}
 }
 
