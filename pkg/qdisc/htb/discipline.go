@@ -90,7 +90,7 @@ func (d *Discipline) MaxPacketBytes() uint32 { return 0 }
 // direct_packets_stat 0 direct_qlen 1000".
 func (d *Discipline) String() string {
 	var s string
-	d.lanes.Lanes[0].Locked(func() { s = d.tree.cfg.show(d.tree.DirectPackets()) })
+	d.lanes.Lanes[0].Locked(func() { s = d.tree.cfg.show(d.tree.DirectPackets(), false) })
 	return s
 }
 

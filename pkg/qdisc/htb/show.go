@@ -94,16 +94,24 @@ func ticks(ns int64) int64 { return min(max(ns>>6, math.MinInt32), math.MaxInt32
 // an htb just added (direct_packets_stat 0; Discipline.String has the
 // count): "htb 1: r2q 10 default 0x10 direct_packets_stat 0 direct_qlen
 // 1000".
-func (c Config) String() string { return c.show(0) }
+func (c Config) String() string { return c.show(0, false) }
+
+// Detailed is String as `tc -d qdisc show` prints it: with the version of
+// sch_htb's interface, 3.17 (HTB_VER), after direct_packets_stat.
+func (c Config) Detailed() string { return c.show(0, true) }
 
 // show is the qdisc's line with direct packets sent through the direct
 // queue. tc prints the default class's minor with C's %#llx, which
 // prints 0, not 0x0.
-func (c Config) show(direct uint64) string {
+func (c Config) show(direct uint64, details bool) string {
 	c = c.withDefaults()
 	def := "0"
 	if m := c.Default & 0xffff; m != 0 {
 		def = fmt.Sprintf("%#x", m)
 	}
-	return fmt.Sprintf("htb %x: r2q %d default %s direct_packets_stat %d direct_qlen %d", c.Handle>>16, c.R2Q, def, direct, c.DirectQLen)
+	ver := ""
+	if details {
+		ver = " ver 3.17"
+	}
+	return fmt.Sprintf("htb %x: r2q %d default %s direct_packets_stat %d%s direct_qlen %d", c.Handle>>16, c.R2Q, def, direct, ver, c.DirectQLen)
 }

@@ -83,6 +83,8 @@ func replayHTB(cfg *htb.Config, s qdisctest.TCStep) (got, want string, err error
 	switch strings.TrimSuffix(s.Args, dev[:len(dev)-1]) {
 	case "qdisc show":
 		return "qdisc " + cfg.String(), qdisctest.TCQdiscLine(s.Out), nil
+	case "-d qdisc show":
+		return "qdisc " + cfg.Detailed(), qdisctest.TCQdiscLine(s.Out), nil
 	case "-s qdisc show":
 		line, stats, _ := strings.Cut(s.Out, "\n")
 		return "qdisc " + cfg.String() + "\n " + qdisc.Stats{}.String(), qdisctest.TCQdiscLine(line) + "\n" + stats, nil
