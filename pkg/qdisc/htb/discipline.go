@@ -168,7 +168,7 @@ func (d *Discipline) Quiescent() bool { return d.lanes.Quiescent() }
 // counters), then each leaf's grafted qdisc as `tc qdisc show` lists it
 // ("qdisc fq_codel parent 1:10 limit 10240p ...", with no handle: a leaf
 // here has none), then what `tc -s class show` prints, a blank line
-// after each class.
+// between classes.
 func (d *Discipline) TCStats() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%v\n", d.Stats())
@@ -178,9 +178,11 @@ func (d *Discipline) TCStats() string {
 			fmt.Fprintf(&b, "qdisc %s parent %s %s\n", kind, classify.ClassID(c.ID), opts)
 		}
 	}
-	for _, c := range classes {
+	for i, c := range classes {
+		if i > 0 {
+			b.WriteString("\n\n")
+		}
 		b.WriteString(c.String())
-		b.WriteString("\n\n")
 	}
 	return b.String()
 }
