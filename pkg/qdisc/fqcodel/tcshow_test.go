@@ -1,6 +1,7 @@
 package fqcodel_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -61,6 +62,45 @@ func TestTCShowXStats(t *testing.T) {
 	} {
 		if got := tc.x.String(); got != tc.want {
 			t.Errorf("%+v:\n got %q\nwant %q", tc.x, got, tc.want)
+		}
+	}
+}
+
+// TestParse checks tc-fq_codel(8)'s words, each as fq_codel_parse_opt
+// reads it, and that what they give prints back as tc shows it.
+func TestParse(t *testing.T) {
+	for _, tc := range []struct {
+		words string
+		want  fqcodel.Config
+	}{
+		{"fq_codel", fqcodel.Config{}},
+		{"root handle 1: fq_codel limit 1000 flows 0x100 quantum 300 target 2.5ms interval 30ms memory_limit 4mb drop_batch 16 noecn",
+			fqcodel.Config{Limit: 1000, Flows: 256, Quantum: 300, Target: 2500 * time.Microsecond, Interval: 30 * time.Millisecond, MemoryLimit: 4 << 20, DropBatch: 16, NoECN: true}},
+		{"ce_threshold 2ms ce_threshold_selector 0x4/0xfc ecn", fqcodel.Config{CEThreshold: 2 * time.Millisecond, CESelector: 4, CEMask: 0xfc}},
+		{"ce_threshold 0", fqcodel.Config{CEThreshold: time.Microsecond}},
+		{"target 500 limit 10 limit 20", fqcodel.Config{Target: 500 * time.Microsecond, Limit: 20}},
+	} {
+		got, err := fqcodel.Parse(tc.words)
+		if err != nil {
+			t.Errorf("Parse(%q): %v", tc.words, err)
+			continue
+		}
+		if got != tc.want {
+			t.Errorf("Parse(%q) = %+v, want %+v", tc.words, got, tc.want)
+		}
+	}
+	for _, tc := range []struct{ words, says string }{
+		{"limit ten", "want a count"},
+		{"flows 100000", "flows"},
+		{"target 5 parsecs", "unknown word"},
+		{"ce_threshold_selector 0x4", "VALUE/MASK"},
+		{"ce_threshold_selector 0x4/0x100", "each a byte"},
+		{"ce_threshold_selector 0x4/0xfc", "needs a ce_threshold"},
+		{"interval", "needs a value"},
+		{"quantum 2mb", "want a count"},
+	} {
+		if _, err := fqcodel.Parse(tc.words); err == nil || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("Parse(%q) = %v, want an error saying %q", tc.words, err, tc.says)
 		}
 	}
 }

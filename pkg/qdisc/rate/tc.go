@@ -1,8 +1,12 @@
 package rate
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"strconv"
+	"strings"
+	"time"
 )
 
 // tcTicksPerMicrosecond is tc's tick_in_usec on a kernel with
@@ -57,4 +61,31 @@ func FormatTCTime(us float64) string {
 	default:
 		return fmt.Sprintf("%dus", t)
 	}
+}
+
+// tcTimeUnits are get_time's units, in ns.
+var tcTimeUnits = map[string]float64{
+	"": 1e3, "s": 1e9, "sec": 1e9, "secs": 1e9,
+	"ms": 1e6, "msec": 1e6, "msecs": 1e6,
+	"us": 1e3, "usec": 1e3, "usecs": 1e3,
+}
+
+// ParseTCTime reads a time as tc's get_time does: a number and a unit (s,
+// ms, us and their longer forms), a bare number microseconds; tc keeps
+// whole microseconds in a u32, as this does.
+func ParseTCTime(v string) (time.Duration, error) {
+	end := strings.IndexFunc(v, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
+	if end < 0 {
+		end = len(v)
+	}
+	per, ok := tcTimeUnits[strings.ToLower(v[end:])]
+	n, err := strconv.ParseFloat(v[:end], 64)
+	if !ok || err != nil || end == 0 {
+		return 0, errors.New("want a time such as 50ms, 1.5ms, 300us or 1s (a bare number is microseconds)")
+	}
+	us := math.Floor(n * per / 1e3)
+	if us > math.MaxUint32 {
+		return 0, fmt.Errorf("above tc's %d microseconds (a u32)", uint32(math.MaxUint32))
+	}
+	return time.Duration(us) * time.Microsecond, nil
 }

@@ -6,7 +6,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/netqdisc/netqdisc/pkg/qdisc/rate"
 )
@@ -110,7 +109,7 @@ func (c *Config) setWord(key, v string) error {
 	case "mpu":
 		c.MPU, err = parseSizeWord(v)
 	case "latency":
-		c.Latency, err = parseTimeWord(v)
+		c.Latency, err = rate.ParseTCTime(v)
 	case "overhead":
 		var n uint64
 		n, err = strconv.ParseUint(v, 10, 16)
@@ -164,31 +163,4 @@ func parseSizeWord(v string) (uint32, error) {
 		return 0, fmt.Errorf("%d bytes is more than tc's %d (a u32)", n, uint32(math.MaxUint32))
 	}
 	return uint32(n), nil
-}
-
-// timeUnits are get_time's units, in ns.
-var timeUnits = map[string]float64{
-	"": 1e3, "s": 1e9, "sec": 1e9, "secs": 1e9,
-	"ms": 1e6, "msec": 1e6, "msecs": 1e6,
-	"us": 1e3, "usec": 1e3, "usecs": 1e3,
-}
-
-// parseTimeWord reads a time as tc's get_time does: a number and a unit
-// (s, ms, us and their longer forms), a bare number microseconds; tc
-// keeps whole microseconds, as this does.
-func parseTimeWord(v string) (time.Duration, error) {
-	end := strings.IndexFunc(v, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
-	if end < 0 {
-		end = len(v)
-	}
-	per, ok := timeUnits[strings.ToLower(v[end:])]
-	n, err := strconv.ParseFloat(v[:end], 64)
-	if !ok || err != nil || end == 0 {
-		return 0, errors.New("want a time such as 50ms, 1.5ms, 300us or 1s (a bare number is microseconds)")
-	}
-	us := math.Floor(n * per / 1e3)
-	if us > math.MaxUint32 {
-		return 0, fmt.Errorf("above tc's %d microseconds (a u32)", uint32(math.MaxUint32))
-	}
-	return time.Duration(us) * time.Microsecond, nil
 }
