@@ -498,9 +498,8 @@ func (t *Tree) Classes() []ClassStats {
 	out := make([]ClassStats, len(t.classes))
 	for i, cl := range t.classes {
 		s := ClassStats{
-			ID: cl.id, Level: cl.level, Prio: uint8(cl.prio),
+			ID: cl.id, Level: cl.level, Prio: uint8(cl.prio), Overhead: cl.cfg.Overhead, MPU: cl.cfg.MPU,
 			Rate: cl.cfg.Rate, Ceil: cl.cfg.Ceil, Burst: cl.cfg.Burst, CBurst: cl.cfg.CBurst,
-			Overhead: cl.cfg.Overhead, MPU: cl.cfg.MPU,
 			Mode: cl.mode, Bytes: cl.bytes, Packets: cl.packets,
 			Overlimits: cl.overlimits, Lends: cl.lends, Borrows: cl.borrows, Giants: cl.gi,
 			Tokens: cl.tokens, CTokens: cl.ctokens,
