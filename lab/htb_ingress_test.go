@@ -9,28 +9,26 @@ import (
 
 // showBoth is `runsc qdisc show` of a sandbox with htb classes on both
 // paths (the same ids, other counters), as runscflags.NIC.Show prints it.
-const showBoth = `qdisc htb 1: r2q 10 default 0x20 direct_qlen 1000 dev eth0 root
+const showBoth = `qdisc htb 1: r2q 10 default 0x20 direct_packets_stat 0 direct_qlen 1000 dev eth0 root
  Sent 5000 bytes 5 pkt (dropped 0, overlimits 0 requeues 0)
  backlog 0b 0p requeues 0
- direct_packets_stat 0
-class htb 1:10 parent 1:1 leaf pfifo prio 0 quantum 200000 rate 980Mbit ceil 1Gbit burst 1600b cburst 1600b
+class htb 1:10 parent 1:1 prio 0 rate 980Mbit ceil 1Gbit burst 1600b cburst 1600b
  Sent 4000 bytes 4 pkt (dropped 0, overlimits 0 requeues 0)
  backlog 0b 0p requeues 0
-class htb 1:20 parent 1:1 leaf pfifo prio 0 quantum 200000 rate 20Mbit ceil 20Mbit burst 1600b cburst 1600b
+class htb 1:20 parent 1:1 prio 0 rate 20Mbit ceil 20Mbit burst 1600b cburst 1600b
  Sent 1000 bytes 1 pkt (dropped 0, overlimits 0 requeues 0)
  backlog 0b 0p requeues 0
 
-qdisc ingress dev eth0: htb 1: r2q 10 default 0x20 direct_qlen 1000
+qdisc ingress dev eth0: htb 1: r2q 10 default 0x20 direct_packets_stat 0 direct_qlen 1000
  Sent 271105350 bytes 179119 pkt (dropped 6386, overlimits 24864 requeues 0)
  backlog 1739586b 1149p requeues 0
- direct_packets_stat 0
 class htb 1:1 root rate 1Gbit ceil 1Gbit burst 1600b cburst 1600b
  Sent 271318824 bytes 179260 pkt (dropped 0, overlimits 367 requeues 0)
  backlog 0b 0p requeues 0
-class htb 1:10 parent 1:1 leaf pfifo prio 0 quantum 200000 rate 980Mbit ceil 1Gbit burst 1600b cburst 1600b
+class htb 1:10 parent 1:1 prio 0 rate 980Mbit ceil 1Gbit burst 1600b cburst 1600b
  Sent 259082764 bytes 171162 pkt (dropped 6386, overlimits 16421 requeues 0)
  backlog 1514000b 1000p requeues 0
-class htb 1:20 parent 1:1 leaf pfifo prio 0 quantum 200000 rate 20Mbit ceil 20Mbit burst 1600b cburst 1600b
+class htb 1:20 parent 1:1 prio 0 rate 20Mbit ceil 20Mbit burst 1600b cburst 1600b
  Sent 12236060 bytes 8098 pkt (dropped 0, overlimits 8076 requeues 0)
  backlog 225586b 149p requeues 0
 `

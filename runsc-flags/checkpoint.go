@@ -33,6 +33,7 @@ func (n *NIC) State(changed bool) NICState {
 		s.Args = cfg.LiveArgs()
 		s.Args = append(s.Args, cfg.htbArgs()...)
 		s.Args = append(s.Args, cfg.cakeArgs()...)
+		s.Args = append(s.Args, cfg.fqCoDelArgs()...)
 	}
 	if q, ok := n.qdisc.(*htb.Discipline); ok {
 		s.EgressQuotas = q.Quotas()

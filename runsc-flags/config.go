@@ -58,6 +58,7 @@ type Config struct {
 	FQTarget      time.Duration
 	FQInterval    time.Duration
 	FQNoECN       bool
+	FQCEThreshold time.Duration
 	// HTB is --qdisc=htb's qdisc, classes and filters, and IngressHTB
 	// those on what the sandbox receives, as htb scripts (see script): ""
 	// for none.
@@ -143,8 +144,6 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("--%s and --%s both bound the queue; give one of them", FlagTBFLimit, FlagTBFLatency)
 	case c.TBFPeakRate != 0 && c.TBFMTU == 0:
 		return fmt.Errorf("--%s needs --%s, the peak bucket's depth (for example the NIC's MTU plus header, 1514)", FlagTBFPeakRate, FlagTBFMTU)
-	case c.TBFPeakRate == 0 && c.TBFMTU != 0:
-		return fmt.Errorf("--%s is the peak bucket's depth and needs --%s", FlagTBFMTU, FlagTBFPeakRate)
 	case c.TBFPeakRate != 0 && c.TBFRate != 0 && c.TBFPeakRate <= c.TBFRate:
 		return fmt.Errorf("--%s=%s must be above --%s=%s", FlagTBFPeakRate, rate.FormatRate(c.TBFPeakRate), FlagTBFRate, rate.FormatRate(c.TBFRate))
 	}
@@ -271,6 +270,7 @@ func (c *Config) FQCoDelConfig() fqcodel.Config {
 		MemoryLimit: sat32(c.FQMemoryLimit),
 		DropBatch:   sat32(c.FQDropBatch),
 		NoECN:       c.FQNoECN,
+		CEThreshold: c.FQCEThreshold,
 	}
 }
 

@@ -210,7 +210,7 @@ func (c *Config) fqCoDelWarnings() []string {
 		target = fqcodel.DefaultTarget
 	}
 	largest := min(uint64(gsoPacket), c.TBFBurst)
-	if c.TBFMTU != 0 {
+	if c.TBFMTU != 0 && c.TBFPeakRate != 0 { // mtu bounds nothing without peakrate
 		largest = min(largest, c.TBFMTU)
 	}
 	gso := time.Duration(float64(largest) / float64(c.TBFRate) * float64(time.Second))

@@ -44,6 +44,9 @@ func TestFlags(t *testing.T) {
 			Config{QDisc: QDiscTBF, TBFRate: 1250000, TBFBurst: 12500}},
 		{"tc units", []string{"--qdisc=tbf", "--qdisc-tbf-rate=8mbit", "--qdisc-tbf-burst=64kb", "--qdisc-tbf-peakrate=100mbit", "--qdisc-tbf-mtu=1514", "--qdisc-tbf-latency=50ms"},
 			Config{QDisc: QDiscTBF, TBFRate: 1_000_000, TBFBurst: 65536, TBFPeakRate: 12_500_000, TBFMTU: 1514, TBFLatency: 50 * time.Millisecond}},
+		// tc takes mtu without peakrate; it shapes nothing.
+		{"mtu without peakrate", []string{"--qdisc=tbf", "--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500", "--qdisc-tbf-mtu=1514"},
+			Config{QDisc: QDiscTBF, TBFRate: 1_250_000, TBFBurst: 12500, TBFMTU: 1514}},
 		{"limit and override", []string{"--qdisc=tbf", "--qdisc-tbf-rate=1gbit", "--qdisc-tbf-burst=1mb", "--qdisc-tbf-limit=4mb", "--allow-flag-override"},
 			Config{QDisc: QDiscTBF, TBFRate: 125_000_000, TBFBurst: 1 << 20, TBFLimit: 4 << 20, AllowFlagOverride: true}},
 		{"ceilings prepared for pods that pick tbf", []string{"--qdisc-tbf-rate=10mbit"}, Config{QDisc: QDiscFIFO, TBFRate: 1_250_000}},
@@ -76,7 +79,6 @@ func TestFlagErrors(t *testing.T) {
 		{"tbf without rate", []string{"--qdisc=tbf", "--qdisc-tbf-burst=12500"}, []string{"--qdisc-tbf-rate"}},
 		{"tbf without burst", []string{"--qdisc=tbf", "--qdisc-tbf-rate=10mbit"}, []string{"--qdisc-tbf-burst"}},
 		{"peakrate without mtu", []string{"--qdisc=tbf", "--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500", "--qdisc-tbf-peakrate=100mbit"}, []string{"--qdisc-tbf-mtu"}},
-		{"mtu without peakrate", []string{"--qdisc-tbf-mtu=1514"}, []string{"--qdisc-tbf-mtu", "--qdisc-tbf-peakrate"}},
 		{"peakrate not above rate", []string{"--qdisc=tbf", "--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500", "--qdisc-tbf-peakrate=10mbit", "--qdisc-tbf-mtu=1514"}, []string{"--qdisc-tbf-peakrate", "above"}},
 		{"limit and latency", []string{"--qdisc-tbf-limit=100kb", "--qdisc-tbf-latency=50ms"}, []string{"--qdisc-tbf-limit", "--qdisc-tbf-latency"}},
 		{"negative latency", []string{"--qdisc-tbf-latency=-5ms"}, []string{"--qdisc-tbf-latency"}},

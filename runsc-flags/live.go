@@ -131,8 +131,8 @@ func (c *Config) Changed(args []string) (*Config, error) {
 			}
 			continue
 		}
-		if !f.live() {
-			return nil, fmt.Errorf("--%s cannot change on a running sandbox (it shapes the qdisc itself, as with Linux's tc qdisc change); the ceilings can: %s", name, liveFlags())
+		if !f.live() && !f.fqCoDelLive() {
+			return nil, fmt.Errorf("--%s cannot change on a running sandbox (it shapes the qdisc itself, as with Linux's tc qdisc change); the ceilings can: %s; and fq_codel's knobs but --%s", name, liveFlags(), FlagFQCoDelFlows)
 		}
 		if err := next.Set(name, value); err != nil {
 			return nil, err
@@ -224,7 +224,8 @@ func (n *NIC) planLocked(args []string) (step, error) {
 
 // planEgress checks the egress part of a change: a tbf changes in place
 // (tbf_change); a fifo or fq_codel takes the ceiling over its queue, or
-// loses it; htb's classes change in place (htb_change_class).
+// loses it; fq_codel's knobs change in place (fq_codel_change), alone or
+// as a tbf's child; htb's classes change in place (htb_change_class).
 func (n *NIC) planEgress(cur, next *Config) (func() error, error) {
 	if resets := next.resetsOf(FlagHTB); cur.HTB != next.HTB || len(resets) > 0 {
 		q, ok := n.qdisc.(*htb.Discipline)
@@ -244,9 +245,29 @@ func (n *NIC) planEgress(cur, next *Config) (func() error, error) {
 		}
 		return func() error { return q.Change(cfg) }, nil
 	}
-	if sameCeiling(EgressCeiling, cur, next) {
-		return nil, nil
+	fq, err := n.planFQCoDel(cur, next)
+	if err != nil {
+		return nil, err
 	}
+	if sameCeiling(EgressCeiling, cur, next) {
+		return fq, nil
+	}
+	ceiling, err := n.planCeiling(cur, next)
+	if err != nil || fq == nil {
+		return ceiling, err
+	}
+	return func() error {
+		if err := fq(); err != nil {
+			return err
+		}
+		return ceiling()
+	}, nil
+}
+
+// planCeiling checks the change of the egress ceiling: a tbf changes in
+// place (tbf_change); a fifo or fq_codel takes the ceiling over its
+// queue, or loses it.
+func (n *NIC) planCeiling(cur, next *Config) (func() error, error) {
 	ceiling := next.TBFConfig()
 	switch q := n.qdisc.(type) {
 	case *tbf.Discipline:

@@ -131,8 +131,8 @@ func TestLiveIsCeiling(t *testing.T) {
 	var live []string
 	for i := range Flags {
 		f := &Flags[i]
-		if f.classes != NotCeiling || f.Kind == KindCake || f.Kind == KindCakeKnob {
-			continue // changes of classes or of cake, not ceilings: TestChangeClasses, TestCakeLive
+		if f.classes != NotCeiling || f.Kind == KindCake || f.Kind == KindCakeKnob || f.fqCoDelLive() {
+			continue // changes of classes, of cake or of fq_codel, not ceilings: TestChangeClasses, TestCakeLive, TestLiveChange
 		}
 		arg := "--" + f.Name + "=" + f.get(c) // no change: valid wherever c is
 		next, err := c.Changed([]string{arg})

@@ -102,7 +102,7 @@ func (d *Discipline) Config() Config {
 }
 
 // String describes the qdisc as `tc qdisc show` does.
-func (d *Discipline) String() string { return "cake " + d.Config().String() }
+func (d *Discipline) String() string { return "cake " + d.Config().TCLine() }
 
 // Stats returns the qdisc's tc -s counters (overlimits: the times the
 // lane waited for the shaper).

@@ -96,16 +96,9 @@ func (s *Sched) XStats() XStats {
 // show` prints them.
 func (s *Sched) TCXStats() string { return s.XStats().String() }
 
-// tcTime writes microseconds as tc's sprint_time: "5.0ms", "1.2s", "80us".
-func tcTime(us uint32) string {
-	switch {
-	case us >= 1e6:
-		return fmt.Sprintf("%.1fs", float64(us)/1e6)
-	case us >= 1e3:
-		return fmt.Sprintf("%.1fms", float64(us)/1e3)
-	}
-	return fmt.Sprintf("%dus", us)
-}
+// tcTime writes microseconds as tc's sprint_time does since iproute2
+// 5.7: "5ms", "1.2s", "80us".
+func tcTime(us uint32) string { return rate.FormatTCTime(float64(us)) }
 
 // String writes x as q_cake.c's cake_print_xstats does.
 func (x XStats) String() string {

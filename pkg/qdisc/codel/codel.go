@@ -45,6 +45,16 @@ type Params struct {
 	MTU uint32
 	// ECN marks ECN-capable packets instead of dropping them.
 	ECN bool
+	// CEThreshold, with CEThresholdOn, marks CE every ECN-capable packet
+	// dequeued after a sojourn above it, whatever CoDel decides (Linux's
+	// ce_threshold, for DCTCP-style senders that want an early, shallow
+	// signal), counted in Stats.CEMarks; with CEMask not 0, only packets
+	// whose DS field (DSCP and ECN bits) masked with CEMask is
+	// CESelector (ce_threshold_selector).
+	CEThreshold   Time
+	CEThresholdOn bool
+	CESelector    uint8
+	CEMask        uint8
 }
 
 // Vars is one queue's CoDel state.
@@ -70,8 +80,10 @@ type Vars struct {
 type Stats struct {
 	// MaxPacket is the largest packet seen at dequeue.
 	MaxPacket uint32
-	// ECNMarks counts packets marked CE instead of dropped.
+	// ECNMarks counts packets marked CE instead of dropped; CEMarks those
+	// marked for a sojourn above Params.CEThreshold.
 	ECNMarks uint64
+	CEMarks  uint64
 	// Drops and DropBytes count packets dropped at dequeue.
 	Drops     uint64
 	DropBytes uint64
@@ -100,8 +112,15 @@ type Packet interface {
 	// Enqueued is when it was queued.
 	Enqueued() Time
 	// MarkCE sets ECN's CE mark if the packet is ECN-capable, and reports
-	// whether it did.
+	// whether it did (or it was marked already).
 	MarkCE() bool
+}
+
+// DSFielder is a Packet that has a DS field, for Params.CEMask: the IPv4
+// TOS or IPv6 traffic class byte, ok false for a packet that is neither
+// (Linux's skb_get_dsfield). A Packet that is not one matches no mask.
+type DSFielder interface {
+	DSField() (ds uint8, ok bool)
 }
 
 // Flow is the queue CoDel manages (one flow's, in fq_codel): it hands
@@ -141,8 +160,30 @@ func shouldDrop[P Packet](v *Vars, p P, ok bool, backlog uint32, par *Params, st
 // Dequeue is codel_dequeue: it takes the head packet from q at now and,
 // while the queue is in dropping state and a drop is due, drops (or marks
 // and keeps) it and takes the next, entering or leaving dropping state as
-// the sojourn time says. ok is false when q ran empty.
+// the sojourn time says; then marks the packet it returns CE if its
+// sojourn was above Params.CEThreshold. ok is false when q ran empty.
 func Dequeue[P Packet](q Flow[P], v *Vars, par *Params, st *Stats, now Time) (p P, ok bool) {
+	p, ok = dequeue(q, v, par, st, now)
+	if ok && par.CEThresholdOn && after(v.ldelay, par.CEThreshold) {
+		mark := true
+		if par.CEMask != 0 {
+			d, has := any(p).(DSFielder)
+			mark = false
+			if has {
+				ds, isIP := d.DSField()
+				mark = isIP && ds&par.CEMask == par.CESelector
+			}
+		}
+		if mark && p.MarkCE() {
+			st.CEMarks++
+		}
+	}
+	return p, ok
+}
+
+// dequeue is codel_dequeue up to its end label: Dequeue without the CE
+// threshold's mark.
+func dequeue[P Packet](q Flow[P], v *Vars, par *Params, st *Stats, now Time) (p P, ok bool) {
 	p, ok = q.Dequeue()
 	if !ok {
 		v.Dropping = false

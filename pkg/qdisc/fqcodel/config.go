@@ -36,6 +36,18 @@ type Config struct {
 	// NoECN drops ECN-capable packets instead of marking them CE (tc
 	// "noecn"; ECN is on by default).
 	NoECN bool
+	// CEThreshold, if not 0, marks CE every ECN-capable packet that
+	// leaves after waiting longer than it, whatever CoDel decides (tc
+	// "ce_threshold"; codel_dequeue's end), counted as ce_mark; with
+	// CEMask not 0 only packets whose DS field masked with CEMask is
+	// CESelector (tc "ce_threshold_selector CESelector/CEMask"). Linux
+	// keeps it in CoDel's 1024 ns units, so tc's ce_threshold 0 (mark
+	// whatever waited at all) is any threshold under 1024 ns here, 1us
+	// say. It works with ECN off too (noecn drops instead of marking
+	// CoDel's own decisions only).
+	CEThreshold time.Duration
+	CESelector  uint8
+	CEMask      uint8
 }
 
 // Linux's defaults and bounds.
@@ -67,8 +79,8 @@ const (
 )
 
 // ConfigError says which setting is wrong, by tc's name, and what to
-// change, naming the bound. Field is "flows", "quantum", "target" or
-// "interval" (limit, memory_limit and drop_batch have no bound that is
+// change, naming the bound. Field is "flows", "quantum", "target",
+// "interval" or "ce_threshold" (limit, memory_limit and drop_batch have no bound that is
 // refused).
 type ConfigError struct {
 	Field string
@@ -103,6 +115,12 @@ func (c Config) withDefaults(mtu uint32) (Config, error) {
 		return c, configErr("interval", "interval %v is negative; give a positive duration such as 100ms", c.Interval)
 	case c.Target > MaxInterval:
 		return c, configErr("target", "target %v is more than %v, the longest CoDel's 32-bit clock (1024 ns units, compared signed) can time; lower target", c.Target, MaxInterval)
+	case c.CEThreshold < 0:
+		return c, configErr("ce_threshold", "ce_threshold %v is negative; give a positive duration such as 1ms, or 0 for none", c.CEThreshold)
+	case c.CEThreshold > MaxInterval:
+		return c, configErr("ce_threshold", "ce_threshold %v is more than %v, the longest CoDel's 32-bit clock (1024 ns units, compared signed) can time; lower ce_threshold", c.CEThreshold, MaxInterval)
+	case c.CEThreshold == 0 && (c.CEMask != 0 || c.CESelector != 0):
+		return c, configErr("ce_threshold", "ce_threshold_selector %#x/%#x needs a ce_threshold to select packets for; set one, or leave the selector unset", c.CESelector, c.CEMask)
 	case c.Interval > MaxInterval:
 		return c, configErr("interval", "interval %v is more than %v, the longest CoDel's 32-bit clock (1024 ns units, compared signed) can time; lower interval", c.Interval, MaxInterval)
 	}

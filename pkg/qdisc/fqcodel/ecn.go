@@ -61,6 +61,24 @@ func markCE(pkt *stack.PacketBuffer) bool {
 	return false
 }
 
+// dsField returns a packet's DS field, the IPv4 TOS or IPv6 traffic
+// class byte, read as markCE reads the header; ok is false for anything
+// else (Linux's skb_get_dsfield).
+func dsField(pkt *stack.PacketBuffer) (uint8, bool) {
+	nh := pkt.NetworkHeader().Slice()
+	switch pkt.NetworkProtocolNumber {
+	case header.IPv4ProtocolNumber:
+		if len(nh) >= header.IPv4MinimumSize && nh[0]>>4 == 4 {
+			return nh[1], true
+		}
+	case header.IPv6ProtocolNumber:
+		if len(nh) >= header.IPv6MinimumSize && nh[0]>>4 == 6 {
+			return nh[0]<<4 | nh[1]>>4, true
+		}
+	}
+	return 0, false
+}
+
 // updateChecksum rewrites the one's-complement checksum in sum after one
 // 16-bit word of what it covers changed from old to new: RFC 1624's
 // HC' = ~(~HC + ~m + m').

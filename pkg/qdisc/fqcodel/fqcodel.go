@@ -20,31 +20,21 @@
 //     computes for the rest (UDP, ICMP, ARP carry pkt.Hash 0);
 //   - a packet's memory is its PacketBuffer's (MemSize), not an skb's
 //     truesize;
-//   - no external classifier and no ce_threshold.
+//   - no external classifier.
+//
+// A running fq_codel changes in place as fq_codel_change changes it
+// (Change): everything but its flows.
 package fqcodel
 
 import (
 	"fmt"
-	"strings"
 
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 
 	"github.com/netqdisc/netqdisc/pkg/qdisc"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/dispatch"
-	"github.com/netqdisc/netqdisc/pkg/qdisc/rate"
 )
-
-// String describes the configuration as `tc qdisc show` does.
-func (c Config) String() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "fq_codel limit %dp flows %d quantum %d target %v interval %v memory_limit %s", c.Limit, c.Flows, c.Quantum, c.Target, c.Interval, rate.FormatSize(uint64(c.MemoryLimit)))
-	if !c.NoECN {
-		b.WriteString(" ecn")
-	}
-	fmt.Fprintf(&b, " drop_batch %d", c.DropBatch)
-	return b.String()
-}
 
 // Discipline is fq_codel as a NIC's qdisc.
 type Discipline struct {

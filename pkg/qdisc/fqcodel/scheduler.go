@@ -2,6 +2,7 @@ package fqcodel
 
 import (
 	"fmt"
+	"strings"
 
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 
@@ -55,6 +56,9 @@ func (e entry) Len() uint32          { return e.len }
 func (e entry) Enqueued() codel.Time { return e.enqueued }
 func (e entry) MarkCE() bool         { return markCE(e.pkt) }
 
+// DSField implements codel.DSFielder, for the CE threshold's selector.
+func (e entry) DSField() (uint8, bool) { return dsField(e.pkt) }
+
 var _ codel.Packet = entry{}
 
 // flow is one flow queue.
@@ -78,14 +82,9 @@ func NewScheduler(cfg Config, mtu uint32) (*Scheduler, error) {
 		return nil, err
 	}
 	q := &Scheduler{
-		cfg: cfg,
-		params: codel.Params{
-			Target:   codel.DurationOf(cfg.Target),
-			Interval: codel.DurationOf(cfg.Interval),
-			MTU:      mtu,
-			ECN:      !cfg.NoECN,
-		},
-		flows: make([]flow, cfg.Flows),
+		cfg:    cfg,
+		params: paramsOf(cfg, mtu),
+		flows:  make([]flow, cfg.Flows),
 	}
 	for i := range q.flows {
 		q.flows[i].owner = q
@@ -284,6 +283,8 @@ type XStats struct {
 	DropOvermemory uint64
 	NewFlowCount   uint64
 	ECNMark        uint64
+	// CEMark counts packets marked for waiting past Config.CEThreshold.
+	CEMark uint64
 	// CoDelDrops counts the packets CoDel dropped at dequeue (the rest of
 	// tc's "dropped").
 	CoDelDrops  uint64
@@ -300,6 +301,7 @@ func (q *Scheduler) XStats() XStats {
 		DropOvermemory: q.dropOvermemory,
 		NewFlowCount:   q.newFlowCount,
 		ECNMark:        q.stats.ECNMarks,
+		CEMark:         q.stats.CEMarks,
 		CoDelDrops:     q.stats.Drops,
 		NewFlowsLen:    q.newFlows.count(q.flows),
 		OldFlowsLen:    q.oldFlows.count(q.flows),
@@ -311,8 +313,21 @@ func (q *Scheduler) XStats() XStats {
 // CoDel.
 func (x XStats) Drops() uint64 { return x.DropOverlimit + x.CoDelDrops }
 
-// String formats the counters as `tc -s qdisc` prints fq_codel's.
+// String formats the counters as `tc -s qdisc` prints fq_codel's
+// (fq_codel_print_xstats): ce_mark, memory_used and drop_overmemory only
+// when not 0.
 func (x XStats) String() string {
-	return fmt.Sprintf("  maxpacket %d drop_overlimit %d new_flow_count %d ecn_mark %d\n  new_flows_len %d old_flows_len %d",
-		x.MaxPacket, x.DropOverlimit, x.NewFlowCount, x.ECNMark, x.NewFlowsLen, x.OldFlowsLen)
+	var b strings.Builder
+	fmt.Fprintf(&b, "  maxpacket %d drop_overlimit %d new_flow_count %d ecn_mark %d", x.MaxPacket, x.DropOverlimit, x.NewFlowCount, x.ECNMark)
+	if x.CEMark != 0 {
+		fmt.Fprintf(&b, " ce_mark %d", x.CEMark)
+	}
+	if x.MemoryUsage != 0 {
+		fmt.Fprintf(&b, " memory_used %d", x.MemoryUsage)
+	}
+	if x.DropOvermemory != 0 {
+		fmt.Fprintf(&b, " drop_overmemory %d", x.DropOvermemory)
+	}
+	fmt.Fprintf(&b, "\n  new_flows_len %d old_flows_len %d", x.NewFlowsLen, x.OldFlowsLen)
+	return b.String()
 }

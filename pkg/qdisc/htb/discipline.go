@@ -85,10 +85,12 @@ func (d *Discipline) Lanes() int { return 1 }
 // whole (a packet longer than a class's burst overdraws its bucket).
 func (d *Discipline) MaxPacketBytes() uint32 { return 0 }
 
-// String describes the qdisc as `tc qdisc show` does.
+// String describes the qdisc as `tc qdisc show` does, with the packets
+// the direct queue has sent: "htb 1: r2q 10 default 0x20
+// direct_packets_stat 0 direct_qlen 1000".
 func (d *Discipline) String() string {
 	var s string
-	d.lanes.Lanes[0].Locked(func() { s = d.tree.cfg.String() })
+	d.lanes.Lanes[0].Locked(func() { s = d.tree.cfg.show(d.tree.DirectPackets(), false) })
 	return s
 }
 
@@ -162,16 +164,25 @@ func (d *Discipline) Warnings() []string { return d.tree.Warnings() }
 // it.
 func (d *Discipline) Quiescent() bool { return d.lanes.Quiescent() }
 
-// TCStats is what `tc -s qdisc show` and `tc -s class show` print: the
-// qdisc's counters and direct_packets_stat, then each class's.
+// TCStats is what `tc -s qdisc show` prints after the qdisc's line (its
+// counters), then each leaf's grafted qdisc as `tc qdisc show` lists it
+// ("qdisc fq_codel parent 1:10 limit 10240p ...", with no handle: a leaf
+// here has none), then what `tc -s class show` prints, a blank line
+// between classes.
 func (d *Discipline) TCStats() string {
 	var b strings.Builder
-	var direct uint64
-	d.lanes.Lanes[0].Locked(func() { direct = d.tree.DirectPackets() })
-	fmt.Fprintf(&b, "%v\n direct_packets_stat %d\n", d.Stats(), direct)
-	for _, c := range d.Classes() {
+	fmt.Fprintf(&b, "%v\n", d.Stats())
+	classes := d.Classes()
+	for _, c := range classes {
+		if kind, opts, _ := strings.Cut(c.Leaf, " "); kind != "" && kind != "pfifo" {
+			fmt.Fprintf(&b, "qdisc %s parent %s %s\n", kind, classify.ClassID(c.ID), opts)
+		}
+	}
+	for i, c := range classes {
+		if i > 0 {
+			b.WriteString("\n\n")
+		}
 		b.WriteString(c.String())
-		b.WriteByte('\n')
 	}
 	return b.String()
 }

@@ -39,8 +39,8 @@ import (
 //   - mtu: only for the default burst and cburst (tc's, 1600 if not given).
 //   - prio 0-7, quantum (bytes; 0 computes it from rate/r2q), overhead and
 //     mpu (bytes, 0-65535), in decimal.
-//   - linklayer: only ethernet (atm and adsl cell framing are not
-//     modelled).
+//   - linklayer: only ethernet (ATM cells are tbf's, not yet htb's:
+//     see docs/threat-model.md).
 //
 // A parsed class is checked as ClassConfig.Validate checks it. An error
 // names the word to fix.
@@ -142,7 +142,7 @@ func ParseClass(s string) (ClassConfig, error) {
 			err = parseQuotaWord(c.Quota, key, v)
 		case "linklayer":
 			if v != "ethernet" {
-				err = errors.New("only ethernet is taken (atm and adsl cell framing are not modelled)")
+				err = errors.New("only ethernet is taken: htb's classes have no ATM cell framing (tbf's linklayer atm has); give ethernet, or leave linklayer out")
 			}
 		}
 		if err != nil {

@@ -2,12 +2,7 @@ package htb
 
 import (
 	"fmt"
-	"math"
-	"strings"
 	"time"
-
-	"github.com/netqdisc/netqdisc/pkg/qdisc/classify"
-	"github.com/netqdisc/netqdisc/pkg/qdisc/rate"
 )
 
 // ClassStats is one class as `tc -s class show dev eth0` shows it.
@@ -28,7 +23,10 @@ type ClassStats struct {
 	Rate, Ceil    uint64
 	Burst, CBurst uint32
 	Quantum       uint32
-	Mode          Mode
+	// Overhead and MPU are the class's, as tc's htb overhead and mpu.
+	Overhead int32
+	MPU      uint32
+	Mode     Mode
 	// Bytes and Packets were dequeued from the class (for an inner class,
 	// from its leaves).
 	Bytes, Packets uint64
@@ -55,60 +53,12 @@ type ClassStats struct {
 	QuotaSpent bool
 }
 
-// String prints the class as `tc -s class show` does:
-//
-//	class htb 1:10 parent 1:1 prio 0 rate 10Mbit ceil 20Mbit burst 1600b cburst 1600b
-//	 Sent 3000 bytes 2 pkt (dropped 0, overlimits 0 requeues 0)
-//	 backlog 0b 0p requeues 0
-//	 lended: 2 borrowed: 0 giants: 0
-//	 tokens: 1400 ctokens: 700
-//
-// tokens and ctokens are in tc's units, 64 ns ticks, as the kernel
-// reports them.
-func (s ClassStats) String() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "class htb %s ", classify.ClassID(s.ID))
-	if s.Parent == 0 {
-		b.WriteString("root ")
-	} else {
-		fmt.Fprintf(&b, "parent %s ", classify.ClassID(s.Parent))
-	}
-	if s.Level == 0 {
-		kind, _, _ := strings.Cut(s.Leaf, " ")
-		fmt.Fprintf(&b, "leaf %s prio %d quantum %d ", kind, s.Prio, s.Quantum)
-	}
-	fmt.Fprintf(&b, "rate %s ceil %s burst %s cburst %s\n", rate.FormatRate(s.Rate), rate.FormatRate(s.Ceil), rate.FormatSize(uint64(s.Burst)), rate.FormatSize(uint64(s.CBurst)))
-	fmt.Fprintf(&b, " Sent %d bytes %d pkt (dropped %d, overlimits %d requeues %d)\n", s.Bytes, s.Packets, s.Drops, s.Overlimits, s.Requeues)
-	fmt.Fprintf(&b, " backlog %s %dp requeues %d\n", rate.FormatSize(s.BacklogBytes), s.BacklogPackets, s.Requeues)
-	fmt.Fprintf(&b, " lended: %d borrowed: %d giants: %d\n", s.Lends, s.Borrows, s.Giants)
-	fmt.Fprintf(&b, " tokens: %d ctokens: %d", ticks(s.Tokens), ticks(s.CTokens))
-	if q := s.Quota; q != nil {
-		state := "renews"
-		if s.QuotaSpent {
-			state = "spent, renews"
-		}
-		fmt.Fprintf(&b, "\n %v: used %s remaining %s, %s in %v", *q, rate.FormatSize(s.QuotaUsed), rate.FormatSize(q.Bytes-min(s.QuotaUsed, q.Bytes)), state, s.QuotaLeft)
-	}
-	return b.String()
-}
-
-// ticks is PSCHED_NS2TICKS clamped to an int32, as htb_dump_class_stats
-// reports tokens.
-func ticks(ns int64) int64 { return min(max(ns>>6, math.MinInt32), math.MaxInt32) }
-
-// String describes the qdisc as `tc qdisc show` does after "qdisc":
-// "htb 1: r2q 10 default 0x10 direct_qlen 1000".
-func (c Config) String() string {
-	c = c.withDefaults()
-	return fmt.Sprintf("htb %x: r2q %d default %#x direct_qlen %d", c.Handle>>16, c.R2Q, c.Default&0xffff, c.DirectQLen)
-}
-
 // Classes returns every class's statistics, in the order of cfg.Classes.
 func (t *Tree) Classes() []ClassStats {
 	out := make([]ClassStats, len(t.classes))
 	for i, cl := range t.classes {
 		s := ClassStats{
-			ID: cl.id, Level: cl.level, Prio: uint8(cl.prio),
+			ID: cl.id, Level: cl.level, Prio: uint8(cl.prio), Overhead: cl.cfg.Overhead, MPU: cl.cfg.MPU,
 			Rate: cl.cfg.Rate, Ceil: cl.cfg.Ceil, Burst: cl.cfg.Burst, CBurst: cl.cfg.CBurst,
 			Mode: cl.mode, Bytes: cl.bytes, Packets: cl.packets,
 			Overlimits: cl.overlimits, Lends: cl.lends, Borrows: cl.borrows, Giants: cl.gi,

@@ -42,7 +42,16 @@ type Rate struct {
 	// to at least mpu, as in tc's "overhead" and "mpu".
 	overhead int32
 	mpu      uint32
+	// atm frames every packet in ATM cells (tc's "linklayer atm").
+	atm bool
 }
+
+// ATM cells: 48 bytes of payload in each 53-byte cell (Linux's
+// ATM_CELL_PAYLOAD and ATM_CELL_SIZE).
+const (
+	ATMCellPayload = 48
+	ATMCellSize    = 53
+)
 
 // New returns the Rate of bytesPerSec bytes per second, with its reciprocal
 // precomputed as Linux's psched_ratecfg_precompute__ does. New(0) is the
@@ -102,6 +111,18 @@ func (r Rate) WithMPU(mpu uint32) Rate {
 	return r
 }
 
+// WithATM returns r with every packet charged as the ATM cells that carry
+// it, as tc's "linklayer atm" (and "adsl") does: its length, after
+// overhead and mpu, rounded up to whole 48-byte payloads of 53 bytes each
+// (psched_l2t_ns with TC_LINKLAYER_ATM).
+func (r Rate) WithATM(atm bool) Rate {
+	r.atm = atm
+	return r
+}
+
+// ATM reports whether r charges packets in ATM cells.
+func (r Rate) ATM() bool { return r.atm }
+
 // BytesPerSecond returns the rate in bytes per second.
 func (r Rate) BytesPerSecond() uint64 { return r.bytesPerSec }
 
@@ -118,7 +139,8 @@ func (r Rate) Overhead() int32 { return r.overhead }
 func (r Rate) MPU() uint32 { return r.mpu }
 
 // Len returns the length that TimeNS charges for a packet of length bytes:
-// length plus the overhead, at least the MPU, never below 0.
+// length plus the overhead, at least the MPU, never below 0; with ATM, the
+// bytes of the cells that carry that many.
 func (r Rate) Len(length uint32) uint64 {
 	l := int64(length) + int64(r.overhead)
 	if l < int64(r.mpu) {
@@ -126,6 +148,9 @@ func (r Rate) Len(length uint32) uint64 {
 	}
 	if l < 0 {
 		l = 0
+	}
+	if r.atm {
+		l = (l + ATMCellPayload - 1) / ATMCellPayload * ATMCellSize
 	}
 	return uint64(l)
 }

@@ -144,12 +144,14 @@ func FormatRate(bytesPerSec uint64) string {
 	return fmt.Sprintf("%d%sbit", r, units[i])
 }
 
-// FormatSize prints a byte count the way tc prints sizes: "1514b", "10Kb"
-// (a multiple of 1024 within 16 bytes), "2Mb" (a multiple of 1 MiB within
-// 1 KiB).
+// FormatSize prints a byte count the way tc prints sizes (sprint_size):
+// "1514b", "10Kb" (a multiple of 1024 within 16 bytes), "2Mb" (a multiple
+// of 1 MiB within 1 KiB), "4Gb" (a multiple of 1 GiB within 1 KiB).
 func FormatSize(n uint64) string {
 	f := float64(n)
 	switch {
+	case n >= 1<<30 && math.Abs(float64(1<<30)*math.Round(f/(1<<30))-f) < 1024:
+		return fmt.Sprintf("%gGb", math.Round(f/(1<<30)))
 	case n >= 1<<20 && math.Abs(float64(1<<20)*math.Round(f/(1<<20))-f) < 1024:
 		return fmt.Sprintf("%gMb", math.Round(f/(1<<20)))
 	case n >= 1<<10 && math.Abs(float64(1<<10)*math.Round(f/(1<<10))-f) < 16:

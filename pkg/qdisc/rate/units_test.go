@@ -153,6 +153,8 @@ func TestFormat(t *testing.T) {
 		{10250, "10Kb"},
 		{1 << 20, "1Mb"},
 		{128 << 20, "128Mb"},
+		{4 << 30, "4Gb"},
+		{1<<30 + 1000, "1Gb"}, // within 1 KiB
 		{0, "0b"},
 	} {
 		if got := FormatSize(tc.size); got != tc.want {

@@ -25,7 +25,7 @@ const fresh = math.MinInt64
 // newGate returns the bucket for cfg, full until its first booking:
 // lock-free when there is no peak rate nor packet rate.
 func newGate(cfg Config) gate {
-	r := rate.New(cfg.Rate).WithOverhead(cfg.Overhead).WithMPU(cfg.MPU)
+	r, peak := cfg.rates()
 	buffer := int64(r.TimeNS(cfg.Burst))
 	desc := cfg.bucketsString()
 	if cfg.PeakRate == 0 && cfg.PacketRate == 0 {
@@ -35,7 +35,7 @@ func newGate(cfg Config) gate {
 	}
 	b := &dualBucket{rate: r, buffer: buffer, tc: fresh, tokens: buffer, desc: desc}
 	if cfg.PeakRate != 0 {
-		b.peak = rate.New(cfg.PeakRate).WithOverhead(cfg.Overhead).WithMPU(cfg.MPU)
+		b.peak = peak
 		b.mtu = int64(b.peak.TimeNS(cfg.MTU))
 		b.ptokens = b.mtu
 	}

@@ -87,8 +87,8 @@ func (d *Discipline) prepare(cfg Config) (change, error) {
 // checkNoCeiling checks a Config with no ceiling (see Change): only the
 // queue's limit is left, which Latency cannot give without a rate.
 func (d *Discipline) checkNoCeiling(cfg Config) (Config, error) {
-	if cfg.Burst != 0 || cfg.PeakRate != 0 || cfg.MTU != 0 || cfg.PacketBurst != 0 || cfg.Overhead != 0 || cfg.MPU != 0 {
-		return cfg, configErr("rate", "the rate and pkt_rate are 0, which removes the ceiling; leave burst, peakrate, mtu, pkt_burst, overhead and mpu unset with it")
+	if cfg.Burst != 0 || cfg.PeakRate != 0 || cfg.MTU != 0 || cfg.PacketBurst != 0 || cfg.Overhead != 0 || cfg.MPU != 0 || cfg.ATM {
+		return cfg, configErr("rate", "the rate and pkt_rate are 0, which removes the ceiling; leave burst, peakrate, mtu, pkt_burst, overhead, mpu and linklayer unset with it")
 	}
 	if cfg.Latency != 0 {
 		return cfg, configErr("latency", "latency needs a rate to give a limit, and the ceiling is removed; give a limit in bytes, or none")

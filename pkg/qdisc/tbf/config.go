@@ -134,9 +134,9 @@ func (c Config) validate(link *linkBounds) (Config, uint32, error) {
 	// max_size of 0 a zero mtu gives).
 	case c.PeakRate != 0 && c.MTU == 0:
 		return c, 0, configErr("mtu", "peakrate needs mtu, the peak bucket's depth; set mtu to %s", atLeast)
-	// Ours: tc ignores mtu without peakrate; we say so.
-	case c.PeakRate == 0 && c.MTU != 0:
-		return c, 0, configErr("mtu", "mtu %d is the peak bucket's depth and needs peakrate; set peakrate or leave mtu unset", c.MTU)
+	// tc's tbf_parse_opt takes mtu without peakrate and sends no peak
+	// bucket (only the rate table's cell size, unused since Linux 3.8,
+	// comes of it): it shapes nothing, as here.
 	// Ours, as for burst.
 	case link != nil && c.PeakRate != 0 && uint64(c.MTU) < link.max:
 		return c, 0, configErr("mtu", "mtu %d bytes is smaller than %s: such packets could never be sent; raise mtu to at least %d bytes", c.MTU, link.what, link.max)
@@ -193,7 +193,7 @@ func (c Config) validate(link *linkBounds) (Config, uint32, error) {
 	case c.PeakRate != 0 && c.MPU > c.MTU:
 		return c, 0, configErr("mpu", "mpu %d bytes is above mtu %d bytes: every packet would be charged more than the peak bucket holds; lower mpu to at most mtu", c.MPU, c.MTU)
 	}
-	r := rate.New(c.Rate).WithOverhead(c.Overhead).WithMPU(c.MPU)
+	r, p := c.rates()
 	// Ours: a bucket of 0 ns holds nothing.
 	if r.TimeNS(c.Burst) == 0 {
 		return c, 0, configErr("burst", "burst %d bytes lasts less than 1 ns at rate %s; raise burst or lower rate", c.Burst, rate.FormatRate(c.Rate))
@@ -201,7 +201,6 @@ func (c Config) validate(link *linkBounds) (Config, uint32, error) {
 	maxSize := c.Burst
 	if c.PeakRate != 0 {
 		maxSize = min(c.Burst, c.MTU)
-		p := rate.New(c.PeakRate).WithOverhead(c.Overhead).WithMPU(c.MPU)
 		if p.TimeNS(c.MTU) == 0 {
 			return c, 0, configErr("mtu", "mtu %d bytes lasts less than 1 ns at peakrate %s; raise mtu or lower peakrate", c.MTU, rate.FormatRate(c.PeakRate))
 		}
@@ -266,8 +265,8 @@ func (c Config) validatePacketOnly(link *linkBounds) (Config, uint32, error) {
 	switch {
 	case c.Burst != 0 || c.PeakRate != 0 || c.MTU != 0:
 		return c, 0, configErr("burst", "burst, peakrate and mtu shape a byte rate, and the rate is unset (a pkt_rate alone is the ceiling); set a rate or leave them unset")
-	case c.Overhead != 0 || c.MPU != 0:
-		return c, 0, configErr("overhead", "overhead and mpu are charged against a byte rate, and the rate is unset; set a rate or leave them unset")
+	case c.Overhead != 0 || c.MPU != 0 || c.ATM:
+		return c, 0, configErr("overhead", "overhead, mpu and linklayer atm are charged against a byte rate, and the rate is unset; set a rate or leave them unset")
 	case c.Latency != 0:
 		return c, 0, configErr("latency", "latency is converted to a limit at the byte rate, and the rate is unset; give a limit in bytes instead")
 	}
@@ -303,4 +302,14 @@ func childName(q qdisc.Queue) string {
 		}
 	}
 	return fmt.Sprintf("%T", q)
+}
+
+// rates returns the rate and peak rate as c's buckets charge packets:
+// overhead, mpu and ATM framing included.
+func (c Config) rates() (r, peak rate.Rate) {
+	r = rate.New(c.Rate).WithOverhead(c.Overhead).WithMPU(c.MPU).WithATM(c.ATM)
+	if c.PeakRate != 0 {
+		peak = rate.New(c.PeakRate).WithOverhead(c.Overhead).WithMPU(c.MPU).WithATM(c.ATM)
+	}
+	return r, peak
 }

@@ -1,7 +1,9 @@
 // Package tbf is a token bucket filter for gVisor's netstack, faithful to
 // Linux's net/sched/sch_tbf.c: a rate bucket of Burst bytes, an optional
 // peak-rate bucket of MTU bytes, and a backlog bounded in bytes by Limit or
-// by Latency, as `tc qdisc add ... tbf` configures them, and optionally a
+// by Latency, as `tc qdisc add ... tbf` configures them (Parse reads
+// tc-tbf(8)'s words, linklayer atm's cell framing included, and String
+// prints `tc qdisc show`'s line), and optionally a
 // packet bucket beside them (PacketRate, PacketBurst, as tc police's
 // pkt_rate and pkt_burst), so that a flood of small packets is held to a
 // packet rate whatever its bytes. It is a gate (the buckets) over a child
@@ -58,7 +60,6 @@ package tbf
 
 import (
 	"fmt"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -69,7 +70,6 @@ import (
 	"github.com/netqdisc/netqdisc/pkg/qdisc"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/dispatch"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/gso"
-	"github.com/netqdisc/netqdisc/pkg/qdisc/rate"
 )
 
 // DefaultSlack is Slack's default: the qdisc's timer wakes at most 125
@@ -117,6 +117,8 @@ type Config struct {
 	// above Rate, that bounds how fast the Burst may leave.
 	PeakRate uint64
 	// MTU is the peak bucket's depth in bytes; required with PeakRate.
+	// Without one it shapes nothing, as tc's mtu then only sizes the rate
+	// table's cells, which Linux ignores since 3.8.
 	MTU uint32
 	// PacketRate, if not 0, is a third bucket's rate in packets per
 	// second, as tc police's pkt_rate: a packet leaves when every bucket
@@ -156,6 +158,11 @@ type Config struct {
 	// and smaller than Burst (and than MTU with a peak rate): see Check.
 	Overhead int32
 	MPU      uint32
+	// ATM charges every packet, after Overhead and MPU, as the 53-byte ATM
+	// cells that carry it 48 bytes a cell, as tc's "linklayer atm" (or
+	// "adsl") does: for a link that is ATM further on (ADSL), so that the
+	// rate is the line's.
+	ATM bool
 	// Child, if not nil, is the tbf's child qdisc in place of its byte
 	// FIFO, as `tc qdisc add dev eth0 parent 1: fq_codel` grafts one under
 	// a tbf: any qdisc.Queue (fq_codel's is fqcodel.NewQueue). The buckets
@@ -382,43 +389,6 @@ func (d *Discipline) Config() Config {
 	return d.cfg
 }
 
-// String prints the configuration as `tc qdisc show` does:
-// "tbf rate 10Mbit burst 12500b lat 50ms" or "... limit 75000b".
+// String prints the configuration as `tc qdisc show` does (see
+// Config.String): "tbf rate 10Mbit burst 12500b lat 50ms".
 func (d *Discipline) String() string { return d.Config().String() }
-
-// String prints c as `tc qdisc show` prints a tbf (see Discipline.String);
-// with neither a rate nor a packet rate (a ceiling removed by Change),
-// "tbf rate none".
-func (c Config) String() string {
-	var b strings.Builder
-	switch {
-	case c.Rate != 0:
-		fmt.Fprintf(&b, "tbf rate %s burst %s", rate.FormatRate(c.Rate), rate.FormatSize(uint64(c.Burst)))
-	case c.PacketRate != 0:
-		b.WriteString("tbf") // a packet-only ceiling
-	default:
-		b.WriteString("tbf rate none")
-	}
-	if c.PeakRate != 0 {
-		fmt.Fprintf(&b, " peakrate %s minburst %s", rate.FormatRate(c.PeakRate), rate.FormatSize(uint64(c.MTU)))
-	}
-	if c.PacketRate != 0 {
-		fmt.Fprintf(&b, " pkt_rate %dpps pkt_burst %dpkt", c.PacketRate, c.PacketBurst)
-	}
-	switch {
-	case c.Latency != 0:
-		fmt.Fprintf(&b, " lat %v", c.Latency)
-	case c.Limit != 0:
-		fmt.Fprintf(&b, " limit %s", rate.FormatSize(uint64(c.Limit)))
-	}
-	if c.Overhead != 0 {
-		fmt.Fprintf(&b, " overhead %d", c.Overhead)
-	}
-	if c.MPU != 0 {
-		fmt.Fprintf(&b, " mpu %s", rate.FormatSize(uint64(c.MPU)))
-	}
-	if s, ok := c.Child.(fmt.Stringer); ok {
-		fmt.Fprintf(&b, "; child %s", s)
-	}
-	return b.String()
-}
