@@ -47,6 +47,13 @@
 //     memory limit, enforced by dropping from the head of the fattest
 //     flow of any tin.
 //
+// autorate-ingress's windows start where Linux's do: at 0 (cake_init
+// zeroes last_packet_time, avg_window_begin and last_reconfig_time, and
+// ktime 0 is boot), not at the Sched's creation. On a Discipline, 0 is
+// the zero of its clock's NowMonotonic. The first packet measures its
+// window back to then and, unless it comes within 250ms of 0, retunes
+// the rate at once; last_reconfig_time is never set again, as in Linux.
+//
 // Discipline runs a Sched on a NIC (New) or on the receive path (NewTo)
 // in a dispatch lane, as htb does, with Change for cake_change's settings
 // in place, and TCStats in `tc -s qdisc show`'s layout (q_cake.c's

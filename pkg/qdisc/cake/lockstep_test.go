@@ -169,21 +169,27 @@ type lockstep struct {
 
 const lockstepMTU = 1514
 
+// lockstepStart is when the harness makes both sides, and the time its
+// arrivals count from: a minute after boot, not at ktime 0, so that state
+// Linux starts at 0 rather than at cake_init's time (autorate-ingress's
+// windows, last_reconfig_time) is seen to.
+const lockstepStart = 60e9
+
 func newLockstep(t testing.TB, cfg Config, seed uint64) *lockstep {
 	t.Helper()
 	h := flowhash.WithSeed(uint32(seed))
-	core, err := newSched(cfg, lockstepMTU, 0, h, seed)
+	core, err := newSched(cfg, lockstepMTU, lockstepStart, h, seed)
 	if err != nil {
 		t.Fatalf("newSched(%v): %v", cfg, err)
 	}
 	p := paramsOf(cfg, lockstepMTU)
 	p.Hasher = coreHasher{h}
 	p.Rand = pcgRand(seed)
-	model, err := caketest.New(p, 0)
+	model, err := caketest.New(p, lockstepStart)
 	if err != nil {
 		t.Fatalf("caketest.New(%+v): %v", p, err)
 	}
-	l := &lockstep{t: t, cfg: cfg, core: core, model: model, hasher: p.Hasher, rand: p.Rand, held: map[uint64]*stack.PacketBuffer{}, ids: map[*stack.PacketBuffer]uint64{}, split: map[uint64]bool{}, sizes: map[uint64]uint32{}, nextID: 1}
+	l := &lockstep{t: t, cfg: cfg, core: core, model: model, hasher: p.Hasher, rand: p.Rand, held: map[uint64]*stack.PacketBuffer{}, ids: map[*stack.PacketBuffer]uint64{}, split: map[uint64]bool{}, sizes: map[uint64]uint32{}, nextID: 1, now: lockstepStart}
 	t.Cleanup(l.close)
 	return l
 }
@@ -467,9 +473,15 @@ func (l *lockstep) drain() {
 }
 
 // run steps the clock through arrivals (in time order) and the shaper's
-// wake-ups until everything has left or until end.
+// wake-ups until everything has left or until end, both in ns from
+// lockstepStart.
 func (l *lockstep) run(arrivals []arrival, end int64) {
 	l.t.Helper()
+	arrivals = slices.Clone(arrivals)
+	for k := range arrivals {
+		arrivals[k].at += lockstepStart
+	}
+	end += lockstepStart
 	slices.SortStableFunc(arrivals, func(a, b arrival) int { return int(min(max(a.at-b.at, -1), 1)) })
 	i := 0
 	for steps := 0; ; steps++ {
