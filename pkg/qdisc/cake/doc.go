@@ -39,7 +39,9 @@
 //     sparse-wait sets;
 //   - COBALT with the cached inverse square root and BLUE, its target and
 //     interval raised at low rates (1.5 MTU times), marking ECN-capable
-//     packets CE instead of dropping them;
+//     packets CE instead of dropping them; its control law scales the
+//     interval in 32 bits, as Linux's reciprocal_scale does, so an
+//     interval of 4.29s or more (an rtt that long) counts modulo 2^32 ns;
 //   - the ACK filter, on and aggressive, with Linux's eligibility rules;
 //   - overhead compensation (cake_overhead: each segment of a GSO packet
 //     charged as a packet), split-gso (package gso's Split), ingress mode
