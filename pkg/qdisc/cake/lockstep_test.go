@@ -665,6 +665,26 @@ func TestLockstep(t *testing.T) {
 			},
 		})
 	}
+	// COBALT at an rtt of 10s (target 500ms): one flow sending 2x the
+	// rate for 6s. The control law takes the 10s interval modulo 2^32 ns
+	// (1.41s), as Linux's reciprocal_scale does: the first drop comes
+	// about 2.4s in, where the whole interval would put it past the end.
+	cases = append(cases, lockstepCase{
+		name: "cobalt/rtt=10s",
+		cfg: cfgWith(func(c *Config) {
+			c.Diffserv = BestEffort
+			c.Bandwidth = 125_000
+			c.RTT, c.Target = 10*time.Second, 500*time.Millisecond
+		}),
+		traffic: bulk(pk{src: 1, dst: 2, sport: 1, dport: 2, payload: 1200}, 1250, 0, 4_800_000),
+		end:     ms(8000),
+		want: func(x XStats, s *Sched) string {
+			if x.Tins[0].Drops == 0 {
+				return "COBALT did not drop within 8s"
+			}
+			return ""
+		},
+	})
 	// BLUE: an unresponsive UDP flood past a small memlimit, with a thin
 	// TCP flow beside it.
 	for _, ingress := range []bool{false, true} {
