@@ -91,3 +91,29 @@ func TestInvSqrt(t *testing.T) {
 		}
 	}
 }
+
+// TestControlTruncates: the control law scales the interval as Linux's
+// reciprocal_scale does, in 32 bits, so an interval of 2^32 ns (4.29s)
+// or more counts only modulo 2^32 (a 10s rtt's interval as 1.41s).
+func TestControlTruncates(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		interval uint64
+		inv      uint32
+		want     int64
+	}{
+		{"100ms at count 1", 100e6, 0xffffffff, 100e6 - 1},
+		{"100ms at count 4", 100e6, 1 << 31, 50e6},
+		{"just below 2^32", 1<<32 - 1, 0xffffffff, 1<<32 - 2},
+		{"2^32 is 0", 1 << 32, 0xffffffff, 0},
+		{"10s", 10e9, 0xffffffff, 10e9 - 2<<32 - 1},
+		{"10s at count 4", 10e9, 1 << 31, (10e9 - 2<<32) / 2},
+		{"interplanetary (1000s)", 1000_000_000_000, 0xffffffff, 1000_000_000_000%(1<<32) - 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := control(1000, tc.interval, tc.inv); got != 1000+tc.want {
+				t.Errorf("control(1000, %d, %#x) = %d, want %d", tc.interval, tc.inv, got, 1000+tc.want)
+			}
+		})
+	}
+}

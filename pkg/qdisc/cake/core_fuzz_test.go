@@ -130,12 +130,29 @@ func fuzzConfig(in *qdisctest.Input) Config {
 	c.Overhead = int32(in.IntN(MaxOverhead-MinOverhead+1) + MinOverhead)
 	c.MPU = uint32(in.IntN(MaxMPU + 1))
 	c.ATM = ATM(in.IntN(int(numATM)))
-	c.RTT = time.Duration(1+in.IntN(1<<20)) * time.Microsecond
-	c.Target = max(c.RTT/20/time.Microsecond, 1) * time.Microsecond
+	c.RTT, c.Target = fuzzRTT(in)
 	if in.IntN(2) == 0 {
 		c.Memlimit = uint32(MinMemlimit + in.IntN(1<<18))
 	}
 	return c
+}
+
+// fuzzRTT draws an rtt and tc's target for it (rtt/20, at least 1us)
+// from three bytes of the input: half of the draws up to 1.05s, 7/16 from
+// 1s to 10s, where the control law's interval passes 2^32 ns (4.29s)
+// and Linux's reciprocal_scale truncates it, and 1/16 interplanetary
+// (1000s, target 50s).
+func fuzzRTT(in *qdisctest.Input) (rtt, target time.Duration) {
+	v := in.IntN(1 << 24)
+	switch k, u := v>>20, v&(1<<20-1); {
+	case k < 8:
+		rtt = time.Duration(1+u) * time.Microsecond
+	case k < 15:
+		rtt = time.Second + time.Duration(u*9_000_000>>20)*time.Microsecond
+	default:
+		return 1000 * time.Second, 50 * time.Second
+	}
+	return rtt, max(rtt/20/time.Microsecond, 1) * time.Microsecond
 }
 
 // fuzzACK draws a TCP packet the ACK filter reads: one of a few

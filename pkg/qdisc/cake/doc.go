@@ -39,13 +39,22 @@
 //     sparse-wait sets;
 //   - COBALT with the cached inverse square root and BLUE, its target and
 //     interval raised at low rates (1.5 MTU times), marking ECN-capable
-//     packets CE instead of dropping them;
+//     packets CE instead of dropping them; its control law scales the
+//     interval in 32 bits, as Linux's reciprocal_scale does, so an
+//     interval of 4.29s or more (an rtt that long) counts modulo 2^32 ns;
 //   - the ACK filter, on and aggressive, with Linux's eligibility rules;
 //   - overhead compensation (cake_overhead: each segment of a GSO packet
 //     charged as a packet), split-gso (package gso's Split), ingress mode
 //     (a drop still advances the shaper), autorate-ingress, and the
 //     memory limit, enforced by dropping from the head of the fattest
 //     flow of any tin.
+//
+// autorate-ingress's windows start where Linux's do: at 0 (cake_init
+// zeroes last_packet_time, avg_window_begin and last_reconfig_time, and
+// ktime 0 is boot), not at the Sched's creation. On a Discipline, 0 is
+// the zero of its clock's NowMonotonic. The first packet measures its
+// window back to then and, unless it comes within 250ms of 0, retunes
+// the rate at once; last_reconfig_time is never set again, as in Linux.
 //
 // Discipline runs a Sched on a NIC (New) or on the receive path (NewTo)
 // in a dispatch lane, as htb does, with Change for cake_change's settings

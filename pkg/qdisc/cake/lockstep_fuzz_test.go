@@ -23,7 +23,9 @@ const fuzzGSOBudget = 3 << 19
 // (see lockstep_test.go) on a configuration and traffic drawn from the
 // input: any rate or unlimited, every isolation, diffserv and ACK filter
 // mode, wash, ingress, autorate-ingress, split-gso, overhead, mpu and
-// framing, raw, rtt, and a memlimit small enough to overflow; packets of
+// framing, raw, rtt (up to 10s, past the 4.29s at which Linux's
+// control law truncates the interval, and interplanetary: fuzzRTT), and a
+// memlimit small enough to overflow; packets of
 // a few hosts and flows, IPv4 and IPv6, TCP and UDP, any DS field, TCP
 // ACKs with any flags and options (lying lengths included), host-GSO
 // packets; gaps from a nanosecond to a tenth of a second; and changes of

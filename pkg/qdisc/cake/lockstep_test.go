@@ -169,21 +169,27 @@ type lockstep struct {
 
 const lockstepMTU = 1514
 
+// lockstepStart is when the harness makes both sides, and the time its
+// arrivals count from: a minute after boot, not at ktime 0, so that state
+// Linux starts at 0 rather than at cake_init's time (autorate-ingress's
+// windows, last_reconfig_time) is seen to.
+const lockstepStart = 60e9
+
 func newLockstep(t testing.TB, cfg Config, seed uint64) *lockstep {
 	t.Helper()
 	h := flowhash.WithSeed(uint32(seed))
-	core, err := newSched(cfg, lockstepMTU, 0, h, seed)
+	core, err := newSched(cfg, lockstepMTU, lockstepStart, h, seed)
 	if err != nil {
 		t.Fatalf("newSched(%v): %v", cfg, err)
 	}
 	p := paramsOf(cfg, lockstepMTU)
 	p.Hasher = coreHasher{h}
 	p.Rand = pcgRand(seed)
-	model, err := caketest.New(p, 0)
+	model, err := caketest.New(p, lockstepStart)
 	if err != nil {
 		t.Fatalf("caketest.New(%+v): %v", p, err)
 	}
-	l := &lockstep{t: t, cfg: cfg, core: core, model: model, hasher: p.Hasher, rand: p.Rand, held: map[uint64]*stack.PacketBuffer{}, ids: map[*stack.PacketBuffer]uint64{}, split: map[uint64]bool{}, sizes: map[uint64]uint32{}, nextID: 1}
+	l := &lockstep{t: t, cfg: cfg, core: core, model: model, hasher: p.Hasher, rand: p.Rand, held: map[uint64]*stack.PacketBuffer{}, ids: map[*stack.PacketBuffer]uint64{}, split: map[uint64]bool{}, sizes: map[uint64]uint32{}, nextID: 1, now: lockstepStart}
 	t.Cleanup(l.close)
 	return l
 }
@@ -467,9 +473,15 @@ func (l *lockstep) drain() {
 }
 
 // run steps the clock through arrivals (in time order) and the shaper's
-// wake-ups until everything has left or until end.
+// wake-ups until everything has left or until end, both in ns from
+// lockstepStart.
 func (l *lockstep) run(arrivals []arrival, end int64) {
 	l.t.Helper()
+	arrivals = slices.Clone(arrivals)
+	for k := range arrivals {
+		arrivals[k].at += lockstepStart
+	}
+	end += lockstepStart
 	slices.SortStableFunc(arrivals, func(a, b arrival) int { return int(min(max(a.at-b.at, -1), 1)) })
 	i := 0
 	for steps := 0; ; steps++ {
@@ -653,6 +665,26 @@ func TestLockstep(t *testing.T) {
 			},
 		})
 	}
+	// COBALT at an rtt of 10s (target 500ms): one flow sending 2x the
+	// rate for 6s. The control law takes the 10s interval modulo 2^32 ns
+	// (1.41s), as Linux's reciprocal_scale does: the first drop comes
+	// about 2.4s in, where the whole interval would put it past the end.
+	cases = append(cases, lockstepCase{
+		name: "cobalt/rtt=10s",
+		cfg: cfgWith(func(c *Config) {
+			c.Diffserv = BestEffort
+			c.Bandwidth = 125_000
+			c.RTT, c.Target = 10*time.Second, 500*time.Millisecond
+		}),
+		traffic: bulk(pk{src: 1, dst: 2, sport: 1, dport: 2, payload: 1200}, 1250, 0, 4_800_000),
+		end:     ms(8000),
+		want: func(x XStats, s *Sched) string {
+			if x.Tins[0].Drops == 0 {
+				return "COBALT did not drop within 8s"
+			}
+			return ""
+		},
+	})
 	// BLUE: an unresponsive UDP flood past a small memlimit, with a thin
 	// TCP flow beside it.
 	for _, ingress := range []bool{false, true} {

@@ -332,6 +332,9 @@ func TestFlagParsers(t *testing.T) {
 		}{
 			{"metro", 10 * time.Millisecond, 500 * time.Microsecond, ""},
 			{"interplanetary", 1000 * time.Second, 50 * time.Second, ""},
+			// tc-cake(8)'s interplanetary (q_cake.c sends 1000s).
+			{"3600s", 3600 * time.Second, 180 * time.Second, ""},
+			{"10s", 10 * time.Second, 500 * time.Millisecond, ""},
 			{"50ms", 50 * time.Millisecond, 2500 * time.Microsecond, ""},
 			{"1", time.Microsecond, time.Microsecond, ""},
 			{"0", 0, 0, "1us or more"},

@@ -251,7 +251,7 @@ func newSched(cfg Config, mtu uint32, now int64, h flowhash.Hasher, seed uint64)
 	s.avgPeakBandwidth = s.rateBps
 	s.minNetlen, s.minAdjlen = ^uint32(0), ^uint32(0)
 	s.timeNext, s.failsafeNext = now, now
-	s.lastPacketTime, s.avgWindowBegin, s.lastReconfig = now, now, now
+	// autorate-ingress's times stay 0, as cake_init's (doc.go).
 	return s, nil
 }
 

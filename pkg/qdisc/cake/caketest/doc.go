@@ -54,9 +54,10 @@
 //     hop-by-hop, routing, destination-options and fragment headers, and
 //     the ports of TCP, UDP, UDP-Lite, SCTP and DCCP (ESP's and AH's SPI);
 //     it does not follow tunnels (Linux dissects 6in4's inner header).
-//   - There is no change of parameters after New (cake_change on a live
-//     qdisc), no cake_reset and no per-flow class stats (tc -s class show);
-//     autorate-ingress's own cake_reconfigure is modelled.
+//   - Parameters change after New by Change (cake_change on a live qdisc,
+//     as tc qdisc change sends it, cake_reconfigure included), and by
+//     autorate-ingress's own cake_reconfigure; there is no cake_reset and
+//     no per-flow class stats (tc -s class show).
 //   - Input Linux never sees (a negative MacLen, a packet of length 0, a
 //     GSO packet with no segment count) is Refused with an Event naming
 //     the field, not taken.
@@ -72,8 +73,12 @@
 // hosts: flows that all go to one server are shared per flow, not per
 // source host.
 //
-// There is no lockstep harness yet: it needs the implementation (package
-// cake), which does not exist. The model's API is made for one: the
-// implementation and the model take the same Params.Hasher and
-// Params.Rand, and every decision is an Event or a departure.
+// The lockstep harness is package cake's (lockstep_test.go, and
+// FuzzCakeLockstep in lockstep_fuzz_test.go): it gives cake's Sched and
+// the model the same configuration (Params from a cake.Config), the same
+// Params.Hasher and Params.Rand, and the same packets and changes at the
+// same times, from a start a minute after ktime 0, and compares every
+// decision (each Event or departure), the counters tc shows and the
+// watchdog. The model imports nothing of package cake's: it is the
+// reference, written apart from what it checks.
 package caketest

@@ -1,13 +1,6 @@
 package htbtest
 
-import (
-	"github.com/netqdisc/netqdisc/pkg/qdisc/htb"
-	"github.com/netqdisc/netqdisc/pkg/qdisc/rate"
-)
-
-// mbuffer is sch_htb's cl->mbuffer in ns: how far tokens may fall below 0,
-// and the most credit the time since a class's last charge adds.
-const mbuffer = int64(htb.MBuffer)
+import "github.com/netqdisc/netqdisc/pkg/qdisc/rate"
 
 // class is one class of the model: sch_htb's struct htb_class, its leaf
 // queue a pfifo or a bfifo of (seq, size).
@@ -30,7 +23,7 @@ type class struct {
 
 	// The buckets (ns of credit) as of tc, and the mode as last computed.
 	tokens, ctokens, tc int64
-	mode                htb.Mode
+	mode                Mode
 
 	// prioActivity has bit p set while the class takes part in prio p: a
 	// leaf with packets at its prio, an inner class whose feed p is not
@@ -39,7 +32,7 @@ type class struct {
 
 	// A leaf's DRR deficit at each level it may be served from, and its
 	// queue: the default pfifo, or a bfifo of byteLimit bytes.
-	deficit   [htb.MaxDepth]int64
+	deficit   [maxDepth]int64
 	queue     []Departure
 	backlog   uint64
 	bfifo     bool
@@ -47,7 +40,7 @@ type class struct {
 
 	// An inner class's feeds: per prio, the children that may borrow
 	// from it, in classid order, with the round-robin pointer.
-	feed [htb.NumPrio]idList
+	feed [numPrio]idList
 
 	// The class's place in its level's wait queue, while it is in it.
 	inPQ  bool
@@ -62,14 +55,14 @@ func (cl *class) isLeaf() bool { return cl.children == 0 }
 
 // classMode is htb_class_mode with htb_hysteresis 0: the class's mode diff
 // ns after tc, and how long until it changes (when not CanSend).
-func classMode(cl *class, diff int64) (htb.Mode, int64) {
+func classMode(cl *class, diff int64) (Mode, int64) {
 	if toks := cl.ctokens + diff; toks < 0 {
-		return htb.CantSend, -toks
+		return CantSend, -toks
 	}
 	if toks := cl.tokens + diff; toks >= 0 {
-		return htb.CanSend, diff
+		return CanSend, diff
 	}
-	return htb.MayBorrow, -(cl.tokens + diff)
+	return MayBorrow, -(cl.tokens + diff)
 }
 
 // accntTokens is htb_accnt_tokens: refill by diff up to buffer, pay for

@@ -73,7 +73,8 @@ func (ls *Lockstep) Finish(t testing.TB) {
 // may be 0 or the handle. An inner class's Quantum and Prio are not
 // compared: Linux keeps (and tc shows) those it had as a leaf, but they are
 // in force only for leaves.
-func DiffClasses(got, want []htb.ClassStats, handle uint32) string {
+func DiffClasses(tree []htb.ClassStats, want []ClassStats, handle uint32) string {
+	got := treeStats(tree)
 	var b strings.Builder
 	if len(got) != len(want) {
 		fmt.Fprintf(&b, "tree has %d classes, Linux %d\n", len(got), len(want))
@@ -102,27 +103,60 @@ func DiffClasses(got, want []htb.ClassStats, handle uint32) string {
 // classFields name ClassStats's fields for DiffClasses.
 var classFields = []struct {
 	name string
-	get  func(htb.ClassStats) any
+	get  func(ClassStats) any
 }{
-	{"ID", func(s htb.ClassStats) any { return s.ID }},
-	{"Parent", func(s htb.ClassStats) any { return s.Parent }},
-	{"Level", func(s htb.ClassStats) any { return s.Level }},
-	{"Prio", func(s htb.ClassStats) any { return s.Prio }},
-	{"Rate", func(s htb.ClassStats) any { return s.Rate }},
-	{"Ceil", func(s htb.ClassStats) any { return s.Ceil }},
-	{"Burst", func(s htb.ClassStats) any { return s.Burst }},
-	{"CBurst", func(s htb.ClassStats) any { return s.CBurst }},
-	{"Quantum", func(s htb.ClassStats) any { return s.Quantum }},
-	{"Mode", func(s htb.ClassStats) any { return s.Mode }},
-	{"Bytes", func(s htb.ClassStats) any { return s.Bytes }},
-	{"Packets", func(s htb.ClassStats) any { return s.Packets }},
-	{"Drops", func(s htb.ClassStats) any { return s.Drops }},
-	{"Overlimits", func(s htb.ClassStats) any { return s.Overlimits }},
-	{"Requeues", func(s htb.ClassStats) any { return s.Requeues }},
-	{"BacklogBytes", func(s htb.ClassStats) any { return s.BacklogBytes }},
-	{"BacklogPackets", func(s htb.ClassStats) any { return s.BacklogPackets }},
-	{"Lends", func(s htb.ClassStats) any { return s.Lends }},
-	{"Borrows", func(s htb.ClassStats) any { return s.Borrows }},
-	{"Tokens", func(s htb.ClassStats) any { return s.Tokens }},
-	{"CTokens", func(s htb.ClassStats) any { return s.CTokens }},
+	{"ID", func(s ClassStats) any { return s.ID }},
+	{"Parent", func(s ClassStats) any { return s.Parent }},
+	{"Level", func(s ClassStats) any { return s.Level }},
+	{"Prio", func(s ClassStats) any { return s.Prio }},
+	{"Rate", func(s ClassStats) any { return s.Rate }},
+	{"Ceil", func(s ClassStats) any { return s.Ceil }},
+	{"Burst", func(s ClassStats) any { return s.Burst }},
+	{"CBurst", func(s ClassStats) any { return s.CBurst }},
+	{"Quantum", func(s ClassStats) any { return s.Quantum }},
+	{"Mode", func(s ClassStats) any { return s.Mode }},
+	{"Bytes", func(s ClassStats) any { return s.Bytes }},
+	{"Packets", func(s ClassStats) any { return s.Packets }},
+	{"Drops", func(s ClassStats) any { return s.Drops }},
+	{"Overlimits", func(s ClassStats) any { return s.Overlimits }},
+	{"Requeues", func(s ClassStats) any { return s.Requeues }},
+	{"BacklogBytes", func(s ClassStats) any { return s.BacklogBytes }},
+	{"BacklogPackets", func(s ClassStats) any { return s.BacklogPackets }},
+	{"Lends", func(s ClassStats) any { return s.Lends }},
+	{"Borrows", func(s ClassStats) any { return s.Borrows }},
+	{"Tokens", func(s ClassStats) any { return s.Tokens }},
+	{"CTokens", func(s ClassStats) any { return s.CTokens }},
+}
+
+// treeStats maps the tree's class statistics to the model's: the same
+// fields, the mode mapped by treeMode.
+func treeStats(cs []htb.ClassStats) []ClassStats {
+	out := make([]ClassStats, len(cs))
+	for k, c := range cs {
+		out[k] = ClassStats{
+			ID: c.ID, Parent: c.Parent, Level: c.Level, Prio: c.Prio,
+			Rate: c.Rate, Ceil: c.Ceil, Burst: c.Burst, CBurst: c.CBurst,
+			Quantum: c.Quantum, Mode: treeMode(c.Mode),
+			Bytes: c.Bytes, Packets: c.Packets,
+			Drops: c.Drops, Overlimits: c.Overlimits, Requeues: c.Requeues,
+			BacklogBytes: c.BacklogBytes, BacklogPackets: c.BacklogPackets,
+			Lends: c.Lends, Borrows: c.Borrows, Giants: c.Giants,
+			Tokens: c.Tokens, CTokens: c.CTokens,
+		}
+	}
+	return out
+}
+
+// treeMode maps package htb's Mode to the model's, name by name; a mode
+// the model does not know is one no model mode equals.
+func treeMode(m htb.Mode) Mode {
+	switch m {
+	case htb.CantSend:
+		return CantSend
+	case htb.MayBorrow:
+		return MayBorrow
+	case htb.CanSend:
+		return CanSend
+	}
+	return Mode(0x80 | m)
 }

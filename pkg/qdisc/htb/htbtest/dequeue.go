@@ -1,10 +1,6 @@
 package htbtest
 
-import (
-	"time"
-
-	"github.com/netqdisc/netqdisc/pkg/qdisc/htb"
-)
+import "time"
 
 // lookupLeaf is htb_lookup_leaf: from a row, follow each list's pointer
 // down the feeds to a leaf. A lost pointer resumes at the first class at or
@@ -109,13 +105,13 @@ func (m *Model) dequeueOne(now int64) (Departure, bool) {
 		return Departure{}, false
 	}
 	next := now + int64(5*time.Second)
-	for level := 0; level < htb.MaxDepth; level++ {
+	for level := 0; level < maxDepth; level++ {
 		ev := m.doEvents(level, now)
 		if ev == 0 {
 			ev = now + int64(time.Second)
 		}
 		next = min(next, ev)
-		for prio := 0; prio < htb.NumPrio; prio++ {
+		for prio := 0; prio < numPrio; prio++ {
 			if m.rows[level][prio].empty() {
 				continue
 			}

@@ -1,9 +1,5 @@
 package htbtest
 
-import (
-	"github.com/netqdisc/netqdisc/pkg/qdisc/htb"
-)
-
 // addToWait is htb_add_to_wait_tree: the class will change mode delay ns
 // after now; a key equal to now becomes now+1. Classes with equal keys
 // stay in the order they came (Linux's rb-tree puts an equal key to the
@@ -56,7 +52,7 @@ func (m *Model) doEvents(level int, now int64) int64 {
 		m.wait[level] = pq[1:]
 		cl.inPQ = false
 		diff := m.changeClassMode(cl, min(now-cl.tc, mbuffer))
-		if cl.mode != htb.CanSend {
+		if cl.mode != CanSend {
 			m.addToWait(cl, diff, now)
 		}
 	}
@@ -85,10 +81,10 @@ func (m *Model) chargeClass(cl *class, level int, bytes uint32, now int64) {
 		old := cl.mode
 		d := m.changeClassMode(cl, 0)
 		if old != cl.mode {
-			if old != htb.CanSend {
+			if old != CanSend {
 				m.removeFromWait(cl)
 			}
-			if cl.mode != htb.CanSend {
+			if cl.mode != CanSend {
 				m.addToWait(cl, d, now)
 			}
 		}

@@ -1,9 +1,5 @@
 package htbtest
 
-import (
-	"github.com/netqdisc/netqdisc/pkg/qdisc/htb"
-)
-
 // idList is one of sch_htb's id-ordered rb-trees with its round-robin
 // pointer (struct htb_prio): a row (the classes of one level that may send
 // at one prio) or an inner class's feed (its children that may borrow from
@@ -88,7 +84,7 @@ func (l *idList) nextUpper(id uint32) *class {
 // prios lists the bits of mask, lowest first (ffz(~mask) order).
 func prios(mask uint8) []int {
 	var ps []int
-	for p := 0; p < htb.NumPrio; p++ {
+	for p := 0; p < numPrio; p++ {
 		if mask&(1<<p) != 0 {
 			ps = append(ps, p)
 		}
@@ -122,7 +118,7 @@ func (m *Model) removeFromRow(cl *class, mask uint8) {
 func (m *Model) activatePrios(cl *class) {
 	mask := cl.prioActivity
 	p := cl.parent
-	for cl.mode == htb.MayBorrow && p != nil && mask != 0 {
+	for cl.mode == MayBorrow && p != nil && mask != 0 {
 		for _, pr := range prios(mask) {
 			if !p.feed[pr].empty() {
 				mask &^= 1 << pr // the parent is already active at pr
@@ -132,7 +128,7 @@ func (m *Model) activatePrios(cl *class) {
 		p.prioActivity |= mask
 		cl, p = p, p.parent
 	}
-	if cl.mode == htb.CanSend && mask != 0 {
+	if cl.mode == CanSend && mask != 0 {
 		m.addToRow(cl, mask)
 	}
 }
@@ -143,7 +139,7 @@ func (m *Model) activatePrios(cl *class) {
 func (m *Model) deactivatePrios(cl *class) {
 	mask := cl.prioActivity
 	p := cl.parent
-	for cl.mode == htb.MayBorrow && p != nil && mask != 0 {
+	for cl.mode == MayBorrow && p != nil && mask != 0 {
 		emptied := uint8(0)
 		for _, pr := range prios(mask) {
 			f := &p.feed[pr]
@@ -160,7 +156,7 @@ func (m *Model) deactivatePrios(cl *class) {
 		p.prioActivity &^= mask
 		cl, p = p, p.parent
 	}
-	if cl.mode == htb.CanSend && mask != 0 {
+	if cl.mode == CanSend && mask != 0 {
 		m.removeFromRow(cl, mask)
 	}
 }
@@ -193,16 +189,16 @@ func (m *Model) changeClassMode(cl *class, diff int64) int64 {
 	if mode == cl.mode {
 		return diff
 	}
-	if mode == htb.CantSend {
+	if mode == CantSend {
 		cl.overlimits++
 		m.overlimits++
 	}
 	if cl.prioActivity != 0 {
-		if cl.mode != htb.CantSend {
+		if cl.mode != CantSend {
 			m.deactivatePrios(cl)
 		}
 		cl.mode = mode
-		if mode != htb.CantSend {
+		if mode != CantSend {
 			m.activatePrios(cl)
 		}
 	} else {

@@ -22,6 +22,14 @@
 // where the tree's leaf is a ByteFIFO. Where netqdisc's conventions differ
 // from Linux's (times in ns from package rate, a prio above 7 refused), the
 // model takes netqdisc's; see NewModel.
+//
+// The model's modes, constants and defaults are Linux's and tc's, defined
+// here (linux.go: Mode, TC_HTB_MAXDEPTH, mbuffer, r2q, the quantum's
+// clamps, tc's 1600-byte MTU, tx_queue_len), not package htb's: it takes
+// htb.Config and htb.ClassConfig as its input, the vocabulary both share,
+// and reports its own ClassStats; the harness maps the tree's statistics
+// and modes to the model's, name by name, where it compares them
+// (DiffClasses).
 package htbtest
 
 import (
@@ -59,8 +67,8 @@ type Model struct {
 	// (sch->q.qlen).
 	qlen int
 
-	rows [htb.MaxDepth][htb.NumPrio]idList
-	wait [htb.MaxDepth][]*class
+	rows [maxDepth][numPrio]idList
+	wait [maxDepth][]*class
 	// pqSeq orders equal keys in the wait queues.
 	pqSeq uint64
 
@@ -95,13 +103,13 @@ func NewModel(cfg htb.Config, start int64) (*Model, error) {
 		return nil, fmt.Errorf("handle %#x is not major:0", m.handle)
 	}
 	if m.r2q == 0 {
-		m.r2q = htb.DefaultR2Q
+		m.r2q = defaultR2Q
 	}
 	if m.directQLen == 0 {
-		m.directQLen = htb.DefaultDirectQLen
+		m.directQLen = txQueueLen
 	}
 	if m.leafLimit == 0 {
-		m.leafLimit = htb.DefaultLeafLimit
+		m.leafLimit = txQueueLen
 	}
 	m.defcls = cfg.Default
 	for _, cc := range cfg.Classes {
@@ -140,7 +148,7 @@ func (m *Model) addClass(cc htb.ClassConfig, now int64) error {
 			return fmt.Errorf("class %#x: tree is too deep", cc.ID)
 		}
 	}
-	cl := &class{id: cc.ID, parent: parent, mode: htb.CanSend, bfifo: bfifo, byteLimit: byteLimit}
+	cl := &class{id: cc.ID, parent: parent, mode: CanSend, bfifo: bfifo, byteLimit: byteLimit}
 	if err := m.setParams(cl, cc); err != nil {
 		return err
 	}
@@ -148,7 +156,7 @@ func (m *Model) addClass(cc htb.ClassConfig, now int64) error {
 		if parent.isLeaf() {
 			// No packet is queued while the tree is built: Linux's purge
 			// and deactivation have nothing to do.
-			parent.level = htb.MaxDepth - 1
+			parent.level = maxDepth - 1
 			if parent.parent != nil {
 				parent.level = parent.parent.level - 1
 			}
@@ -170,8 +178,8 @@ func (m *Model) setParams(cl *class, cc htb.ClassConfig) error {
 	}
 	// Linux takes a prio above the last as the last; netqdisc refuses it
 	// (issue 28: every bound Linux has is refused with a clear error).
-	if cc.Prio >= htb.NumPrio {
-		return fmt.Errorf("class %#x: prio %d is above %d", cc.ID, cc.Prio, htb.NumPrio-1)
+	if cc.Prio >= numPrio {
+		return fmt.Errorf("class %#x: prio %d is above %d", cc.ID, cc.Prio, numPrio-1)
 	}
 	ceil := cc.Ceil
 	if ceil == 0 {
@@ -179,10 +187,10 @@ func (m *Model) setParams(cl *class, cc htb.ClassConfig) error {
 	}
 	burst, cburst := cc.Burst, cc.CBurst
 	if burst == 0 {
-		burst = uint32(cc.Rate/1e9) + htb.DefaultMTU
+		burst = uint32(cc.Rate/1e9) + tcMTU
 	}
 	if cburst == 0 {
-		cburst = uint32(ceil/1e9) + htb.DefaultMTU
+		cburst = uint32(ceil/1e9) + tcMTU
 	}
 	cl.rateBPS, cl.ceilBPS, cl.burst, cl.cburst = cc.Rate, ceil, burst, cburst
 	cl.rate = rate.New(cc.Rate).WithOverhead(cc.Overhead).WithMPU(cc.MPU)
@@ -194,7 +202,7 @@ func (m *Model) setParams(cl *class, cc htb.ClassConfig) error {
 		if cc.Quantum != 0 {
 			q = uint64(cc.Quantum)
 		} else {
-			q = max(htb.MinQuantum, min(q, htb.MaxQuantum))
+			q = max(minQuantum, min(q, maxQuantum))
 		}
 		cl.quantum = int64(q)
 		cl.prio = cc.Prio
@@ -298,10 +306,10 @@ func (m *Model) Overlimits() uint64 { return m.overlimits }
 
 // Classes returns every class as `tc -s class show` would, in the
 // configuration's order. Giants and Requeues are 0, as in Linux.
-func (m *Model) Classes() []htb.ClassStats {
-	out := make([]htb.ClassStats, 0, len(m.classes))
+func (m *Model) Classes() []ClassStats {
+	out := make([]ClassStats, 0, len(m.classes))
 	for _, cl := range m.classes {
-		st := htb.ClassStats{
+		st := ClassStats{
 			ID: cl.id, Parent: m.handle, Level: cl.level, Prio: cl.prio,
 			Rate: cl.rateBPS, Ceil: cl.ceilBPS, Burst: cl.burst, CBurst: cl.cburst,
 			Quantum: uint32(cl.quantum), Mode: cl.mode,
@@ -333,13 +341,13 @@ func (m *Model) Purge() (int, uint64) {
 	m.qlen = 0
 	for _, cl := range m.classes {
 		cl.queue, cl.backlog = nil, 0
-		cl.feed = [htb.NumPrio]idList{}
+		cl.feed = [numPrio]idList{}
 		cl.prioActivity = 0
-		cl.mode = htb.CanSend
+		cl.mode = CanSend
 		cl.inPQ = false
 	}
-	m.rows = [htb.MaxDepth][htb.NumPrio]idList{}
-	m.wait = [htb.MaxDepth][]*class{}
+	m.rows = [maxDepth][numPrio]idList{}
+	m.wait = [maxDepth][]*class{}
 	m.Watchdog = -1
 	return n, bytes
 }

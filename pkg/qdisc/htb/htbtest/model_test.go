@@ -17,7 +17,7 @@ const (
 // stat is what the hand-computed cases check of a class.
 type stat struct {
 	tokens, ctokens                            int64
-	mode                                       htb.Mode
+	mode                                       Mode
 	packets, overlimits, lends, borrows, drops uint64
 }
 
@@ -33,7 +33,7 @@ func times(n int, sent []Departure) []int64 {
 	return got
 }
 
-func statOf(s htb.ClassStats) stat {
+func statOf(s ClassStats) stat {
 	return stat{s.Tokens, s.CTokens, s.Mode, s.Packets, s.Overlimits, s.Lends, s.Borrows, s.Drops}
 }
 
@@ -61,7 +61,7 @@ func TestModelByHand(t *testing.T) {
 			arrivals: Backlog(0, 0x10010, 5, Fixed(1000)),
 			sent:     []int64{0, 0, 0, 8 * ms, 16 * ms},
 			stats: map[uint32]stat{
-				0x10010: {tokens: -8 * ms, ctokens: -8 * ms, mode: htb.CantSend, packets: 5, overlimits: 3, lends: 5},
+				0x10010: {tokens: -8 * ms, ctokens: -8 * ms, mode: CantSend, packets: 5, overlimits: 3, lends: 5},
 			},
 		},
 		{
@@ -83,9 +83,9 @@ func TestModelByHand(t *testing.T) {
 			arrivals: Backlog(0, 0x10010, 4, Fixed(1000)),
 			sent:     []int64{0, 0, 4 * ms, 8 * ms},
 			stats: map[uint32]stat{
-				0x10001: {tokens: -4 * ms, ctokens: -4 * ms, mode: htb.CantSend, packets: 4, overlimits: 2, lends: 1},
-				0x10010: {tokens: -8 * ms, ctokens: -4 * ms, mode: htb.CantSend, packets: 4, overlimits: 3, lends: 3, borrows: 1},
-				0x10020: {tokens: 8 * ms, ctokens: 4 * ms, mode: htb.CanSend},
+				0x10001: {tokens: -4 * ms, ctokens: -4 * ms, mode: CantSend, packets: 4, overlimits: 2, lends: 1},
+				0x10010: {tokens: -8 * ms, ctokens: -4 * ms, mode: CantSend, packets: 4, overlimits: 3, lends: 3, borrows: 1},
+				0x10020: {tokens: 8 * ms, ctokens: 4 * ms, mode: CanSend},
 			},
 		},
 		{
@@ -112,9 +112,9 @@ func TestModelByHand(t *testing.T) {
 			sent: []int64{0, 0, 12 * ms, 20 * ms, 32 * ms, 40 * ms,
 				0, 0, 16 * ms, 24 * ms, 28 * ms, 36 * ms},
 			stats: map[uint32]stat{
-				0x10001: {tokens: -4 * ms, ctokens: -4 * ms, mode: htb.CantSend, packets: 12, overlimits: 9, lends: 8},
-				0x10010: {tokens: -960 * ms, ctokens: 0, mode: htb.MayBorrow, packets: 6, overlimits: 1, lends: 2, borrows: 4},
-				0x10020: {tokens: -964 * ms, ctokens: 0, mode: htb.MayBorrow, packets: 6, overlimits: 1, lends: 2, borrows: 4},
+				0x10001: {tokens: -4 * ms, ctokens: -4 * ms, mode: CantSend, packets: 12, overlimits: 9, lends: 8},
+				0x10010: {tokens: -960 * ms, ctokens: 0, mode: MayBorrow, packets: 6, overlimits: 1, lends: 2, borrows: 4},
+				0x10020: {tokens: -964 * ms, ctokens: 0, mode: MayBorrow, packets: 6, overlimits: 1, lends: 2, borrows: 4},
 			},
 		},
 		{
@@ -132,7 +132,7 @@ func TestModelByHand(t *testing.T) {
 			sent:     []int64{0, 0, 8 * ms, 16 * ms, -1, 0, 1, 2},
 			drops:    1,
 			stats: map[uint32]stat{
-				0x10010: {tokens: -8 * ms, ctokens: -8 * ms, mode: htb.CantSend, packets: 4, overlimits: 3, lends: 4, drops: 1},
+				0x10010: {tokens: -8 * ms, ctokens: -8 * ms, mode: CantSend, packets: 4, overlimits: 3, lends: 4, drops: 1},
 			},
 		},
 		{
@@ -147,7 +147,7 @@ func TestModelByHand(t *testing.T) {
 			sent:     []int64{0, 0, 8 * ms, 16 * ms, -1, 0, -1, -1, 24 * ms},
 			drops:    3,
 			stats: map[uint32]stat{
-				0x10010: {tokens: -8 * ms, ctokens: -8 * ms, mode: htb.CantSend, packets: 5, overlimits: 4, lends: 5, drops: 3},
+				0x10010: {tokens: -8 * ms, ctokens: -8 * ms, mode: CantSend, packets: 5, overlimits: 4, lends: 5, drops: 3},
 			},
 		},
 	} {

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-
-	"github.com/netqdisc/netqdisc/pkg/qdisc/htb"
 )
 
 // fail reports a divergence at now with its context: the last steps, the
@@ -30,15 +28,15 @@ func (ls *Lockstep) fail(t testing.TB, now int64, msg string) {
 	b.WriteString("Linux's classes:\n")
 	b.WriteString(formatClasses(ls.Model.Classes()))
 	b.WriteString("tree's classes:\n")
-	b.WriteString(formatClasses(ls.Tree.Classes()))
+	b.WriteString(formatClasses(treeStats(ls.Tree.Classes())))
 	t.Fatal(b.String())
 }
 
 // formatClasses prints classes one a line.
-func formatClasses(cs []htb.ClassStats) string {
+func formatClasses(cs []ClassStats) string {
 	var b strings.Builder
 	for _, c := range cs {
-		fmt.Fprintf(&b, "  %#x parent %#x level %d prio %d mode %d tokens %d ctokens %d sent %dB/%dp backlog %dB/%dp drops %d overlimits %d lends %d borrows %d quantum %d\n",
+		fmt.Fprintf(&b, "  %#x parent %#x level %d prio %d mode %v tokens %d ctokens %d sent %dB/%dp backlog %dB/%dp drops %d overlimits %d lends %d borrows %d quantum %d\n",
 			c.ID, c.Parent, c.Level, c.Prio, c.Mode, c.Tokens, c.CTokens, c.Bytes, c.Packets, c.BacklogBytes, c.BacklogPackets, c.Drops, c.Overlimits, c.Lends, c.Borrows, c.Quantum)
 	}
 	return b.String()
