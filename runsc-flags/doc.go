@@ -49,13 +49,20 @@
 //     read after --qdisc-cake's words) are held the same way: cake with
 //     the setting given must pass Tighten against the operator's, and the
 //     result is written back as --qdisc-cake's words alone.
+//   - htb (--qdisc-htb, --qdisc-ingress-htb): an annotation is a change
+//     merged into the operator's tree, which must shape every packet at
+//     least as tightly (tightens), and the classes it hangs from a class
+//     share it (splitsFit: rates, bursts and cbursts adding up to the
+//     class's, one borrower), since Linux's htb serves a class within its
+//     own rate without asking its parent. A runtime runs the merged tree
+//     (see runsc.go), never the annotation alone.
 //   - kubernetes.io/egress-bandwidth and kubernetes.io/ingress-bandwidth
 //     (bits/s, Kubernetes quantities) ask for the same: egress selects tbf
-//     (where htb or cake is in force, the annotation lowers its top classes
-//     or its bandwidth instead), and each sets its direction's rate, a burst of 10 ms of it (at least
-//     64 KiB + 14, the largest host-GSO packet) and the CNI bandwidth
-//     plugin's 25 ms latency, each only where smaller than what is in
-//     force. Above the operator's rate one is not refused, since it is a
+//     (where htb is in force, the tree is fitted under the bandwidth,
+//     htb.Fit; where cake is, its bandwidth is lowered), and each sets its
+//     direction's rate, a burst of 10 ms of it (at least 64 KiB + 14, the
+//     largest host-GSO packet) and the CNI bandwidth plugin's 25 ms
+//     latency, each only where smaller than what is in force. Above the operator's rate one is not refused, since it is a
 //     limit, not a reservation: the pod gets the operator's rate and a
 //     notice (Notices). A dev.gvisor.flag.* above a ceiling is refused.
 //
