@@ -6,17 +6,20 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 )
 
-// Config.Slack's bounds, tbf's (package tbf's DefaultSlack, NoSlack and
-// MaxSlack), so that the two shapers bound a late wake-up alike: what
-// leaves back to back is at most a bucket and Slack of rate. (tbf's timer
-// also waits at least its Slack between wake-ups; htb's lane wakes at
-// every event, so its Slack only bounds the catch-up.)
+// Config.Slack's bounds: NoSlack and MaxSlack as tbf's, so that the two
+// shapers bound a late wake-up alike: what leaves back to back is at most
+// a bucket and Slack of rate. The default is longer than tbf's: tbf's
+// timer waits at least its Slack between wake-ups and books departures
+// ahead, where htb's lane wakes at every event, and on a busy 2-core
+// machine (a gigabit class beside a 20 Mbit/s one) a dispatcher wakes
+// more than 8 ms late often enough to cost the small class 2% of its
+// rate (0.977 in one CI run with 8 ms).
 const (
-	// DefaultSlack is Config.Slack's default: longer than a Go timer is
-	// late in an idle process (a millisecond), so a late timer costs no
-	// rate, and short enough that a bucket of 10 ms of ceil (tc's usual
-	// advice) still bounds what leaves back to back.
-	DefaultSlack = 8 * time.Millisecond
+	// DefaultSlack is Config.Slack's default: past what a dispatcher is
+	// late on a loaded machine, so a late timer costs no rate, and short
+	// enough that what leaves back to back after a stall is at most what
+	// 50 ms of ceil would have sent, past the bucket.
+	DefaultSlack = 50 * time.Millisecond
 	// NoSlack, as Config.Slack, catches nothing up: a late dequeue
 	// dequeues at its own time, as Linux's late watchdog does, and the
 	// credit past a bucket's depth is lost.

@@ -35,7 +35,7 @@
 //     on from there (see dequeueCatchingUp), so the timer's lateness,
 //     longer than a small bucket at a high rate lasts, does not cost a
 //     class its rate. Linux's hrtimer is rarely late; Go's timers are. A
-//     wake-up later than Config.Slack (8 ms by default, tbf's) replays
+//     wake-up later than Config.Slack (50 ms by default) replays
 //     only the last Slack, so a class never sends back to back more than
 //     its cburst and Slack of its ceil, however late the timer; the time
 //     before is lost, as in Linux.
