@@ -77,6 +77,11 @@ func TestRunscHTBAnnotationPromise(t *testing.T) {
 			// of the rate (seen here, with or without annotations).
 			checkRate(t, "on-wire of the class's rate", ratio, 0.7, 1.01)
 			if t.Failed() {
+				if out, err := s.QDisc("show"); err == nil {
+					t.Logf("runsc qdisc show:\n%s", out)
+				}
+			}
+			if t.Failed() {
 				log := bootLog(t, s)
 				var lines []string
 				for _, l := range strings.Split(log, "\n") {
