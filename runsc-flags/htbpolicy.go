@@ -190,7 +190,7 @@ func tightensClass(o htb.ClassConfig, next script) error {
 		show      func(uint64) string
 	}{
 		{"rate", en.Rate, eo.Rate, rate.FormatRate}, {"ceil", en.Ceil, eo.Ceil, rate.FormatRate},
-		{"burst", uint64(en.Burst), uint64(eo.Burst), tcSize}, {"cburst", uint64(en.CBurst), uint64(eo.CBurst), tcSize},
+		{"burst", uint64(en.Burst), uint64(eo.Burst), rate.FormatSize}, {"cburst", uint64(en.CBurst), uint64(eo.CBurst), rate.FormatSize},
 	} {
 		if b.got > b.over {
 			return fmt.Errorf("class %s: %s %s is above the operator's %s", id, b.what, b.show(b.got), b.show(b.over))

@@ -125,8 +125,8 @@ func splitsFit(op, next script) error {
 			show        func(uint64) string
 		}{
 			{"rates", rates, pe.Rate, rate.FormatRate},
-			{"bursts", bursts, uint64(pe.Burst), tcSize},
-			{"cbursts", cbursts, uint64(pe.CBurst), tcSize},
+			{"bursts", bursts, uint64(pe.Burst), rate.FormatSize},
+			{"cbursts", cbursts, uint64(pe.CBurst), rate.FormatSize},
 		} {
 			if b.got > b.parent {
 				return fmt.Errorf("%s under %s: their %s add up to %s, above %s's %s; htb serves each child within its own %s without asking %s, so children share their parent's: give them %s that add up to %s or less", who, pid, b.what, b.show(b.got), pid, b.show(b.parent), strings.TrimSuffix(b.what, "s"), pid, b.what, b.show(b.parent))
@@ -135,9 +135,6 @@ func splitsFit(op, next script) error {
 	}
 	return nil
 }
-
-// tcSize is a size in tc's words: "1600b", "64Kb".
-func tcSize(v uint64) string { return rate.FormatSize(v) }
 
 // addedChildren returns where, in next.classes, the children of class id
 // are that next adds to op.
