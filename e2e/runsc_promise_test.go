@@ -7,6 +7,7 @@ import (
 
 	"github.com/netqdisc/netqdisc/lab"
 	"github.com/netqdisc/netqdisc/lab/measure"
+	runscflags "github.com/netqdisc/netqdisc/runsc-flags"
 )
 
 // TestRunscHTBAnnotationPromise: in a runsc sandbox a pod's htb
@@ -18,7 +19,8 @@ import (
 // of the root and of 1:10 lowered to 20 Mbit/s (which runsc once ran
 // alone, with no filter: unshaped); the docs' own tightening, a class
 // named without its parent, with a quota; a split of 1:10 eight ways that
-// shares its rate (one borrower, a catch-all). A split eight ways at the
+// shares its rate (one borrower, a catch-all); Kubernetes' egress
+// bandwidth, which fits the tree under it. A split eight ways at the
 // class's rate each is refused before any sandbox runs.
 func TestRunscHTBAnnotationPromise(t *testing.T) {
 	operator := "qdisc default 20; class root classid 1:1 rate 100mbit; class parent 1:1 classid 1:10 rate 40mbit burst 15k cburst 15k; class parent 1:1 classid 1:20 rate 60mbit ceil 100mbit; filter dst " + lab.PeerAddr + "/32 classid 1:10"
@@ -36,21 +38,30 @@ func TestRunscHTBAnnotationPromise(t *testing.T) {
 		name, annotation string
 		rate             float64 // what the peer's class may send; 0: refused
 		says             string
+		key              string // the annotation's key: dev.gvisor.flag.qdisc-htb if ""
 	}{
-		{"a restatement, the peer's class lowered", "class root classid 1:1 rate 100mbit; class parent 1:1 classid 1:10 rate 20mbit", 20 * mbit, ""},
-		{"the docs' tightening", "class classid 1:10 ceil 25mbit quota 5gb per 24h then block", 25 * mbit, ""},
+		{"a restatement, the peer's class lowered", "class root classid 1:1 rate 100mbit; class parent 1:1 classid 1:10 rate 20mbit", 20 * mbit, "", ""},
+		{"the docs' tightening", "class classid 1:10 ceil 25mbit quota 5gb per 24h then block", 25 * mbit, "", ""},
 		{"split eight ways, sharing the class", eight(func(n int) string {
 			if n == 8 { // the catch-all's class, which the streams reach
 				return "rate 12mbit ceil 40mbit"
 			}
 			return "rate 4mbit ceil 4mbit"
-		}), 40 * mbit, ""},
-		{"split eight ways at the class's rate", eight(func(int) string { return "rate 40mbit ceil 40mbit" }), 0, "rates add up to 320Mbit, above 1:10's 40Mbit"},
+		}), 40 * mbit, "", ""},
+		{"split eight ways at the class's rate", eight(func(int) string { return "rate 40mbit ceil 40mbit" }), 0, "rates add up to 320Mbit, above 1:10's 40Mbit", ""},
+		// The tree fitted under 20 Mbit/s: the root's classes share it
+		// (1:10 rate 8mbit, ceil 20mbit), and the peer's class alone
+		// reaches the bandwidth, not its own 40.
+		{"Kubernetes' egress bandwidth", "20M", 20 * mbit, "", runscflags.AnnotationKubeEgress},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRunscRig(t)
+			key := tc.key
+			if key == "" {
+				key = "dev.gvisor.flag.qdisc-htb"
+			}
 			o := lab.SandboxOptions{Runsc: r.runsc, Flags: []string{"--qdisc=htb", "--qdisc-htb=" + operator, "--gso=false"},
-				Annotations: map[string]string{"dev.gvisor.flag.qdisc-htb": tc.annotation}}
+				Annotations: map[string]string{key: tc.annotation}}
 			if tc.rate == 0 {
 				s, err := r.StartSandbox(o)
 				if err == nil {
