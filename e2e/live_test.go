@@ -39,12 +39,12 @@ func TestLiveChange(t *testing.T) {
 	bin := buildSequdp(t)
 	s := r.start(t, lab.SandboxOptions{Flags: liveStart, Mounts: []string{filepath.Dir(bin)}})
 	measureAt(t, r, s, "at start", 100*mbit)
-	change(t, s, to10mbit, "tbf rate 10Mbit burst 12500b lat 50ms")
+	change(t, s, to10mbit, "root refcnt 2 rate 10Mbit burst 12500b lat 50ms")
 	measureAt(t, r, s, "after 100 -> 10 Mbit/s", 10*mbit)
 	t.Run("in order, lost only as dropped, show agrees with the peer", func(t *testing.T) {
 		checkIntegrity(t, r, s, bin)
 	})
-	change(t, s, to100mbit, "tbf rate 100Mbit burst 3028b lat 50ms")
+	change(t, s, to100mbit, "root refcnt 2 rate 100Mbit burst 3028b lat 50ms")
 	measureAt(t, r, s, "after 10 -> 100 Mbit/s", 100*mbit)
 	log := bootLog(t, s)
 	if n := strings.Count(log, "runsc qdisc change --qdisc-tbf-rate="); n < 4 {
@@ -58,7 +58,7 @@ func TestLiveChange(t *testing.T) {
 func TestLiveCheckpointRestore(t *testing.T) {
 	r := newRunscRig(t)
 	s := r.start(t, lab.SandboxOptions{Flags: liveStart})
-	change(t, s, to10mbit, "tbf rate 10Mbit burst 12500b lat 50ms")
+	change(t, s, to10mbit, "root refcnt 2 rate 10Mbit burst 12500b lat 50ms")
 	image := t.TempDir()
 	if err := s.Checkpoint(image); err != nil {
 		t.Fatal(err)
@@ -71,11 +71,11 @@ func TestLiveCheckpointRestore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out, "tbf rate 10Mbit burst 12500b lat 50ms") {
+	if !strings.Contains(out, "root refcnt 2 rate 10Mbit burst 12500b lat 50ms") {
 		t.Errorf("runsc qdisc show after the restore:\n%s\nwant the changed tbf rate 10Mbit burst 12500b lat 50ms", out)
 	}
 	measureAt(t, r, s, "restored after 100 -> 10 Mbit/s", 10*mbit)
-	change(t, s, to100mbit, "tbf rate 100Mbit burst 3028b lat 50ms")
+	change(t, s, to100mbit, "root refcnt 2 rate 100Mbit burst 3028b lat 50ms")
 	measureAt(t, r, s, "restored, then 10 -> 100 Mbit/s", 100*mbit)
 }
 
@@ -92,12 +92,12 @@ func TestLiveCeilingOnFIFO(t *testing.T) {
 	if _, err := s.QDisc("change", "--qdisc=tbf"); err == nil || !strings.Contains(err.Error(), "--qdisc cannot change") {
 		t.Errorf("changing the qdisc's kind: %v; want a refusal naming --qdisc", err)
 	}
-	if out, err := s.QDisc("show"); err != nil || !strings.Contains(out, "qdisc fifo queues") {
+	if out, err := s.QDisc("show"); err != nil || !strings.Contains(out, "root refcnt 2 queues") {
 		t.Errorf("after refused changes, runsc qdisc show: %v\n%s\nwant the fifo unchanged", err, out)
 	}
-	change(t, s, to10mbit, "tbf rate 10Mbit burst 12500b; child fifo queues")
+	change(t, s, to10mbit, "parent 8001:1 queues") // the fifo grafted under the ceiling's tbf
 	measureAt(t, r, s, "fifo with a 10 Mbit/s ceiling", 10*mbit)
-	change(t, s, []string{"--qdisc-tbf-rate=0"}, "qdisc fifo queues")
+	change(t, s, []string{"--qdisc-tbf-rate=0"}, "root refcnt 2 queues")
 	res, err := r.MeasureSandbox(s, measure.Options{Streams: 4, Warmup: warmup, Window: measureFor})
 	if err != nil {
 		t.Fatal(err)
@@ -154,9 +154,9 @@ func checkIntegrity(t *testing.T, r *runscRig, s *lab.Sandbox, bin string) {
 		t.Fatal(err)
 	}
 	time.Sleep(time.Second)
-	change(t, s, to100mbit, "tbf rate 100Mbit")
+	change(t, s, to100mbit, "root refcnt 2 rate 100Mbit")
 	time.Sleep(time.Second)
-	change(t, s, to10mbit, "tbf rate 10Mbit")
+	change(t, s, to10mbit, "root refcnt 2 rate 10Mbit")
 	if err := send.Wait(); err != nil {
 		t.Fatalf("sequdp send: %v: %s", err, sendOut.String())
 	}

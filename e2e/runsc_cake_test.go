@@ -29,10 +29,10 @@ func TestRunscCake(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out, "qdisc cake bandwidth 20Mbit diffserv3 dual-dsthost") || !strings.Contains(out, "thresh") {
+	if !strings.Contains(out, "root refcnt 2 bandwidth 20Mbit diffserv3 dual-dsthost") || !strings.Contains(out, "thresh") {
 		t.Fatalf("runsc qdisc show:\n%s\nwant cake bandwidth 20Mbit with dual-dsthost, and its statistics per tin", out)
 	}
-	change(t, s, []string{"--qdisc-cake-bandwidth=10mbit"}, "qdisc cake bandwidth 10Mbit diffserv3 dual-dsthost")
+	change(t, s, []string{"--qdisc-cake-bandwidth=10mbit"}, "root refcnt 2 bandwidth 10Mbit diffserv3 dual-dsthost")
 	res, err := r.MeasureSandbox(s, measure.Options{Streams: 4, Warmup: time.Second, Window: 3 * time.Second})
 	if err != nil {
 		t.Fatal(err)

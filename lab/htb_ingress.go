@@ -472,17 +472,18 @@ func (l *Lab) MeasureSandboxIngressHTB(s *Sandbox, loads []IngressLoad, o measur
 
 // ingressSection is the part of `runsc qdisc show`'s output about the
 // receive path of the first NIC that has one: from its "qdisc ingress"
-// line to the next "qdisc" line (an egress htb prints classes too, and
-// so may another NIC's ingress).
+// line, through the shaper grafted under it (its qdiscs and classes), to
+// the next NIC's root qdisc or ingress qdisc.
 func ingressSection(show string) (string, error) {
 	var b strings.Builder
 	in := false
 	for _, line := range strings.Split(show, "\n") {
 		if strings.HasPrefix(line, "qdisc ") {
-			if in {
+			next := strings.HasPrefix(line, "qdisc ingress ")
+			if in && (next || strings.Contains(line, " root ")) {
 				break
 			}
-			in = strings.HasPrefix(line, "qdisc ingress ")
+			in = in || next
 		}
 		if in {
 			b.WriteString(line)

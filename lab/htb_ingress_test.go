@@ -9,7 +9,7 @@ import (
 
 // showBoth is `runsc qdisc show` of a sandbox with htb classes on both
 // paths (the same ids, other counters), as runscflags.NIC.Show prints it.
-const showBoth = `qdisc htb 1: r2q 10 default 0x20 direct_packets_stat 0 direct_qlen 1000 dev eth0 root
+const showBoth = `qdisc htb 1: dev eth0 root refcnt 2 r2q 10 default 0x20 direct_packets_stat 0 direct_qlen 1000
  Sent 5000 bytes 5 pkt (dropped 0, overlimits 0 requeues 0)
  backlog 0b 0p requeues 0
 class htb 1:10 parent 1:1 prio 0 rate 980Mbit ceil 1Gbit burst 1600b cburst 1600b
@@ -18,8 +18,10 @@ class htb 1:10 parent 1:1 prio 0 rate 980Mbit ceil 1Gbit burst 1600b cburst 1600
 class htb 1:20 parent 1:1 prio 0 rate 20Mbit ceil 20Mbit burst 1600b cburst 1600b
  Sent 1000 bytes 1 pkt (dropped 0, overlimits 0 requeues 0)
  backlog 0b 0p requeues 0
-
-qdisc ingress dev eth0: htb 1: r2q 10 default 0x20 direct_packets_stat 0 direct_qlen 1000
+qdisc ingress ffff: dev eth0 parent ffff:fff1 ----------------
+ Sent 271105350 bytes 179119 pkt (dropped 6386, overlimits 24864 requeues 0)
+ backlog 1739586b 1149p requeues 0
+qdisc htb 1: dev eth0 parent ffff: r2q 10 default 0x20 direct_packets_stat 0 direct_qlen 1000
  Sent 271105350 bytes 179119 pkt (dropped 6386, overlimits 24864 requeues 0)
  backlog 1739586b 1149p requeues 0
 class htb 1:1 root rate 1Gbit ceil 1Gbit burst 1600b cburst 1600b
@@ -40,7 +42,7 @@ class htb 1:20 parent 1:1 prio 0 rate 20Mbit ceil 20Mbit burst 1600b cburst 1600
 func TestIngressClassBytes(t *testing.T) {
 	second := strings.ReplaceAll(showBoth[strings.Index(showBoth, "qdisc ingress"):], "eth0", "eth1")
 	second = strings.ReplaceAll(second, "Sent 12236060", "Sent 7")
-	ingressOnly := "qdisc noqueue dev eth0 root\n" + showBoth[strings.Index(showBoth, "qdisc ingress"):]
+	ingressOnly := "qdisc noqueue 0: dev eth0 root refcnt 2\n" + showBoth[strings.Index(showBoth, "qdisc ingress"):]
 	egress := showBoth[:strings.Index(showBoth, "qdisc ingress")]
 	want := map[uint32]uint64{1<<16 | 1: 271318824, ClusterClass: 259082764, InternetClass: 12236060}
 	for _, tc := range []struct {

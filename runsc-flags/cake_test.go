@@ -158,7 +158,7 @@ func TestCakeLive(t *testing.T) {
 		t.Errorf("the Config in force does not carry the change: %q", p.NIC.Config().Cake)
 	}
 	show := p.NIC.Show()
-	for _, s := range []string{"qdisc cake bandwidth 50Mbit", "Best Effort", "thresh", "qdisc ingress dev eth0: cake bandwidth 10Mbit"} {
+	for _, s := range []string{"qdisc cake 8001: dev eth0 root refcnt 2 bandwidth 50Mbit", "Best Effort", "thresh", "qdisc ingress ffff: dev eth0 parent ffff:fff1", "qdisc cake 8002: dev eth0 parent ffff: bandwidth 10Mbit"} {
 		if !strings.Contains(show, s) {
 			t.Errorf("Show does not say %q:\n%s", s, show)
 		}

@@ -30,6 +30,7 @@ type QDisc interface {
 	stack.QueueingDiscipline
 	Stats() qdisc.Stats
 	String() string
+	qdisc.Shower
 }
 
 var _, _, _, _, _ QDisc = (*fifo.Discipline)(nil), (*tbf.Discipline)(nil), (*fqcodel.Discipline)(nil), (*htb.Discipline)(nil), (*cake.Discipline)(nil)

@@ -54,25 +54,22 @@ func (n *NIC) Config() Config {
 	return n.config
 }
 
-// Show returns what `tc -s qdisc show dev NAME` prints, for the NIC's
-// egress qdisc and its ingress shaper: each one's configuration and
-// counters.
+// Show returns what `tc -s qdisc show` and `tc -s class show dev NAME`
+// print for the NIC (qdisc.WriteTC): the egress qdisc at the root
+// ("qdisc tbf 8001: dev eth0 root refcnt 2 rate ..."; noqueue for none)
+// with what is grafted under it and its classes, then the ingress qdisc
+// with the receive shaper grafted under it ("qdisc tbf 8002: dev eth0
+// parent ffff: rate ..."), each with its counters.
 func (n *NIC) Show() string {
 	var b strings.Builder
+	var h qdisc.Handles
 	if q, ok := n.qdisc.(QDisc); ok {
-		fmt.Fprintf(&b, "qdisc %v dev %s root\n %s\n", q, n.Name, tcStats(q))
+		qdisc.WriteTC(&b, n.Name, "root refcnt 2", q.Show(), &h)
 	} else {
-		fmt.Fprintf(&b, "qdisc noqueue dev %s root\n", n.Name)
+		fmt.Fprintf(&b, "qdisc noqueue 0: dev %s root refcnt 2\n %v\n", n.Name, qdisc.Stats{})
 	}
 	if n.ingress != nil {
-		stats := n.ingress.Stats().String()
-		if h := n.ingress.HTB(); h != nil {
-			stats = h.TCStats()
-		}
-		if c := n.ingress.Cake(); c != nil {
-			stats = c.TCStats()
-		}
-		fmt.Fprintf(&b, "qdisc ingress dev %s: %v\n %s\n", n.Name, n.ingress, stats)
+		qdisc.WriteTC(&b, n.Name, "parent ffff:fff1", n.ingress.Show(), &h)
 	}
 	return b.String()
 }
@@ -86,15 +83,6 @@ func (n *NIC) Stats() (egress, in qdisc.Stats) {
 		in = n.ingress.Stats()
 	}
 	return egress, in
-}
-
-// tcStats is a qdisc's `tc -s` counters, with fq_codel's own where it has
-// them.
-func tcStats(q QDisc) string {
-	if t, ok := q.(interface{ TCStats() string }); ok {
-		return t.TCStats()
-	}
-	return q.Stats().String()
 }
 
 // Changed returns c with the changes args give ("--name=value" for the

@@ -68,27 +68,27 @@ func TestLiveChange(t *testing.T) {
 		err   string   // the refusal, "" for none
 	}{
 		{"tbf rate and burst", tbf, []string{"--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500"},
-			[]string{"qdisc tbf rate 10Mbit burst 12500b lat 50ms dev eth0 root"}, ""},
+			[]string{"qdisc tbf 8001: dev eth0 root refcnt 2 rate 10Mbit burst 12500b lat 50ms\n"}, ""},
 		{"tbf packet rate added", tbf, []string{"--qdisc-tbf-pkt-rate=20000", "--qdisc-tbf-pkt-burst=32"},
 			[]string{"pkt_rate 20000pps pkt_burst 32pkt"}, ""},
 		{"tbf ceiling removed", tbf, []string{"--qdisc-tbf-rate=0"},
-			[]string{"qdisc tbf rate none"}, ""},
+			[]string{"qdisc tbf 8001: dev eth0 root refcnt 2 rate none"}, ""},
 		{"ceiling set on fifo", map[string]string{"qdisc": "fifo"}, []string{"--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500"},
-			[]string{"qdisc tbf rate 10Mbit burst 12500b; child fifo queues"}, ""},
+			[]string{"qdisc tbf 8001: dev eth0 root refcnt 2 rate 10Mbit burst 12500b", "qdisc fifo 8002: dev eth0 parent 8001:1 queues"}, ""},
 		{"ceiling set on fq_codel", map[string]string{"qdisc": "fq_codel"}, []string{"--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500"},
-			[]string{"qdisc tbf rate 10Mbit burst 12500b; child fq_codel"}, ""},
+			[]string{"qdisc tbf 8001: dev eth0 root refcnt 2 rate 10Mbit burst 12500b", "qdisc fq_codel 8002: dev eth0 parent 8001:1 limit", "  maxpacket 0"}, ""},
 		{"ingress set where none", map[string]string{"qdisc": "fifo"}, []string{"--qdisc-ingress-rate=10mbit", "--qdisc-ingress-burst=12500"},
-			[]string{"qdisc ingress dev eth0: tbf rate 10Mbit burst 12500b"}, ""},
+			[]string{"qdisc ingress ffff: dev eth0 parent ffff:fff1 ----------------\n", "qdisc tbf 8002: dev eth0 parent ffff: rate 10Mbit burst 12500b"}, ""},
 		{"ingress packet-only", map[string]string{"qdisc": "fifo"}, []string{"--qdisc-ingress-pkt-rate=20000", "--qdisc-ingress-pkt-burst=32"},
-			[]string{"qdisc ingress dev eth0: tbf pkt_rate 20000pps pkt_burst 32pkt"}, ""},
+			[]string{"qdisc tbf 8002: dev eth0 parent ffff: pkt_rate 20000pps pkt_burst 32pkt"}, ""},
 		{"burst below the MTU", tbf, []string{"--qdisc-tbf-burst=100"}, nil, "--qdisc-tbf-burst"},
 		{"limit on a fifo's ceiling", map[string]string{"qdisc": "fifo"}, []string{"--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500", "--qdisc-tbf-limit=100000"}, nil, "--qdisc-tbf-limit"},
 		{"the qdisc's kind", tbf, []string{"--qdisc=fifo"}, nil, "--qdisc cannot change"},
 		// Linux keeps 1ms in 1024 ns units: tc shows it as 999us.
 		{"fq_codel's knobs", map[string]string{"qdisc": "fq_codel"}, []string{"--qdisc-fq-codel-target=1ms", "--qdisc-fq-codel-limit=100", "--qdisc-fq-codel-ecn=false", "--qdisc-fq-codel-ce-threshold=2ms"},
-			[]string{"qdisc fq_codel limit 100p flows 1024 quantum 1514 target 999us ce_threshold 2ms interval 100ms memory_limit 32Mb drop_batch 64 dev eth0 root"}, ""},
+			[]string{"qdisc fq_codel 8001: dev eth0 root refcnt 2 limit 100p flows 1024 quantum 1514 target 999us ce_threshold 2ms interval 100ms memory_limit 32Mb drop_batch 64\n"}, ""},
 		{"fq_codel's knobs under a tbf", map[string]string{"qdisc": "tbf", "qdisc-tbf-rate": "10mbit", "qdisc-tbf-burst": "12500", "qdisc-tbf-child": "fq_codel"}, []string{"--qdisc-fq-codel-quantum=300", "--qdisc-tbf-rate=20mbit"},
-			[]string{"tbf rate 20Mbit burst 12500b; child fq_codel limit 10240p flows 1024 quantum 300 "}, ""},
+			[]string{"qdisc tbf 8001: dev eth0 root refcnt 2 rate 20Mbit burst 12500b\n", "qdisc fq_codel 8002: dev eth0 parent 8001:1 limit 10240p flows 1024 quantum 300 "}, ""},
 		{"fq_codel's flows", map[string]string{"qdisc": "fq_codel"}, []string{"--qdisc-fq-codel-flows=16"}, nil, "--qdisc-fq-codel-flows cannot change on a running sandbox"},
 		{"fq_codel's knobs without fq_codel", tbf, []string{"--qdisc-fq-codel-target=1ms"}, nil, "no fq_codel to change"},
 		{"no such flag", tbf, []string{"--qdisc-tbf-speed=1"}, nil, "no such qdisc flag"},
@@ -144,7 +144,7 @@ func TestLiveChangeAllOrNone(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, n := range nics {
-		if cfgs[i].TBFRate != 1_250_000 || !strings.Contains(n.Show(), "tbf rate 10Mbit burst 9014b") {
+		if cfgs[i].TBFRate != 1_250_000 || !strings.Contains(n.Show(), "tbf 8001: dev "+n.Name+" root refcnt 2 rate 10Mbit burst 9014b") {
 			t.Errorf("%s after the change: %+v\n%s", n.Name, cfgs[i], n.Show())
 		}
 	}

@@ -119,6 +119,12 @@ func (d *Discipline) XStats() XStats {
 // counters, then cake's own and each tin's.
 func (d *Discipline) TCStats() string { return d.Stats().String() + "\n" + d.XStats().String() }
 
+// Show implements qdisc.Shower: cake's line and its counters, then its
+// tins' table, as `tc -s qdisc show` prints them.
+func (d *Discipline) Show() qdisc.Showing {
+	return qdisc.Showing{Kind: "cake", Options: d.Config().TCLine(), Stats: d.Stats(), XStats: d.XStats().String()}
+}
+
 // Quiescent reports whether the dispatcher is idle or waiting. Tests use
 // it.
 func (d *Discipline) Quiescent() bool { return d.lanes.Quiescent() }

@@ -86,6 +86,15 @@ func (d *Discipline) String() string {
 	return s
 }
 
+// Show implements qdisc.Shower: the fifo's line and its counters; with a
+// ceiling set (SetCeiling), the ceiling's tbf at the root, the fifo
+// grafted under it (qdisc.Gated).
+func (d *Discipline) Show() qdisc.Showing {
+	s := qdisc.Showing{Stats: d.Stats()}
+	s.Kind, s.Options = qdisc.SplitKind(fmt.Sprintf("fifo queues %d limit %dp", d.Lanes(), d.queueLen))
+	return qdisc.Gated(d.lanes.Gate(), s)
+}
+
 // SetCeiling sets a ceiling on the running fifo in place, as `tc qdisc
 // replace ... root tbf` puts a tbf over a queue: gate (tbf.NewGate builds
 // one; nil removes the ceiling) books every queue's departures, all

@@ -100,6 +100,15 @@ func (d *Discipline) String() string {
 	return s
 }
 
+// Show implements qdisc.Shower: fq_codel's line and its counters, its
+// own after them; with a ceiling set (SetCeiling), the ceiling's tbf at
+// the root, fq_codel grafted under it (qdisc.Gated).
+func (d *Discipline) Show() qdisc.Showing {
+	s := qdisc.Showing{Stats: d.Stats(), XStats: d.XStats().String()}
+	s.Kind, s.Options = qdisc.SplitKind(d.child.Config().String())
+	return qdisc.Gated(d.lanes.Gate(), s)
+}
+
 // SetCeiling sets a ceiling on the running fq_codel in place, as `tc
 // qdisc replace ... root tbf` puts a tbf over it (see fifo's SetCeiling):
 // gate (tbf.NewGate builds one; nil removes it) books the departures of

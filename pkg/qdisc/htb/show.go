@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/netqdisc/netqdisc/pkg/qdisc"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/classify"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/rate"
 )
@@ -20,8 +21,9 @@ import (
 //	 tokens: 1400 ctokens: 700
 //
 // tokens and ctokens are in tc's units, 64 ns ticks, as the kernel
-// reports them. A leaf's qdisc is not named: tc names it ("leaf 8002:")
-// by its handle, and a leaf here has none (Leaf has its description).
+// reports them. A leaf's grafted qdisc is named by the handle a show gave
+// it ("leaf 8002:", LeafHandle), as tc names it; a leaf's default pfifo,
+// unnamed on Linux, is not.
 func (s ClassStats) String() string { return s.format(false) }
 
 // Detailed prints the class as `tc -s -d class show` does: quantum,
@@ -37,6 +39,9 @@ func (s ClassStats) Line(details bool) string {
 		b.WriteString("root ")
 	} else {
 		fmt.Fprintf(&b, "parent %s ", classify.ClassID(s.Parent))
+	}
+	if s.LeafHandle != 0 {
+		fmt.Fprintf(&b, "leaf %x: ", s.LeafHandle>>16)
 	}
 	if s.Level == 0 {
 		fmt.Fprintf(&b, "prio %d ", s.Prio)
@@ -114,4 +119,41 @@ func (c Config) show(direct uint64, details bool) string {
 		ver = " ver 3.17"
 	}
 	return fmt.Sprintf("htb %x: r2q %d default %s direct_packets_stat %d%s direct_qlen %d", c.Handle>>16, c.R2Q, def, direct, ver, c.DirectQLen)
+}
+
+// Show implements qdisc.Shower: the qdisc's line with its handle (1:),
+// the qdisc grafted on a leaf (fq_codel) on a line of its own under the
+// leaf's class, showing the class's counters and its own (a leaf's
+// default pfifo, unnamed on Linux, is not shown), and the classes as `tc
+// -s class show` prints them, a blank line between them, each leaf naming
+// its grafted qdisc's handle.
+func (d *Discipline) Show() qdisc.Showing {
+	var handle uint32
+	d.lanes.Lanes[0].Locked(func() { handle = d.tree.cfg.withDefaults().Handle })
+	kind, rest := qdisc.SplitKind(d.String())
+	_, opts := qdisc.SplitKind(rest) // after the handle
+	s := qdisc.Showing{Kind: kind, Options: opts, Handle: handle, Stats: d.Stats()}
+	classes := d.Classes()
+	for _, c := range classes {
+		leaf, leafOpts := qdisc.SplitKind(c.Leaf)
+		if leaf == "" || leaf == "pfifo" {
+			continue
+		}
+		s.Children = append(s.Children, qdisc.Grafted{Class: uint16(c.ID), Showing: qdisc.Showing{
+			Kind: leaf, Options: leafOpts, XStats: c.LeafXStats,
+			Stats: qdisc.Stats{Bytes: c.Bytes, Packets: c.Packets, Drops: c.Drops, BacklogBytes: c.BacklogBytes, BacklogPackets: c.BacklogPackets},
+		}})
+	}
+	s.Classes = func(leaf func(classid uint32) uint32) string {
+		var b strings.Builder
+		for i, c := range classes {
+			if i > 0 {
+				b.WriteString("\n\n")
+			}
+			c.LeafHandle = leaf(c.ID)
+			b.WriteString(c.String())
+		}
+		return b.String()
+	}
+	return s
 }

@@ -3,6 +3,8 @@ package htb
 import (
 	"fmt"
 	"time"
+
+	"github.com/netqdisc/netqdisc/pkg/qdisc"
 )
 
 // ClassStats is one class as `tc -s class show dev eth0` shows it.
@@ -15,7 +17,13 @@ type ClassStats struct {
 	// the grafted one's description ("fq_codel limit 10240p ..."); "" for
 	// an inner class.
 	Leaf string
-	Prio uint8
+	// LeafXStats are the grafted qdisc's own counters, as `tc -s qdisc
+	// show` prints them ("" for pfifo); LeafHandle is the handle a show
+	// gave it (qdisc.Showing's Classes sets it: tc's "leaf 8002:"), 0 for
+	// none.
+	LeafXStats string
+	LeafHandle uint32
+	Prio       uint8
 	// Rate, Ceil (bytes per second), Burst, CBurst and Quantum (bytes) are
 	// in force, defaults filled in: the class's own, as configured or
 	// changed; while a spent quota bounds it (QuotaSpent here or above),
@@ -76,6 +84,9 @@ func (t *Tree) Classes() []ClassStats {
 			s.Leaf = "pfifo"
 			if d, ok := cl.leaf.(fmt.Stringer); ok {
 				s.Leaf = d.String()
+			}
+			if x, ok := cl.leaf.(qdisc.XStatser); ok {
+				s.LeafXStats = x.TCXStats()
 			}
 			s.Quantum = uint32(cl.quantum)
 			s.Drops = cl.leaf.Drops()

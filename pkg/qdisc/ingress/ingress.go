@@ -311,6 +311,26 @@ func (e *Endpoint) String() string {
 	return "none"
 }
 
+// Show implements qdisc.Shower: the ingress qdisc as tc shows Linux's
+// ("qdisc ingress ffff: ... ----------------"), with the Endpoint's
+// counters (Stats: what went up, shaped or not, and what the shaper
+// dropped), and its shaper grafted under it at ffff: on a line of its
+// own, as an ifb device's qdisc shapes what Linux's ingress qdisc
+// redirects to it; no shaper before a ceiling is set.
+func (e *Endpoint) Show() qdisc.Showing {
+	s := qdisc.Showing{Kind: "ingress", Handle: 0xffff << 16, Options: "----------------", Stats: e.Stats()}
+	var shaper qdisc.Shower = e.whole
+	if e.whole == nil {
+		if sh := e.shaper.Load(); sh != nil {
+			shaper = sh
+		}
+	}
+	if shaper != nil {
+		s.Children = []qdisc.Grafted{{Showing: shaper.Show()}}
+	}
+	return s
+}
+
 // newEndpoint returns an Endpoint over child, timed by clock, with no
 // shaper yet: New and NewClasses give it one.
 func newEndpoint(child stack.LinkEndpoint, clock tcpip.Clock) (*Endpoint, error) {

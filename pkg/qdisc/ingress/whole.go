@@ -21,6 +21,7 @@ type wholeQDisc interface {
 	Quiescent() bool
 	Lanes() int
 	String() string
+	Show() qdisc.Showing
 }
 
 // errWhole is Change's answer on an Endpoint that q shapes: it has no tbf

@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/netqdisc/netqdisc/pkg/qdisc"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/rate"
 )
 
@@ -22,12 +23,21 @@ import (
 // shows with Detailed only, as with tc -d. Past tc: "pkt_rate 20000pps
 // pkt_burst 32pkt" for a packet ceiling (a packet-only one has no rate
 // nor burst), "tbf rate none" for a ceiling removed by Change, and
-// "; child ..." for a child qdisc.
-func (c Config) String() string { return c.format(false) }
+// "; child ..." for a child qdisc (Discipline.Show gives it its own line,
+// as tc does).
+func (c Config) String() string { return c.format(false) + c.childString() }
 
 // Detailed prints c as `tc -d qdisc show` does: the buckets' cells and
 // mpu, the peak bucket as mtu, and the linklayer always.
-func (c Config) Detailed() string { return c.format(true) }
+func (c Config) Detailed() string { return c.format(true) + c.childString() }
+
+// childString is String's "; child ..." for a child qdisc.
+func (c Config) childString() string {
+	if s, ok := c.Child.(fmt.Stringer); ok {
+		return "; child " + s.String()
+	}
+	return ""
+}
 
 func (c Config) format(details bool) string {
 	var b strings.Builder
@@ -77,9 +87,6 @@ func (c Config) format(details bool) string {
 	case details && c.Rate != 0:
 		b.WriteString(" linklayer ethernet")
 	}
-	if s, ok := c.Child.(fmt.Stringer); ok {
-		fmt.Fprintf(&b, "; child %s", s)
-	}
 	return b.String()
 }
 
@@ -111,4 +118,33 @@ func (c Config) shownLatency(limit uint64, buffer, mtu uint32) (us float64, ok b
 		us = max(us, 1e6*(float64(limit)/float64(c.PeakRate))-rate.TCTicksToMicros(mtu))
 	}
 	return us, us >= 0
+}
+
+// Show implements qdisc.Shower: the tbf's own line, and its child, if it
+// has one, on a line of its own under class 1, as tc shows a qdisc
+// grafted with `tc qdisc add dev eth0 parent 8001:1 fq_codel` (its byte
+// FIFO, which Linux creates unnamed, is not shown). The child hands the
+// tbf everything it sends, so it shows the tbf's Sent; its drops and
+// backlog are its own.
+func (d *Discipline) Show() qdisc.Showing {
+	cfg := d.Config()
+	cfg.Child = nil
+	s := qdisc.Showing{Stats: d.Stats()}
+	s.Kind, s.Options = qdisc.SplitKind(cfg.String())
+	d.Child(func(c qdisc.Queue) {
+		if c == nil {
+			return
+		}
+		child := qdisc.Showing{Stats: qdisc.Stats{Bytes: s.Stats.Bytes, Packets: s.Stats.Packets, Drops: c.Drops()}}
+		n, bytes := c.Len()
+		child.Stats.BacklogPackets, child.Stats.BacklogBytes = uint64(n), bytes
+		if str, ok := c.(fmt.Stringer); ok {
+			child.Kind, child.Options = qdisc.SplitKind(str.String())
+		}
+		if x, ok := c.(qdisc.XStatser); ok {
+			child.XStats = x.TCXStats()
+		}
+		s.Children = []qdisc.Grafted{{Class: 1, Showing: child}}
+	})
+	return s
 }
