@@ -76,6 +76,8 @@
 // The one order of netqdisc's locks, outermost first (each holder may
 // take those after it, never those before):
 //
+//	runsc's boot.nicShapers.mu  a sandbox's NICs: runsc qdisc show and
+//	                            change, the metrics (runsc patches 0006, 0008)
 //	runscflags.NIC.mu           a sandbox NIC's control (runsc qdisc change)
 //	ingress.Endpoint.mu         the receive shaper's control
 //	tbf.Discipline.mu           a tbf's configuration
@@ -90,7 +92,9 @@
 // a control query) takes the order from the top. The Alarm releases its
 // lock before it runs lanes' passes, and a Budget reclaims other lanes'
 // credit holding no lane's lock. The Queue has no lock of its own: the
-// lane's guards it. runscflags' TestLockOrder holds the order.
+// lane's guards it (htb and cake keep all their state under it).
+// runscflags' TestLockOrder holds the order for every kind, in both
+// directions, with a lock standing for runsc's outermost one.
 //
 // # Where this differs from gVisor's upstream qdiscs
 //

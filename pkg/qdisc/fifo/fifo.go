@@ -70,6 +70,10 @@ func (d *Discipline) Close() { d.lanes.Close() }
 // Stats returns the qdisc's counters, summed over its queues.
 func (d *Discipline) Stats() qdisc.Stats { return d.lanes.Stats() }
 
+// Quiescent reports whether every lane is idle or waiting for its
+// ceiling's departures. Tests use it to step a clock.
+func (d *Discipline) Quiescent() bool { return d.lanes.Quiescent() }
+
 // Lanes returns the number of lanes.
 func (d *Discipline) Lanes() int { return len(d.lanes.Lanes) }
 
