@@ -12,7 +12,7 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 
 	"github.com/netqdisc/netqdisc/lab/measure"
-	"github.com/netqdisc/netqdisc/pkg/qdisc/ingress"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/htb"
 	"github.com/netqdisc/netqdisc/runsc-flags"
 )
 
@@ -323,19 +323,18 @@ func (l *Lab) MeasureNetstackIngressHTB(cfg *runscflags.Config, loads []IngressL
 	if err := l.AddClusterHost(); err != nil {
 		return r, err
 	}
-	var ep *ingress.Endpoint
+	var ep *htb.Discipline // the receive path's classes
 	wrap := func(link stack.LinkEndpoint, clock tcpip.Clock) (stack.LinkEndpoint, error) {
 		e, err := cfg.NewIngress(link, clock)
 		if err != nil {
 			return nil, err
 		}
-		if e == nil || e.HTB() == nil {
-			if e != nil {
-				e.Close()
-			}
+		h, ok := e.Whole().(*htb.Discipline)
+		if !ok {
+			e.Close()
 			return nil, fmt.Errorf("the receive path has no htb classes: give --qdisc-ingress-htb")
 		}
-		ep = e
+		ep = h
 		return e, nil
 	}
 	n, err := l.StartNetstackOn(cfg.NewQueueingDiscipline, wrap)
@@ -390,7 +389,7 @@ func (l *Lab) MeasureNetstackIngressHTB(cfg *runscflags.Config, loads []IngressL
 		return m
 	}
 	err = l.ingressWindow(loads, counters, rx, backlog, o, &r)
-	r.TC = ep.HTB().TCStats()
+	r.TC = ep.TCStats()
 	if err == nil && r.RxBps == 0 {
 		err = fmt.Errorf("nothing reached the netstack; iperf on the senders said: %s", cout.String())
 	}

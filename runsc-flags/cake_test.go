@@ -66,7 +66,7 @@ func TestCakeFlags(t *testing.T) {
 				t.Errorf("the qdisc is %q; want %q", got, tc.want)
 			}
 			if tc.in != "" {
-				c := p.in.Cake()
+				c, _ := p.in.Whole().(*cake.Discipline)
 				if c == nil || !strings.HasPrefix(c.String(), tc.in) || !c.Config().Ingress {
 					t.Errorf("the receive path's shaper is %v; want %q with ingress", p.in, tc.in)
 				}
@@ -151,7 +151,7 @@ func TestCakeLive(t *testing.T) {
 	if c := q.Config(); c.Bandwidth != 6_250_000 || c.Isolation != cake.DualDstHost {
 		t.Errorf("after the change: %v; want bandwidth 50mbit, dual-dsthost kept", c)
 	}
-	if c := p.in.Cake().Config(); c.Bandwidth != 1_250_000 || !c.Ingress {
+	if c := p.in.Whole().(*cake.Discipline).Config(); c.Bandwidth != 1_250_000 || !c.Ingress {
 		t.Errorf("the receive path after the change: %v; want bandwidth 10mbit with ingress", c)
 	}
 	if !strings.Contains(p.NIC.Config().Cake, "50Mbit") {
@@ -172,7 +172,7 @@ func TestCakeLive(t *testing.T) {
 	if a, b := again.q.(*cake.Discipline).Config(), q.Config(); a != b {
 		t.Errorf("restored: %v; want %v", a, b)
 	}
-	if a, b := again.in.Cake().Config(), p.in.Cake().Config(); a != b {
+	if a, b := again.in.Whole().(*cake.Discipline).Config(), p.in.Whole().(*cake.Discipline).Config(); a != b {
 		t.Errorf("restored on receive: %v; want %v", a, b)
 	}
 	tbf := newLiveNIC(t, "eth1", 1500, map[string]string{"qdisc": "tbf", "qdisc-tbf-rate": "10mbit", "qdisc-tbf-burst": "12500"})

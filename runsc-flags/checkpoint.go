@@ -38,8 +38,8 @@ func (n *NIC) State(changed bool) NICState {
 	if q, ok := n.qdisc.(*htb.Discipline); ok {
 		s.EgressQuotas = q.Quotas()
 	}
-	if n.ingress != nil && n.ingress.HTB() != nil {
-		s.IngressQuotas = n.ingress.HTB().Quotas()
+	if h := ingressHTB(n.ingress); h != nil {
+		s.IngressQuotas = h.Quotas()
 	}
 	return s
 }
@@ -86,10 +86,11 @@ func (n *NIC) Restore(s NICState) error {
 		}
 	}
 	if len(s.IngressQuotas) > 0 {
-		if n.ingress == nil || n.ingress.HTB() == nil {
+		h := ingressHTB(n.ingress)
+		if h == nil {
 			return fmt.Errorf("the checkpoint has htb quotas on what a NIC receives, which has no htb classes")
 		}
-		if err := n.ingress.HTB().RestoreQuotas(s.IngressQuotas); err != nil {
+		if err := h.RestoreQuotas(s.IngressQuotas); err != nil {
 			return err
 		}
 	}

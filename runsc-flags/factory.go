@@ -105,7 +105,9 @@ func (c *Config) NewIngress(child stack.LinkEndpoint, clock tcpip.Clock) (*ingre
 		if err != nil {
 			return nil, err
 		}
-		e, err := ingress.NewClasses(child, clock, cfg)
+		e, err := ingress.NewWhole(child, clock, func(out stack.LinkWriter, link stack.LinkEndpoint, clock tcpip.Clock) (ingress.Whole, error) {
+			return whole(htb.NewTo(out, link, clock, cfg))
+		})
 		if err != nil {
 			return nil, fmt.Errorf("--%s: %w", FlagIngressHTB, err)
 		}
@@ -116,7 +118,9 @@ func (c *Config) NewIngress(child stack.LinkEndpoint, clock tcpip.Clock) (*ingre
 		if err != nil {
 			return nil, err
 		}
-		e, err := ingress.NewCake(child, clock, cfg)
+		e, err := ingress.NewWhole(child, clock, func(out stack.LinkWriter, link stack.LinkEndpoint, clock tcpip.Clock) (ingress.Whole, error) {
+			return whole(cake.NewTo(out, link, clock, cfg))
+		})
 		if err != nil {
 			return nil, fmt.Errorf("--%s: %w", FlagIngressCake, err)
 		}
@@ -127,6 +131,35 @@ func (c *Config) NewIngress(child stack.LinkEndpoint, clock tcpip.Clock) (*ingre
 		return nil, flagError(err, ingressFlags)
 	}
 	return e, nil
+}
+
+// whole returns what a qdisc's NewTo returned as an ingress.Whole: nil
+// (not a nil *Discipline) with an error.
+func whole[Q ingress.Whole](q Q, err error) (ingress.Whole, error) {
+	if err != nil {
+		return nil, err
+	}
+	return q, nil
+}
+
+// ingressHTB returns the htb that shapes in's receive direction, nil for
+// none.
+func ingressHTB(in *ingress.Endpoint) *htb.Discipline {
+	if in == nil {
+		return nil
+	}
+	h, _ := in.Whole().(*htb.Discipline)
+	return h
+}
+
+// ingressCake returns the cake that shapes in's receive direction, nil
+// for none.
+func ingressCake(in *ingress.Endpoint) *cake.Discipline {
+	if in == nil {
+		return nil
+	}
+	c, _ := in.Whole().(*cake.Discipline)
+	return c
 }
 
 // The flags that set the fields of a tbf.ConfigError (tbfFlags,

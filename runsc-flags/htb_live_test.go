@@ -53,7 +53,7 @@ func TestChangeClasses(t *testing.T) {
 	if _, err := runscflags.Change([]*runscflags.NIC{p.NIC}, []string{"--qdisc-ingress-htb=class classid 1:10 ceil 500mbit"}); err != nil {
 		t.Fatal(err)
 	}
-	if c := p.in.Classes()[1]; c.Ceil != 62_500_000 {
+	if c := p.in.Whole().(*htb.Discipline).Classes()[1]; c.Ceil != 62_500_000 {
 		t.Errorf("ingress class 1:10's ceil is %d after the change, want 62500000", c.Ceil)
 	}
 	before := p.NIC.Config()

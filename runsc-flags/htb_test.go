@@ -70,15 +70,15 @@ func TestHTBFlags(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer in.Close()
-			if (in.HTB() != nil) != (c.IngressHTB != "") {
-				t.Errorf("ingress classes %v for --qdisc-ingress-htb=%q", in.HTB(), c.IngressHTB)
+			if (ingressHTB(in) != nil) != (c.IngressHTB != "") {
+				t.Errorf("ingress classes %v for --qdisc-ingress-htb=%q", ingressHTB(in), c.IngressHTB)
 			}
 			// Each leaf has the qdisc its script grafts on it, fq_codel or
 			// the default pfifo.
 			for _, dir := range []struct {
 				text    string
 				classes []htb.ClassStats
-			}{{c.HTB, classesOf(q)}, {c.IngressHTB, in.Classes()}} {
+			}{{c.HTB, classesOf(q)}, {c.IngressHTB, classesOf(in.Whole())}} {
 				for _, cs := range dir.classes {
 					want := "pfifo"
 					if strings.Contains(dir.text, "qdisc parent "+classify.ClassID(cs.ID)+" fq_codel") {

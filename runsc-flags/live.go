@@ -282,20 +282,22 @@ func (n *NIC) planCeiling(cur, next *Config) (func() error, error) {
 // planIngress checks the ingress part of a change.
 func (n *NIC) planIngress(cur, next *Config) (func() error, error) {
 	if resets := next.resetsOf(FlagIngressHTB); cur.IngressHTB != next.IngressHTB || len(resets) > 0 {
-		if n.ingress == nil || n.ingress.HTB() == nil {
+		h := ingressHTB(n.ingress)
+		if h == nil {
 			return nil, fmt.Errorf("--%s: the sandbox's NIC has no htb classes on what it receives", FlagIngressHTB)
 		}
-		return planClasses(cur.IngressHTB, next.IngressHTB, n.ingress.HTB(), resets)
+		return planClasses(cur.IngressHTB, next.IngressHTB, h, resets)
 	}
 	if cur.IngressCake != next.IngressCake {
-		if n.ingress == nil || n.ingress.Cake() == nil {
+		c := ingressCake(n.ingress)
+		if c == nil {
 			return nil, fmt.Errorf("--%s: the sandbox's NIC has no cake on what it receives", FlagIngressCake)
 		}
 		cfg, err := next.IngressCakeConfig()
 		if err != nil {
 			return nil, err
 		}
-		return func() error { return n.ingress.ChangeCake(cfg) }, nil
+		return func() error { return c.Change(cfg) }, nil
 	}
 	if sameCeiling(IngressCeiling, cur, next) {
 		return nil, nil

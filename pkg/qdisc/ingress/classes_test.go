@@ -7,6 +7,7 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/faketime"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
 
 	"github.com/netqdisc/netqdisc/pkg/qdisc/classify"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/htb"
@@ -38,7 +39,7 @@ func TestClassesByRemote(t *testing.T) {
 	}
 	clock := faketime.NewManualClock()
 	link := qdisctest.NewLink(clock)
-	e, err := ingress.NewClasses(link, clock, htb.Config{Default: 0x10020, Rules: []classify.Rule{rule}, Classes: []htb.ClassConfig{
+	e, err := newClasses(link, clock, htb.Config{Default: 0x10020, Rules: []classify.Rule{rule}, Classes: []htb.ClassConfig{
 		{ID: 0x10010, Rate: 1000 * mbit, Burst: 64 << 10, CBurst: 64 << 10},
 		{ID: 0x10020, Rate: 1 * mbit},
 	}})
@@ -66,18 +67,31 @@ func TestClassesByRemote(t *testing.T) {
 	// 1000 bytes charged at once (1000 <= 1600, then 600 - 1000 < 0), the
 	// second after its debt; the cluster's four go up at once.
 	if n := len(link.Records()); n != 6 {
-		t.Fatalf("%d packets went up at once, want the cluster's 4 and the internet's first 2\n%s", n, e.HTB().TCStats())
+		t.Fatalf("%d packets went up at once, want the cluster's 4 and the internet's first 2\n%s", n, e.Whole().(*htb.Discipline).TCStats())
 	}
 	clock.Advance(time.Second)
 	qdisctest.WaitQuiescent(t, e)
 	if n := len(link.Records()); n != 8 {
 		t.Fatalf("%d packets went up after a second, want all 8", n)
 	}
-	cls := e.Classes()
+	cls := e.Whole().(*htb.Discipline).Classes()
 	if cls[0].Packets != 4 || cls[1].Packets != 4 {
 		t.Errorf("classes counted %d and %d packets, want 4 and 4", cls[0].Packets, cls[1].Packets)
 	}
 	if err := e.Change(tbf.Config{Rate: mbit, Burst: 1514}); err == nil {
 		t.Error("Change swapped the classes for a tbf")
 	}
+}
+
+// newClasses is an Endpoint shaped by htb classes matching the remote
+// end, as runscflags builds one.
+func newClasses(child stack.LinkEndpoint, clock tcpip.Clock, cfg htb.Config) (*ingress.Endpoint, error) {
+	cfg.Direction = classify.Ingress
+	return ingress.NewWhole(child, clock, func(out stack.LinkWriter, link stack.LinkEndpoint, clock tcpip.Clock) (ingress.Whole, error) {
+		d, err := htb.NewTo(out, link, clock, cfg)
+		if err != nil {
+			return nil, err
+		}
+		return d, nil
+	})
 }

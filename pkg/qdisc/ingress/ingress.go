@@ -39,14 +39,14 @@
 //     no queue, until Change sets one; Change also changes or removes a
 //     ceiling in place (tbf's Change), for `runsc qdisc change`.
 //
-// An Endpoint may be shaped by htb classes instead (NewClasses, package
-// htb), as an ifb device with an htb qdisc is: the same classes as on
-// the send path, whose rules match the remote end (a packet's source), so
-// that downloads from the internet are capped and those from the cluster
-// are not. Or by cake (NewCake, package cake) with its ingress keyword,
-// as on an ifb device. Either way control frames pass as above; a GRO
-// aggregate is queued whole (htb passes any size; cake splits it when
-// split-gso is on), charged as the segments it was.
+// An Endpoint may be shaped by any other qdisc instead (NewWhole), as
+// an ifb device may have any qdisc: htb's classes, whose rules then match
+// the remote end (a packet's source), so that downloads from the internet
+// are capped and those from the cluster are not, or cake with its ingress
+// keyword. The package knows none of them: the runtime builds the qdisc
+// (runscflags). Either way control frames pass as above; a GRO aggregate
+// is queued whole, charged as the segments it was (htb passes any size;
+// cake splits it when split-gso is on).
 package ingress
 
 import (
@@ -74,10 +74,9 @@ type Endpoint struct {
 	// shaper is nil until a ceiling is first set (see Change, which
 	// stores it under mu; the packet path loads it without).
 	shaper atomic.Pointer[tbf.Discipline] // +checklocksignore
-	// whole, when not nil, shapes in place of a tbf: htb classes keyed
-	// by the remote address (NewClasses) or cake (NewCake). Set once, by
-	// them.
-	whole wholeQDisc // +checklocksignore
+	// whole, when not nil, shapes in place of a tbf (NewWhole). Set
+	// once, by NewWhole.
+	whole Whole // +checklocksignore
 	// mtu is the child's MTU when the shaper was created, as the shaper
 	// reads it to count a received aggregate's segments; set with shaper.
 	mtu  atomic.Uint32 // +checklocksignore
@@ -332,7 +331,7 @@ func (e *Endpoint) Show() qdisc.Showing {
 }
 
 // newEndpoint returns an Endpoint over child, timed by clock, with no
-// shaper yet: New and NewClasses give it one.
+// shaper yet: New and NewWhole give it one.
 func newEndpoint(child stack.LinkEndpoint, clock tcpip.Clock) (*Endpoint, error) {
 	if child == nil {
 		return nil, fmt.Errorf("ingress: no link endpoint to shape")
