@@ -18,13 +18,14 @@ import (
 // qdisc change ... cake bandwidth does), keeping the rest of cake; the sandbox then
 // sends at 10 Mbit/s on the wire (cake charges each frame's length, what
 // the peer's veth counts), and runsc export-metrics counts what the peer
-// received in cake's tins (runsc_network_qdisc_cake_tin_sent_bytes).
+// received in cake's tins (runsc_network_qdisc_cake_tin_sent_bytes), and
+// the receive path's cake the peer's ACKs in its own.
 func TestRunscCake(t *testing.T) {
 	if raceDetector {
 		t.Skip("the sandbox is the same runsc either way: measured once, in the run without -race")
 	}
 	r := newRunscRig(t)
-	s := r.start(t, lab.SandboxOptions{Flags: []string{"--qdisc=cake", "--qdisc-cake=bandwidth 20mbit dual-dsthost", "--gso=false", "--metric-server=" + lab.MetricServer}})
+	s := r.start(t, lab.SandboxOptions{Flags: []string{"--qdisc=cake", "--qdisc-cake=bandwidth 20mbit dual-dsthost", "--qdisc-ingress-cake=bandwidth 1gbit", "--gso=false", "--metric-server=" + lab.MetricServer}})
 	out, err := s.QDisc("show")
 	if err != nil {
 		t.Fatal(err)
@@ -51,6 +52,16 @@ func TestRunscCake(t *testing.T) {
 	}
 	if sent < res.WireBytes {
 		t.Errorf("runsc_network_qdisc_cake_tin_sent_bytes sum to %d, fewer than the %d bytes the peer received in the window", sent, res.WireBytes)
+	}
+	// The receive path's cake (the qdisc an ingress shaper holds) counts
+	// the peer's ACKs in its tins.
+	var received uint64
+	for _, v := range regexp.MustCompile(`(?m)^runsc_network_ingress_cake_tin_sent_bytes\{[^}]*\} (\d+)`).FindAllStringSubmatch(string(m), -1) {
+		n, _ := strconv.ParseUint(v[1], 10, 64)
+		received += n
+	}
+	if received == 0 {
+		t.Errorf("runsc_network_ingress_cake_tin_sent_bytes sum to 0: the receive path's cake counted none of the peer's ACKs:\n%s", m)
 	}
 }
 

@@ -15,12 +15,13 @@ import (
 // class's counters in runsc export-metrics, by class: what it sent to the
 // peer, which a filter puts in class 1:10, is counted there (at least what
 // the peer received in the window), and in the default class only what
-// no IP filter matches (ARP: a few dozen bytes).
+// no IP filter matches (ARP: a few dozen bytes); the same classes on the
+// receive path count the peer's ACKs.
 func TestRunscHTBMetrics(t *testing.T) {
 	r := newRunscRig(t)
 	script := "qdisc default 20; class root classid 1:1 rate 200mbit; class parent 1:1 classid 1:10 rate 100mbit ceil 200mbit; " +
 		"class parent 1:1 classid 1:20 rate 10mbit; filter dst " + lab.PeerAddr + "/32 classid 1:10"
-	s := r.start(t, lab.SandboxOptions{Flags: []string{"--qdisc=htb", "--qdisc-htb=" + script, "--gso=false", "--metric-server=" + lab.MetricServer}})
+	s := r.start(t, lab.SandboxOptions{Flags: []string{"--qdisc=htb", "--qdisc-htb=" + script, "--qdisc-ingress-htb=" + script, "--gso=false", "--metric-server=" + lab.MetricServer}})
 	res, err := r.MeasureSandbox(s, measure.Options{Streams: 2, Warmup: time.Second, Window: time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -39,6 +40,16 @@ func TestRunscHTBMetrics(t *testing.T) {
 	}
 	if sent["1:20"] > 1000 {
 		t.Errorf("the default class 1:20 counted %d bytes; the filter sends all IP to 1:10, leaving it ARP's few", sent["1:20"])
+	}
+	// The receive path's classes (the htb an ingress shaper holds) count
+	// the peer's ACKs, matched by their source.
+	received := map[string]uint64{}
+	for _, m := range regexp.MustCompile(`(?m)^runsc_network_ingress_class_sent_bytes\{[^}]*class="([^"]+)"[^}]*\} (\d+)`).FindAllStringSubmatch(string(out), -1) {
+		received[m[1]], _ = strconv.ParseUint(m[2], 10, 64)
+	}
+	t.Logf("ingress class sent_bytes: %v", received)
+	if received["1:10"] == 0 || received["1:1"] < received["1:10"] {
+		t.Errorf("runsc_network_ingress_class_sent_bytes: 1:10 %d, 1:1 %d; want the peer's ACKs in 1:10, and 1:1 at least 1:10's:\n%s", received["1:10"], received["1:1"], out)
 	}
 }
 
