@@ -1,0 +1,148 @@
+package runscflags
+
+import (
+	"math"
+
+	"github.com/netqdisc/netqdisc/pkg/qdisc/tbf"
+)
+
+// shapingRows are the flags of the qdisc, tbf's ceilings and the ingress
+// shaper's, and tbf's child: the table's head.
+var shapingRows = []Flag{
+	{
+		Name: FlagQDisc, Kind: KindQDisc, field: func(c *Config) any { return &c.QDisc },
+		Default:    "fifo",
+		Usage:      "queueing discipline on the sandbox's non-loopback NICs: none, fifo, tbf, fq_codel, htb (classes: --qdisc-htb) or cake (--qdisc-cake).",
+		Annotation: Rule{Permit: Select, Choices: []Choice{{Value: "tbf"}, {Value: "fq_codel", Over: []string{"none", "fifo", "fq_codel"}}}},
+		Linux:      Linux{Qdisc: "the root qdisc"},
+		Kube:       AnnotationKubeEgress,
+	},
+	{
+		Name: FlagTBFRate, Kind: KindRate, field: func(c *Config) any { return &c.TBFRate },
+		Default: "0", Unset: "unset; required with `--qdisc=tbf`",
+		Usage:      "tbf: egress rate limit; " + rateHelp + ". Required with --qdisc=tbf.",
+		Annotation: lower,
+		Linux:      Linux{Qdisc: "tbf", Param: "rate", Bound: "TCA_TBF_RATE64 is a u64"},
+		Ceiling:    EgressCeiling,
+		Kube:       AnnotationKubeEgress,
+	},
+	{
+		Name: FlagTBFBurst, Kind: KindSize, field: func(c *Config) any { return &c.TBFBurst },
+		Default: "0", Unset: "unset; required with `--qdisc=tbf`",
+		Usage:      "tbf: bucket depth, the most sent at once; " + sizeHelp + ". Required with --qdisc=tbf; at least the NIC's MTU plus header.",
+		Annotation: lower,
+		Linux:      Linux{Qdisc: "tbf", Param: "burst", Max: math.MaxUint32, Bound: "4 GiB: TCA_TBF_BURST is a u32"},
+		Ceiling:    EgressCeiling,
+		Kube:       AnnotationKubeEgress,
+	},
+	{
+		Name: FlagTBFPeakRate, Kind: KindRate, field: func(c *Config) any { return &c.TBFPeakRate },
+		Default: "0", Unset: "unset",
+		Usage:      "tbf: optional peak rate of a second bucket that paces bursts, above --qdisc-tbf-rate; " + rateHelp + ".",
+		Annotation: Rule{Permit: Lower, Note: "may add a peak rate (with `--qdisc-tbf-mtu`)"},
+		Linux:      Linux{Qdisc: "tbf", Param: "peakrate", Bound: "TCA_TBF_PRATE64 is a u64"},
+		Ceiling:    EgressCeiling,
+	},
+	{
+		Name: FlagTBFMTU, Kind: KindSize, field: func(c *Config) any { return &c.TBFMTU },
+		Default: "0", Unset: "unset",
+		Usage:      "tbf: the peak bucket's depth (tc's mtu/minburst), required with --qdisc-tbf-peakrate; " + sizeHelp + ".",
+		Annotation: lower,
+		Linux:      Linux{Qdisc: "tbf", Param: "mtu", Max: math.MaxUint32, Bound: "4 GiB: TCA_TBF_PBURST is a u32"},
+		Ceiling:    EgressCeiling,
+	},
+	{
+		Name: FlagTBFLimit, Kind: KindSize, field: func(c *Config) any { return &c.TBFLimit },
+		Default: "0", Unset: "1000 full-size packets",
+		Usage:      "tbf: most bytes queued; " + sizeHelp + ". Default: 1000 full-size packets. Excludes --qdisc-tbf-latency.",
+		Annotation: lower,
+		Linux:      Linux{Qdisc: "tbf", Param: "limit", Max: math.MaxUint32, Bound: "4 GiB: tc_tbf_qopt.limit is a u32"},
+		Ceiling:    EgressCeiling,
+		Kube:       AnnotationKubeEgress,
+	},
+	{
+		Name: FlagTBFLatency, Kind: KindDuration, field: func(c *Config) any { return &c.TBFLatency },
+		Default: "0s", Unset: "unset", Example: "50ms",
+		Usage:      "tbf: most time a packet may wait (limit = rate*latency + burst), e.g. 50ms. Excludes --qdisc-tbf-limit.",
+		Annotation: lower,
+		Linux:      Linux{Qdisc: "tbf", Param: "latency", Bound: "the limit it gives, rate*latency + burst, is a u32", Checked: true},
+		Ceiling:    EgressCeiling,
+		Kube:       AnnotationKubeEgress,
+	},
+	{
+		Name: FlagTBFPacketRate, Kind: KindPacketRate, field: func(c *Config) any { return &c.TBFPacketRate },
+		Default: "0", Unset: "unset: no packet ceiling",
+		Usage:      "tbf: packets-per-second ceiling, a bucket beside the bytes' (a packet leaves when both allow it); " + pktHelp + ". Needs --qdisc-tbf-pkt-burst; with it --qdisc-tbf-rate may be unset.",
+		Annotation: Rule{Permit: Lower, Note: "may add a packet ceiling where the operator has none"},
+		Linux:      Linux{Qdisc: "police", Param: "pkt_rate", Max: tbf.MaxPacketRate, Bound: "ours: a packet costs at least 1 ns (TCA_POLICE_PKTRATE64 is a u64)"},
+		Ceiling:    EgressCeiling,
+	},
+	{
+		Name: FlagTBFPacketBurst, Kind: KindCount, Unit: "packets", field: func(c *Config) any { return &c.TBFPacketBurst },
+		Default: "0", Unset: "unset; required with `--qdisc-tbf-pkt-rate`",
+		Usage:      "tbf: the packet bucket's depth, the most packets sent at once. Required with --qdisc-tbf-pkt-rate.",
+		Annotation: lower,
+		Linux:      Linux{Qdisc: "police", Param: "pkt_burst", Max: math.MaxUint32, Bound: "ours: 32 bits (TCA_POLICE_PKTBURST64 is a u64)"},
+		Ceiling:    EgressCeiling,
+	},
+	{
+		Name: FlagIngressRate, Kind: KindRate, field: func(c *Config) any { return &c.IngressRate },
+		Default: "0", Unset: "unset: not shaped",
+		Usage:      "ingress: rate limit on what the sandbox receives (a tbf on the receive path, as Linux's ifb); " + rateHelp + ". Default: not shaped.",
+		Annotation: Rule{Permit: Lower, Note: "may add an ingress shaper where the operator has none"},
+		Linux:      Linux{Qdisc: "ifb tbf", Param: "rate", Bound: "TCA_TBF_RATE64 is a u64"},
+		Ceiling:    IngressCeiling,
+		Kube:       AnnotationKubeIngress,
+	},
+	{
+		Name: FlagIngressBurst, Kind: KindSize, field: func(c *Config) any { return &c.IngressBurst },
+		Default: "0", Unset: "unset; required with `--qdisc-ingress-rate`",
+		Usage:      "ingress: bucket depth; " + sizeHelp + ". Required with --qdisc-ingress-rate; at least the NIC's MTU plus header.",
+		Annotation: lower,
+		Linux:      Linux{Qdisc: "ifb tbf", Param: "burst", Max: math.MaxUint32, Bound: "4 GiB: TCA_TBF_BURST is a u32"},
+		Ceiling:    IngressCeiling,
+		Kube:       AnnotationKubeIngress,
+	},
+	{
+		Name: FlagIngressLimit, Kind: KindSize, field: func(c *Config) any { return &c.IngressLimit },
+		Default: "0", Unset: "1000 full-size packets",
+		Usage:      "ingress: most bytes queued; " + sizeHelp + ". Default: 1000 full-size packets. Excludes --qdisc-ingress-latency.",
+		Annotation: lower,
+		Linux:      Linux{Qdisc: "ifb tbf", Param: "limit", Max: math.MaxUint32, Bound: "4 GiB: tc_tbf_qopt.limit is a u32"},
+		Ceiling:    IngressCeiling,
+		Kube:       AnnotationKubeIngress,
+	},
+	{
+		Name: FlagIngressLatency, Kind: KindDuration, field: func(c *Config) any { return &c.IngressLatency },
+		Default: "0s", Unset: "unset", Example: "25ms",
+		Usage:      "ingress: most time a received packet may wait, e.g. 25ms. Excludes --qdisc-ingress-limit.",
+		Annotation: lower,
+		Linux:      Linux{Qdisc: "ifb tbf", Param: "latency", Bound: "the limit it gives, rate*latency + burst, is a u32", Checked: true},
+		Ceiling:    IngressCeiling,
+		Kube:       AnnotationKubeIngress,
+	},
+	{
+		Name: FlagIngressPacketRate, Kind: KindPacketRate, field: func(c *Config) any { return &c.IngressPacketRate },
+		Default: "0", Unset: "unset: no packet ceiling",
+		Usage:      "ingress: packets-per-second ceiling on what the sandbox receives; " + pktHelp + ". Needs --qdisc-ingress-pkt-burst; with it --qdisc-ingress-rate may be unset.",
+		Annotation: Rule{Permit: Lower, Note: "may add a packet ceiling where the operator has none"},
+		Linux:      Linux{Qdisc: "ifb police", Param: "pkt_rate", Max: tbf.MaxPacketRate, Bound: "ours: a packet costs at least 1 ns (TCA_POLICE_PKTRATE64 is a u64)"},
+		Ceiling:    IngressCeiling,
+	},
+	{
+		Name: FlagIngressPacketBurst, Kind: KindCount, Unit: "packets", field: func(c *Config) any { return &c.IngressPacketBurst },
+		Default: "0", Unset: "unset; required with `--qdisc-ingress-pkt-rate`",
+		Usage:      "ingress: the packet bucket's depth. Required with --qdisc-ingress-pkt-rate.",
+		Annotation: lower,
+		Linux:      Linux{Qdisc: "ifb police", Param: "pkt_burst", Max: math.MaxUint32, Bound: "ours: 32 bits (TCA_POLICE_PKTBURST64 is a u64)"},
+		Ceiling:    IngressCeiling,
+	},
+	{
+		Name: FlagTBFChild, Kind: KindChild, field: func(c *Config) any { return &c.TBFChild },
+		Default: "fifo", Unset: "the tbf's byte FIFO",
+		Usage: "tbf: the queue under the bucket: fifo (a byte FIFO, bounded by --qdisc-tbf-limit or -latency) or fq_codel (flow queues with CoDel: low latency for sparse flows under load; set no tbf limit or latency).",
+		Annotation: Rule{Permit: Select, Choices: []Choice{{Value: ChildFQCoDel}, {Value: "fifo", Over: []string{"fifo"}}},
+			Note: "refused where the tbf has a limit or latency, which fq_codel's limits would replace"},
+		Linux: Linux{Qdisc: "the tbf's child qdisc"},
+	},
+}
