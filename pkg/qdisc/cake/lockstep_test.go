@@ -591,15 +591,15 @@ func ms(n int64) int64 { return n * 1e6 }
 // overhead keywords, split-gso, received packets, ingress, unlimited,
 // autorate and changes in place. The long run (qdisctest.Long) offers
 // each flow of the isolation and server cases 300 packets over 2 s, and
-// the change cases 3 s of traffic; by default 100 packets over 0.8 s and
-// 1.5 s, the same overload and the same changes in a shorter run (the
+// the change cases 3 s of traffic; by default 60 packets over 0.5 s and
+// 1 s, the same overload and the same changes in a shorter run (the
 // harness's drop check scans every queued packet after every call, so
 // these cases took 54 of the 65 s under -race). The other cases run in
 // full either way.
 func TestLockstep(t *testing.T) {
 	flowPkts, flowEnd, changeSpan := 300, ms(2000), ms(3000)
 	if !qdisctest.Long() {
-		flowPkts, flowEnd, changeSpan = 100, ms(800), ms(1500)
+		flowPkts, flowEnd, changeSpan = 60, ms(500), ms(1000)
 	}
 	var cases []lockstepCase
 	for iso := range numIsolation {
@@ -824,7 +824,7 @@ func TestLockstep(t *testing.T) {
 // cake bandwidth, runsc qdisc change); more tins, another isolation
 // mode, the ACK filter and an overhead keyword at once; a shorter rtt and
 // a smaller memory limit. The changes come at the same fractions of span
-// (in 30ths): 3 s in the long run, 1.5 s by default. (Fewer tins while
+// (in 30ths): 3 s in the long run, 1 s by default. (Fewer tins while
 // the tins they lack hold packets is refused by the core, where Linux
 // drops those packets: not in lockstep.)
 func changeCases(mixed func() []arrival, span int64) []lockstepCase {
