@@ -3,7 +3,6 @@ package runscflags
 import (
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -12,16 +11,26 @@ import (
 	"github.com/netqdisc/netqdisc/pkg/qdisc/classify"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/htb"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/htb/htbtest"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/qdisctest"
 )
 
 // propertyTrees is how many accepted annotations TestHTBAnnotationSendsNoMore
-// runs through the model: 1000 where CI runs it (NETQDISC_LONG=1, which
-// .ci/run sets), fewer for a quick local run.
+// runs through the model: 1000 in the long run (qdisctest.Long, which
+// .ci/run's long step sets), 32 by default.
 func propertyTrees() int {
-	if os.Getenv("NETQDISC_LONG") != "" {
+	if qdisctest.Long() {
 		return 1000
 	}
-	return 120
+	return 32
+}
+
+// propertySets is how many accepted sets TestAnnotationSendsNoMore runs:
+// 250 in the long run, 8 by default.
+func propertySets() int {
+	if qdisctest.Long() {
+		return 250
+	}
+	return 8
 }
 
 // TestHTBAnnotationSendsNoMore is only-tighten measured in bytes: for
@@ -29,7 +38,8 @@ func propertyTrees() int {
 // split into up to eight children, nested splits, classes lowered), every
 // leaf kept backlogged through the sch_htb model for 10 s simulated, each
 // of the operator's classes sends, with everything under it, no more
-// bytes after the annotation than before.
+// bytes after the annotation than before. 1000 annotations in the long
+// run, 32 by default (propertyTrees).
 func TestHTBAnnotationSendsNoMore(t *testing.T) {
 	rng := rand.New(rand.NewPCG(36, 1))
 	want := propertyTrees()

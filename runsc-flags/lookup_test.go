@@ -10,6 +10,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/netqdisc/netqdisc/pkg/qdisc/qdisctest"
 )
 
 func TestSetGet(t *testing.T) {
@@ -268,10 +270,16 @@ func annotationValues(f *Flag, op *Config) []string {
 // and values around the ceilings, CheckAnnotation refuses an annotation
 // alone with ApplyAnnotations's error, and where it accepts one,
 // ApplyAnnotations accepts it or finds only the whole invalid (Validate).
+// 300 operators in the long run (qdisctest.Long), the first 20 of them by
+// default.
 func TestCheckAnnotationAgrees(t *testing.T) {
 	rng := rand.New(rand.NewSource(7))
+	operators := 20
+	if qdisctest.Long() {
+		operators = 300
+	}
 	checked, refused := 0, 0
-	for i := 0; i < 300; i++ {
+	for i := 0; i < operators; i++ {
 		args := randomOperator(rng)
 		if i%4 == 0 {
 			args = append(args, "--allow-flag-override")

@@ -16,6 +16,7 @@ import (
 	"github.com/netqdisc/netqdisc/pkg/qdisc/cake/caketest"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/flowhash"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/gso"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/qdisctest"
 )
 
 // The lockstep harness: a Sched (the core) and a caketest.Model (Linux's
@@ -583,14 +584,30 @@ type lockstepCase struct {
 
 func ms(n int64) int64 { return n * 1e6 }
 
+// TestLockstep runs the core and the model side by side (the harness
+// above) through cases for every feature: each isolation mode under
+// hosts' flows, a server's flows, every diffserv mode with and without
+// wash, COBALT, BLUE, the overflow heap, the ACK filter's rules, the
+// overhead keywords, split-gso, received packets, ingress, unlimited,
+// autorate and changes in place. The long run (qdisctest.Long) offers
+// each flow of the isolation and server cases 300 packets over 2 s, and
+// the change cases 3 s of traffic; by default 60 packets over 0.5 s and
+// 1 s, the same overload and the same changes in a shorter run (the
+// harness's drop check scans every queued packet after every call, so
+// these cases took 54 of the 65 s under -race). The other cases run in
+// full either way.
 func TestLockstep(t *testing.T) {
+	flowPkts, flowEnd, changeSpan := 300, ms(2000), ms(3000)
+	if !qdisctest.Long() {
+		flowPkts, flowEnd, changeSpan = 60, ms(500), ms(1000)
+	}
 	var cases []lockstepCase
 	for iso := range numIsolation {
 		cases = append(cases, lockstepCase{
 			name:    "isolation/" + iso.String(),
 			cfg:     cfgWith(func(c *Config) { c.Isolation = iso; c.Diffserv = BestEffort }),
-			traffic: hostFlows(300, ms(1)), // 11 Mbyte/s offered to 1.25
-			end:     ms(2000),
+			traffic: hostFlows(flowPkts, ms(1)), // 11 Mbyte/s offered to 1.25
+			end:     flowEnd,
 			want: func(x XStats, s *Sched) string {
 				if x.Tins[0].Drops == 0 {
 					return "no drops under overload"
@@ -603,14 +620,14 @@ func TestLockstep(t *testing.T) {
 	// (TestServerFairness, e2e's TestCakeHostFairness), in the modes that
 	// differ there.
 	var server []arrival
-	server = append(server, bulk(pk{src: 1, dst: 1, sport: 80, dport: 1000, payload: 1000, proto: 17}, 300, 0, ms(1))...)
+	server = append(server, bulk(pk{src: 1, dst: 1, sport: 80, dport: 1000, payload: 1000, proto: 17}, flowPkts, 0, ms(1))...)
 	for f := range 10 {
-		server = append(server, bulk(pk{src: 1, dst: 2, sport: 80, dport: 2000 + uint16(f), payload: 1000, proto: 17}, 300, int64(f), ms(1))...)
+		server = append(server, bulk(pk{src: 1, dst: 2, sport: 80, dport: 2000 + uint16(f), payload: 1000, proto: 17}, flowPkts, int64(f), ms(1))...)
 	}
 	for _, iso := range []Isolation{TripleIsolate, DualDstHost} {
 		cases = append(cases, lockstepCase{
 			name: "server/" + iso.String(), cfg: cfgWith(func(c *Config) { c.Isolation = iso; c.Diffserv = BestEffort }),
-			traffic: server, end: ms(2000),
+			traffic: server, end: flowEnd,
 		})
 	}
 	// Mixed DSCP: every class point, ECT(0) and not, in four flows.
@@ -774,7 +791,7 @@ func TestLockstep(t *testing.T) {
 		lockstepCase{name: "unlimited", cfg: cfgWith(func(c *Config) { c.Bandwidth = 0; c.Diffserv = Diffserv8 }), traffic: flood, end: ms(3000)},
 		lockstepCase{name: "autorate", cfg: cfgWith(func(c *Config) { c.Autorate = true; c.Ingress = true }), traffic: flood, end: ms(3000)},
 	)
-	cases = append(cases, changeCases(mixed)...)
+	cases = append(cases, changeCases(mixed, changeSpan)...)
 	ackDrops := map[AckFilter]uint32{}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -801,52 +818,55 @@ func TestLockstep(t *testing.T) {
 	}
 }
 
-// changeCases are cake_change mid-run, under 3 s of traffic (hosts'
-// flows at 1.8 times 10 Mbit/s, mixed DSCP and a TCP download's ACKs): the
-// bandwidth down, up, to unlimited and back (tc qdisc change ... cake
-// bandwidth, runsc qdisc change); more tins, another isolation mode, the
-// ACK filter and an overhead keyword at once; a shorter rtt and a smaller
-// memory limit. (Fewer tins while the tins they lack hold packets is
-// refused by the core, where Linux drops those packets: not in
-// lockstep.)
-func changeCases(mixed func() []arrival) []lockstepCase {
-	at := func(t int64, c Config) arrival { return arrival{at: t, change: &c} }
-	flood := hostFlows(600, ms(5))
+// changeCases are cake_change mid-run, under span ns of traffic (hosts'
+// flows at 1.8 times 10 Mbit/s, mixed DSCP and a TCP download's ACKs):
+// the bandwidth down, up, to unlimited and back (tc qdisc change ...
+// cake bandwidth, runsc qdisc change); more tins, another isolation
+// mode, the ACK filter and an overhead keyword at once; a shorter rtt and
+// a smaller memory limit. The changes come at the same fractions of span
+// (in 30ths): 3 s in the long run, 1 s by default. (Fewer tins while
+// the tins they lack hold packets is refused by the core, where Linux
+// drops those packets: not in lockstep.)
+func changeCases(mixed func() []arrival, span int64) []lockstepCase {
+	at := func(thirtieths int64, c Config) arrival { return arrival{at: span * thirtieths / 30, change: &c} }
+	n := int(span / ms(5))
+	flood := hostFlows(n, ms(5))
 	for i, a := range mixed() {
-		a.at = int64(i) * ms(7)
-		flood = append(flood, a)
+		if a.at = int64(i) * ms(7); a.at < span {
+			flood = append(flood, a)
+		}
 	}
-	for k := range 600 {
+	for k := range n {
 		flood = append(flood, arrival{at: int64(k)*ms(5) + 3, p: pk{src: 1, dst: 2, sport: 80, dport: 5000, ack: uint32(k * 1448), seq: uint64(k)}})
 	}
 	base := cfgWith(func(c *Config) {})
 	rates := []arrival{
-		at(ms(700), cfgWith(func(c *Config) { c.Bandwidth = 250_000 })),
-		at(ms(1400), cfgWith(func(c *Config) { c.Bandwidth = 5_000_000 })),
-		at(ms(2100), cfgWith(func(c *Config) { c.Bandwidth = 0 })),
-		at(ms(2500), cfgWith(func(c *Config) { c.Bandwidth = 625_000 })),
+		at(7, cfgWith(func(c *Config) { c.Bandwidth = 250_000 })),
+		at(14, cfgWith(func(c *Config) { c.Bandwidth = 5_000_000 })),
+		at(21, cfgWith(func(c *Config) { c.Bandwidth = 0 })),
+		at(25, cfgWith(func(c *Config) { c.Bandwidth = 625_000 })),
 	}
 	be := cfgWith(func(c *Config) { c.Diffserv = BestEffort })
 	modes := []arrival{
-		at(ms(800), cfgWith(func(c *Config) { c.Diffserv = Diffserv4; c.Isolation = DualDstHost })),
-		at(ms(1600), cfgWith(func(c *Config) {
+		at(8, cfgWith(func(c *Config) { c.Diffserv = Diffserv4; c.Isolation = DualDstHost })),
+		at(16, cfgWith(func(c *Config) {
 			c.Diffserv, c.Isolation, c.AckFilter = Diffserv8, Flows, AckFilterOn
 			c.Raw, c.Overhead, c.MPU = false, 38, 84 // ethernet
 		})),
 	}
 	tuning := []arrival{
-		at(ms(900), cfgWith(func(c *Config) { c.RTT, c.Target = 10*time.Millisecond, 500*time.Microsecond })),
-		at(ms(1800), cfgWith(func(c *Config) {
+		at(9, cfgWith(func(c *Config) { c.RTT, c.Target = 10*time.Millisecond, 500*time.Microsecond })),
+		at(18, cfgWith(func(c *Config) {
 			c.RTT, c.Target = 10*time.Millisecond, 500*time.Microsecond
 			c.Memlimit = MinMemlimit
 		})),
 	}
 	return []lockstepCase{
-		{name: "change/bandwidth", cfg: base, traffic: append(slices.Clone(flood), rates...), end: ms(3000),
+		{name: "change/bandwidth", cfg: base, traffic: append(slices.Clone(flood), rates...), end: span,
 			want: changed(625_000)},
-		{name: "change/modes", cfg: be, traffic: append(slices.Clone(flood), modes...), end: ms(3000),
+		{name: "change/modes", cfg: be, traffic: append(slices.Clone(flood), modes...), end: span,
 			want: changed(1_250_000)},
-		{name: "change/rtt-memlimit", cfg: base, traffic: append(slices.Clone(flood), tuning...), end: ms(3000),
+		{name: "change/rtt-memlimit", cfg: base, traffic: append(slices.Clone(flood), tuning...), end: span,
 			want: changed(1_250_000)},
 	}
 }

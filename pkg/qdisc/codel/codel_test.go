@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/netqdisc/netqdisc/pkg/qdisc/codel"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/qdisctest"
 )
 
 // eventKind is what CoDel did to a packet on its way out.
@@ -315,9 +316,13 @@ func wantSomeDrops(t *testing.T, h *harness) {
 // TestRandom runs the package's CoDel and the model through long seeded
 // random sequences of arrivals (any size from 0 to 9000 bytes, a mix of
 // ECN codepoints) and departures at random gaps, and fails at the first
-// dequeue where they differ.
+// dequeue where they differ. 150000 steps a case in the long run
+// (qdisctest.Long), the first 40000 of them by default.
 func TestRandom(t *testing.T) {
-	const steps = 150000
+	steps := 40000
+	if qdisctest.Long() {
+		steps = 150000
+	}
 	for _, tc := range []struct {
 		name             string
 		target, interval time.Duration

@@ -81,7 +81,7 @@ func TestConformanceUnderTBF(t *testing.T) {
 			child := &childModel{m: newLinuxFQCoDel(tc.fq, 1514), hash: hash}
 			ls := tbftest.NewLockstep(t, mk, tc.cfg, 1500, tbftest.WithChildModel(child))
 			ls.Run(t, tc.arrivals, hash, func(next int64) {
-				if got := len(ls.Link.Records()); got != len(ls.M.Sent) {
+				if got := ls.Link.NumRecords(); got != len(ls.M.Sent) {
 					t.Fatalf("t=%dns: sent %d packets, Linux %d", next-ls.Start, got, len(ls.M.Sent))
 				}
 				if child.m.unsure != "" {

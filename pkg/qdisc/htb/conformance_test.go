@@ -10,6 +10,7 @@ import (
 
 	"github.com/netqdisc/netqdisc/pkg/qdisc/htb"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/htb/htbtest"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/qdisctest"
 )
 
 const (
@@ -443,21 +444,52 @@ func TestConformance(t *testing.T) {
 	}
 }
 
+// variantArrivals is how many of each scripted case's arrivals the
+// variants of TestConformance (Polled, Peek, Batched, DequeueBatch) run
+// by default: its first 500 (all of three cases' arrivals, 500 of the
+// pfifo case's 510, a 500-packet backlog at 0 of the change case's, of
+// the others their first 6 to 100 ms; they have up to 12384), and every
+// change at its time. The long run (qdisctest.Long)
+// runs them all. TestConformance itself, whose checks measure rates to
+// 500 ms, always runs them all.
+const variantArrivals = 500
+
+// variantCases are the scripted cases for a variant of TestConformance:
+// each case's first variantArrivals arrivals by default, all of them in
+// the long run.
+func variantCases() []scripted {
+	cases := scriptedCases()
+	if !qdisctest.Long() {
+		for k := range cases {
+			cases[k].arrivals = cases[k].arrivals[:min(len(cases[k].arrivals), variantArrivals)]
+		}
+	}
+	return cases
+}
+
 // TestConformancePolled runs the scripted cases with the tree dequeued also
 // every 13 µs while it holds packets (up to 50000 times) and the model only
 // when Linux would dequeue: extra dequeues must not change a departure.
+// By default each case's first 500 arrivals (variantCases), polled up to
+// 10000 times; in the long run all of them, up to 50000.
 func TestConformancePolled(t *testing.T) {
-	for _, tc := range scriptedCases() {
+	maxPolls := 10_000
+	if qdisctest.Long() {
+		maxPolls = 50_000
+	}
+	for _, tc := range variantCases() {
 		t.Run(tc.name, func(t *testing.T) {
-			htbtest.ConformPolled(t, tc.cfg, tc.arrivals, tc.changes, 13_000, 50_000)
+			htbtest.ConformPolled(t, tc.cfg, tc.arrivals, tc.changes, 13_000, maxPolls)
 		})
 	}
 }
 
 // TestConformancePeek runs the scripted cases with every Dequeue of the
-// tree after two Peeks at the same time (qdisc_peek_dequeued).
+// tree after two Peeks at the same time (qdisc_peek_dequeued). Each
+// case's first 500 arrivals by default, all in the long run
+// (variantCases).
 func TestConformancePeek(t *testing.T) {
-	for _, tc := range scriptedCases() {
+	for _, tc := range variantCases() {
 		t.Run(tc.name, func(t *testing.T) {
 			ls := htbtest.NewLockstep(t, tc.cfg)
 			ls.PeekFirst = true
@@ -470,8 +502,10 @@ func TestConformancePeek(t *testing.T) {
 // TestConformanceBatched runs the scripted cases with the packets that
 // arrive at one time all enqueued before the dequeues (Linux's qdisc
 // running on another CPU): bursts fill the direct queue and the leaves.
+// Each case's first 500 arrivals by default, all in the long run
+// (variantCases).
 func TestConformanceBatched(t *testing.T) {
-	for _, tc := range scriptedCases() {
+	for _, tc := range variantCases() {
 		t.Run(tc.name, func(t *testing.T) {
 			ls := htbtest.NewLockstep(t, tc.cfg)
 			ls.Batch = true
@@ -486,10 +520,11 @@ func TestConformanceBatched(t *testing.T) {
 // batches of 3 packets, after each arrival, after each time's arrivals
 // (bursts: a streak's runs, streakRun), and with each arrival followed
 // by a batch of one (a streak then runs across batches, and across
-// times).
+// times). Each case's first 500 arrivals by default, all in the long
+// run (variantCases).
 func TestConformanceDequeueBatch(t *testing.T) {
 	for _, mode := range []string{"each", "burst", "one by one"} {
-		for _, tc := range scriptedCases() {
+		for _, tc := range variantCases() {
 			t.Run(fmt.Sprintf("%s, %s", tc.name, mode), func(t *testing.T) {
 				ls := htbtest.NewLockstep(t, tc.cfg)
 				ls.BatchDequeue = 3
@@ -577,18 +612,26 @@ func TestNewTreeRefuses(t *testing.T) {
 	}
 }
 
-// randomSeeds is how many random trees TestRandomTrees runs: go test
-// -args -htb.seeds=1000 for a longer hunt.
-var randomSeeds = flag.Int("htb.seeds", 40, "random trees TestRandomTrees runs")
+// randomSeeds is how many random trees TestRandomTrees runs, if not 0:
+// go test -args -htb.seeds=1000 for a longer hunt.
+var randomSeeds = flag.Int("htb.seeds", 0, "random trees TestRandomTrees runs (0: 40 with NETQDISC_LONG set, else 10)")
 
 // TestRandomTrees runs random valid trees (up to four levels, or eight)
 // under random traffic, changes and purges included, in lockstep with the
 // model; a third with the tree polled more often than Linux dequeues, a
 // third with every Dequeue after two Peeks, and of the rest half with the
 // packets of one time enqueued together and half dequeued one at a time
-// between arrivals.
+// between arrivals. Seeds 1 to 40 in the long run (qdisctest.Long), 1 to
+// 10 by default (every way of dequeuing, and two big trees), as many as
+// -htb.seeds says if set.
 func TestRandomTrees(t *testing.T) {
 	n := *randomSeeds
+	if n == 0 {
+		n = 10
+		if qdisctest.Long() {
+			n = 40
+		}
+	}
 	if testing.Short() {
 		n = min(n, 8)
 	}

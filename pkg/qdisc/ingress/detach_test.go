@@ -132,11 +132,16 @@ func step(clock *faketime.ManualClock, l *joiningLink) {
 // TestDetachUnderFlood: a child link that joins its delivering goroutine
 // on Attach(nil) sits under a shaped Endpoint in a real stack, flooded
 // with pings that the stack answers; RemoveNIC, Stack.Wait and Destroy
-// each return, 100 times in a row. The link's goroutine only queues: were
-// it to run the shaper's pass, it would deliver to the stack while the
-// stack, holding its lock, waits to join it, and the reply path (which
-// takes the stack's lock) would never return.
+// each return, 100 times in a row in the long run (qdisctest.Long), 25 by
+// default. The link's goroutine only queues: were it to run the shaper's
+// pass, it would deliver to the stack while the stack, holding its lock,
+// waits to join it, and the reply path (which takes the stack's lock)
+// would never return.
 func TestDetachUnderFlood(t *testing.T) {
+	trials := 25
+	if qdisctest.Long() {
+		trials = 100
+	}
 	for _, tc := range []struct {
 		name string
 		stop func(s *stack.Stack)
@@ -146,7 +151,7 @@ func TestDetachUnderFlood(t *testing.T) {
 		{"Destroy", func(s *stack.Stack) { s.Destroy() }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			for trial := 0; trial < 100; trial++ {
+			for trial := 0; trial < trials; trial++ {
 				detachOnce(t, trial, tc.stop)
 			}
 		})

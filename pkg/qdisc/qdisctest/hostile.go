@@ -199,12 +199,20 @@ func HostilePacket(src Source, size int) *stack.PacketBuffer {
 // real protocol's, with fields that lie, or only noise.
 func hostileBytes(src Source, b []byte) {
 	// Noise, from a small seed (a fuzzer need not spell out every byte).
+	// It is made in a buffer on the stack and copied out a chunk at a
+	// time: under -race every store to b would be a call to the race
+	// detector, and packets are up to 64 KiB.
 	x := uint32(src.IntN(1<<16))*0x9e3779b9 | 1
-	for i := range b {
-		x ^= x << 13
-		x ^= x >> 17
-		x ^= x << 5
-		b[i] = byte(x)
+	var chunk [512]byte
+	for off := 0; off < len(b); off += len(chunk) {
+		n := min(len(chunk), len(b)-off)
+		for i := range n {
+			x ^= x << 13
+			x ^= x >> 17
+			x ^= x << 5
+			chunk[i] = byte(x)
+		}
+		copy(b[off:], chunk[:n])
 	}
 	var h [header.IPv4MaximumHeaderSize + 8]byte // the longest layout: IPv4 with options, and ports
 	copy(h[:], b)

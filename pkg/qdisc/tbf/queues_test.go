@@ -49,7 +49,7 @@ func runCounts(t *testing.T, cfg tbf.Config, arrivals []tbftest.Arrival) {
 	t.Helper()
 	ls := tbftest.NewLockstep(t, makeDiscipline, cfg, 1500)
 	ls.Run(t, arrivals, func(seq uint64) uint32 { return uint32(seq) }, func(next int64) {
-		if got := len(ls.Link.Records()); got != len(ls.M.Sent) {
+		if got := ls.Link.NumRecords(); got != len(ls.M.Sent) {
 			t.Fatalf("t=%dns: %d queues have sent %d packets, Linux's tbf %d", next-ls.Start, cfg.Lanes, got, len(ls.M.Sent))
 		}
 		if st := ls.S.Stats(); st.BacklogBytes > uint64(ls.S.Limit()) {
