@@ -17,11 +17,15 @@ type NICState struct {
 	Args          []string         `json:"args,omitempty"`
 	EgressQuotas  []htb.QuotaState `json:"egress_quotas,omitempty"`
 	IngressQuotas []htb.QuotaState `json:"ingress_quotas,omitempty"`
+	// Egress and Ingress are what a registered kind's Save keeps of the
+	// qdisc it built in each direction (kindlive.go).
+	Egress  []byte `json:"egress,omitempty"`
+	Ingress []byte `json:"ingress,omitempty"`
 }
 
 // IsZero reports whether s keeps nothing.
 func (s NICState) IsZero() bool {
-	return len(s.Args) == 0 && len(s.EgressQuotas) == 0 && len(s.IngressQuotas) == 0
+	return len(s.Args) == 0 && len(s.EgressQuotas) == 0 && len(s.IngressQuotas) == 0 && len(s.Egress) == 0 && len(s.Ingress) == 0
 }
 
 // State returns the NIC's state for a checkpoint; changed says whether
@@ -34,7 +38,9 @@ func (n *NIC) State(changed bool) NICState {
 		s.Args = append(s.Args, cfg.htbArgs()...)
 		s.Args = append(s.Args, cfg.cakeArgs()...)
 		s.Args = append(s.Args, cfg.fqCoDelArgs()...)
+		s.Args = append(s.Args, cfg.kindArgs()...)
 	}
+	s.Egress, s.Ingress = n.saveKinds()
 	if q, ok := n.qdisc.(*htb.Discipline); ok {
 		s.EgressQuotas = q.Quotas()
 	}
@@ -75,6 +81,9 @@ func (n *NIC) Restore(s NICState) error {
 		if _, err := Change([]*NIC{n}, s.Args); err != nil {
 			return err
 		}
+	}
+	if err := n.restoreKinds(s.Egress, s.Ingress); err != nil {
+		return err
 	}
 	if len(s.EgressQuotas) > 0 {
 		q, ok := n.qdisc.(*htb.Discipline)

@@ -81,6 +81,15 @@ type Config struct {
 	CakeMemlimit  string
 	CakeWash      string
 	CakeSplitGSO  string
+	// IngressQDisc is --qdisc-ingress, the kind that shapes what the
+	// sandbox receives: "" for the one the flags above imply (tbf with a
+	// rate, htb, cake, or none), or any registered kind (kinds.go).
+	IngressQDisc string
+	// Words are the registered kinds' words flags (--qdisc-fifo,
+	// --qdisc-ingress-fq-codel, a kind of another package's), by flag
+	// name; nil for none. Set and Get read and write them; a Config
+	// copied shares the map until either changes it (wordsRef.set).
+	Words map[string]string
 	// AllowFlagOverride lets annotations set any flag this package owns.
 	AllowFlagOverride bool
 	// Notices say what ApplyAnnotations did that the pod's author may not
@@ -123,8 +132,11 @@ func (c Config) String() string {
 // NewQueueingDiscipline and NewIngress check. Every error names the flag
 // to change and the bound.
 func (c *Config) Validate() error {
-	if c.QDisc < QDiscNone || c.QDisc > QDiscCake {
-		return fmt.Errorf("--%s: invalid value %v: choose none, fifo, tbf, fq_codel, htb or cake", FlagQDisc, c.QDisc)
+	if !c.QDisc.valid() {
+		return fmt.Errorf("--%s: invalid value %v: choose %s", FlagQDisc, c.QDisc, orList(qdiscChoices()))
+	}
+	if err := c.validateKinds(); err != nil {
+		return err
 	}
 	if err := c.validateHTB(); err != nil {
 		return err

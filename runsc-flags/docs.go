@@ -11,8 +11,9 @@ func MarkdownTable() string {
 	var b strings.Builder
 	b.WriteString("| flag | unit | default | what an annotation may do (without `--allow-flag-override`) | Linux |\n")
 	b.WriteString("|---|---|---|---|---|\n")
-	for i := range Flags {
-		f := &Flags[i]
+	all := AllFlags()
+	for i := range all {
+		f := &all[i]
 		fmt.Fprintf(&b, "| `--%s` | %s | %s | %s | %s |\n", f.Name, f.unitDoc(), f.defaultDoc(), f.Annotation.doc(f), f.Linux.doc(f))
 	}
 	return b.String()
@@ -22,7 +23,11 @@ func MarkdownTable() string {
 func (f *Flag) unitDoc() string {
 	switch f.Kind {
 	case KindQDisc:
-		return codeList(qdiscNames, ", ")
+		return codeList(qdiscChoices(), ", ")
+	case KindName:
+		return "a qdisc's name (`" + f.Example + "`)"
+	case KindWords:
+		return f.words.Name + "'s words (`" + f.Example + "`)"
 	case KindChild:
 		return "`fifo`, `" + ChildFQCoDel + "`"
 	case KindRate:
@@ -75,6 +80,9 @@ func (r Rule) doc(f *Flag) string {
 		s = "tighten it: every packet's classes no less strict"
 		if f.Kind == KindCake || f.Kind == KindCakeKnob {
 			s = "tighten it: cake no looser than the operator's"
+		}
+		if f.words != nil {
+			s = "tighten it: " + f.words.Name + " no looser than the operator's"
 		}
 	case Lower:
 		s = "lower it, not to 0: the ceiling is the operator's value or, if unset, "

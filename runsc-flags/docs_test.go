@@ -50,16 +50,17 @@ func TestFlagReference(t *testing.T) {
 // TestMarkdownTable: a row a flag, each with as many cells as the header.
 func TestMarkdownTable(t *testing.T) {
 	lines := strings.Split(strings.TrimSuffix(MarkdownTable(), "\n"), "\n")
-	if len(lines) != len(Flags)+2 {
-		t.Fatalf("%d lines for %d flags", len(lines), len(Flags))
+	if len(lines) != len(AllFlags())+2 {
+		t.Fatalf("%d lines for %d flags", len(lines), len(AllFlags()))
 	}
 	cells := strings.Count(lines[0], "|")
+	all := AllFlags()
 	for i, l := range lines {
 		if n := strings.Count(l, "|"); n != cells {
 			t.Errorf("line %d %q has %d |s, the header %d", i, l, n, cells)
 		}
-		if i >= 2 && !strings.HasPrefix(l, "| `--"+Flags[i-2].Name+"` |") {
-			t.Errorf("line %d %q is not --%s's", i, l, Flags[i-2].Name)
+		if i >= 2 && !strings.HasPrefix(l, "| `--"+all[i-2].Name+"` |") {
+			t.Errorf("line %d %q is not --%s's", i, l, all[i-2].Name)
 		}
 	}
 }

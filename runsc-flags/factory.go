@@ -3,7 +3,6 @@ package runscflags
 import (
 	"errors"
 	"fmt"
-	"runtime"
 	"time"
 
 	"gvisor.dev/gvisor/pkg/tcpip"
@@ -20,8 +19,9 @@ import (
 	"github.com/netqdisc/netqdisc/pkg/qdisc/tbf"
 )
 
-// FIFOQueueLen is the packets each fifo queue holds, as in runsc.
-const FIFOQueueLen = 1000
+// FIFOQueueLen is the packets each fifo queue holds, as in runsc: fifo's
+// default limit.
+const FIFOQueueLen = fifo.DefaultLimit
 
 // QDisc is what every qdisc NewQueueingDiscipline builds also is: one that
 // reports `tc -s` statistics and describes itself as `tc qdisc show` does
@@ -36,19 +36,28 @@ type QDisc interface {
 var _, _, _, _, _ QDisc = (*fifo.Discipline)(nil), (*tbf.Discipline)(nil), (*fqcodel.Discipline)(nil), (*htb.Discipline)(nil), (*cake.Discipline)(nil)
 
 // NewQueueingDiscipline builds the qdisc the Config describes for lower:
-// nil for none (the NIC then writes straight to the link), fifo with one
-// queue per GOMAXPROCS of FIFOQueueLen packets, as runsc does, tbf (with
-// its fq_codel child, if any), or fq_codel. Every qdisc it returns is a
+// nil for none (the NIC then writes straight to the link), tbf (with its
+// fq_codel child, if any), fq_codel, htb, cake, or any other registered
+// kind with its words (kinds.go): fifo, by default with one queue per
+// GOMAXPROCS of FIFOQueueLen packets, as runsc does. Every qdisc it returns is a
 // QDisc. An error from tbf.New or fqcodel.New names the flag to change.
 func (c *Config) NewQueueingDiscipline(lower stack.LinkEndpoint, clock tcpip.Clock) (stack.QueueingDiscipline, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
+	if in, ok, err := c.kindOf(EgressCeiling); ok || err != nil {
+		if err != nil {
+			return nil, err
+		}
+		q, err := in.kind.New(lower, clock, in.opts)
+		if err != nil {
+			return nil, fmt.Errorf("--%s: %w", in.flag, err)
+		}
+		return q, nil
+	}
 	switch c.QDisc {
 	case QDiscNone:
 		return nil, nil
-	case QDiscFIFO:
-		return fifo.NewWithClock(lower, clock, runtime.GOMAXPROCS(0), FIFOQueueLen), nil
 	case QDiscFQCoDel:
 		q, err := fqcodel.New(lower, clock, c.FQCoDelConfig())
 		if err != nil {
@@ -91,7 +100,8 @@ func (c *Config) NewQueueingDiscipline(lower stack.LinkEndpoint, clock tcpip.Clo
 }
 
 // NewIngress wraps child in the receive-direction shaper the Config
-// describes (package ingress), for a runtime to use as the NIC's link
+// describes (package ingress): a tbf, htb, cake or any registered kind
+// (--qdisc-ingress), for a runtime to use as the NIC's link
 // endpoint in place of child. When the receive direction is not shaped
 // the Endpoint passes packets up as they come, counted, with no queue,
 // until a ceiling is set in place (ingress.Endpoint.Change, runsc qdisc
@@ -99,6 +109,18 @@ func (c *Config) NewQueueingDiscipline(lower stack.LinkEndpoint, clock tcpip.Clo
 func (c *Config) NewIngress(child stack.LinkEndpoint, clock tcpip.Clock) (*ingress.Endpoint, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
+	}
+	if in, ok, err := c.kindOf(IngressCeiling); ok || err != nil {
+		if err != nil {
+			return nil, err
+		}
+		e, err := ingress.NewWhole(child, clock, func(out stack.LinkWriter, link stack.LinkEndpoint, clock tcpip.Clock) (ingress.Whole, error) {
+			return in.kind.NewTo(out, link, clock, in.opts)
+		})
+		if err != nil {
+			return nil, fmt.Errorf("--%s: %w", in.flag, err)
+		}
+		return e, nil
 	}
 	if c.IngressHTB != "" {
 		cfg, err := c.htbConfig(FlagIngressHTB, c.IngressHTB, classify.Ingress, child.MTU()+uint32(child.MaxHeaderLength()))

@@ -17,9 +17,10 @@ func RegisterFlags(fs *flag.FlagSet) {
 // which NewFromFlags then reads as the operator's switch.
 func RegisterQDiscFlags(fs *flag.FlagSet) {
 	held := defaults()
-	for i := range Flags {
-		if !Flags[i].runtime {
-			register(fs, &Flags[i], held)
+	all := AllFlags()
+	for i := range all {
+		if !all[i].runtime {
+			register(fs, &all[i], held)
 		}
 	}
 }
@@ -38,9 +39,10 @@ func register(fs *flag.FlagSet, f *Flag, held *Config) {
 // defaults returns the Config of every flag's default.
 func defaults() *Config {
 	c := &Config{}
-	for i := range Flags {
-		if err := Flags[i].set(c, Flags[i].Default); err != nil {
-			panic(fmt.Sprintf("--%s: default %q: %v", Flags[i].Name, Flags[i].Default, err))
+	all := AllFlags()
+	for i := range all {
+		if err := all[i].set(c, all[i].Default); err != nil {
+			panic(fmt.Sprintf("--%s: default %q: %v", all[i].Name, all[i].Default, err))
 		}
 	}
 	return c
@@ -63,8 +65,9 @@ func Owns(name string) bool {
 // --allow-flag-override is the runtime's to pass.
 func (c *Config) Args() []string {
 	var args []string
-	for i := range Flags {
-		f := &Flags[i]
+	all := AllFlags()
+	for i := range all {
+		f := &all[i]
 		if v := f.get(c); !f.runtime && v != f.Default {
 			args = append(args, "--"+f.Name+"="+v)
 		}
@@ -79,7 +82,7 @@ func (c *Config) Args() []string {
 func NewFromFlags(fs *flag.FlagSet) (*Config, error) {
 	c := &Config{}
 	var errs []error
-	for _, f := range Flags {
+	for _, f := range AllFlags() {
 		fl := fs.Lookup(f.Name)
 		if fl == nil {
 			errs = append(errs, fmt.Errorf("flag --%s is not registered; call RegisterFlags first", f.Name))

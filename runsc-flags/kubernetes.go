@@ -134,7 +134,11 @@ func (c *Config) kubeShaperOf(key string) kubeShaper {
 // ceiling, and a notice (Notices) says so. With --allow-flag-override the
 // annotation's values are set as they are.
 func (c *Config) applyKube(op *Config, key, value string, r uint64) {
-	if c.applyKubeHTB(key, value, r) || c.applyKubeCake(key, r) {
+	d := EgressCeiling
+	if key == AnnotationKubeIngress {
+		d = IngressCeiling
+	}
+	if c.applyKubeHTB(key, value, r) || c.applyKubeCake(key, r) || c.applyKubeKind(d, r) {
 		return
 	}
 	s := c.kubeShaperOf(key)

@@ -113,6 +113,12 @@ func (c *Config) Changed(args []string) (*Config, error) {
 			}
 			continue
 		}
+		if f.words != nil {
+			if err := next.Set(name, value); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		if f.Kind == KindCake || f.Kind == KindCakeKnob {
 			if err := next.changeCake(f, value); err != nil {
 				return nil, err
@@ -215,6 +221,9 @@ func (n *NIC) planLocked(args []string) (step, error) {
 // loses it; fq_codel's knobs change in place (fq_codel_change), alone or
 // as a tbf's child; htb's classes change in place (htb_change_class).
 func (n *NIC) planEgress(cur, next *Config) (func() error, error) {
+	if plan, err := planKind(EgressCeiling, cur, next, n.qdisc); plan != nil || err != nil {
+		return plan, err
+	}
 	if resets := next.resetsOf(FlagHTB); cur.HTB != next.HTB || len(resets) > 0 {
 		q, ok := n.qdisc.(*htb.Discipline)
 		if !ok {
@@ -281,6 +290,11 @@ func (n *NIC) planCeiling(cur, next *Config) (func() error, error) {
 
 // planIngress checks the ingress part of a change.
 func (n *NIC) planIngress(cur, next *Config) (func() error, error) {
+	if n.ingress != nil {
+		if plan, err := planKind(IngressCeiling, cur, next, n.ingress.Whole()); plan != nil || err != nil {
+			return plan, err
+		}
+	}
 	if resets := next.resetsOf(FlagIngressHTB); cur.IngressHTB != next.IngressHTB || len(resets) > 0 {
 		h := ingressHTB(n.ingress)
 		if h == nil {

@@ -84,6 +84,7 @@ var roundTripSamples = map[string]string{
 	FlagHTB: htbSample, FlagIngressHTB: htbSample, FlagCake: cakeSample, FlagIngressCake: cakeSample,
 	FlagCakeBandwidth: "50mbit", FlagCakeIsolation: "dual-srchost", FlagCakeDiffserv: "besteffort", FlagCakeAckFilter: "ack-filter-aggressive",
 	FlagCakeRTT: "50ms", FlagCakeOverhead: "overhead 38 mpu 84", FlagCakeMemlimit: "16mb", FlagCakeWash: "true", FlagCakeSplitGSO: "false",
+	FlagIngressQDisc: "tbf",
 }
 
 // cakeSample is cake for a server: 100 Mbit/s, fair between its clients.
@@ -242,6 +243,8 @@ func annotationValues(f *Flag, op *Config) []string {
 		vs = append(vs, qdiscNames...)
 	case KindChild:
 		vs = append(vs, "fifo", ChildFQCoDel)
+	case KindName:
+		vs = append(vs, "tbf", "fifo", "fq_codel", "none")
 	case KindBool:
 		vs = append(vs, "true", "false")
 	case KindHTB:

@@ -43,7 +43,7 @@ func (c *Config) ApplyKubernetesAnnotations(operator *Config, annotations map[st
 	// and Set changes its values, not its ceilings: next takes operator's
 	// values and fixes them as its ceilings, then takes c's.
 	var next Config
-	for _, f := range Flags {
+	for _, f := range AllFlags() {
 		if err := next.Set(f.Name, operator.Get(f.Name)); err != nil {
 			return err
 		}
@@ -51,7 +51,7 @@ func (c *Config) ApplyKubernetesAnnotations(operator *Config, annotations map[st
 	if err := next.ApplyAnnotations(nil); err != nil {
 		return err
 	}
-	for _, f := range Flags {
+	for _, f := range AllFlags() {
 		if err := next.Set(f.Name, c.Get(f.Name)); err != nil {
 			return err
 		}

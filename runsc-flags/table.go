@@ -3,6 +3,8 @@ package runscflags
 import (
 	"slices"
 	"time"
+
+	"github.com/netqdisc/netqdisc/pkg/qdisc"
 )
 
 // Flag names.
@@ -45,6 +47,7 @@ const (
 	FlagCakeMemlimit       = "qdisc-cake-memlimit"
 	FlagCakeWash           = "qdisc-cake-wash"
 	FlagCakeSplitGSO       = "qdisc-cake-split-gso"
+	FlagIngressQDisc       = "qdisc-ingress"
 )
 
 // Flag is one flag of the table: everything registration, parsing, Args,
@@ -101,6 +104,10 @@ type Flag struct {
 	// into tc-cake's words ("100mbit" -> "bandwidth 100mbit"; "" -> ""),
 	// or says why it is not one.
 	cakeWords func(string) (string, error)
+	// words is the registered kind whose words the flag holds
+	// (KindWords), in direction wordsOf (kinds.go).
+	words   *qdisc.Kind
+	wordsOf Ceiling
 }
 
 // Permit is what an annotation may do with a flag.
@@ -199,5 +206,18 @@ var byName = func() map[string]*Flag {
 	return m
 }()
 
-// lookup returns the flag called name, or nil.
-func lookup(name string) *Flag { return byName[name] }
+// lookup returns the flag called name, the table's or a registered
+// kind's words flag (kindFlags), or nil.
+func lookup(name string) *Flag {
+	if f := byName[name]; f != nil {
+		return f
+	}
+	for _, k := range qdisc.Kinds() {
+		for _, d := range []Ceiling{EgressCeiling, IngressCeiling} {
+			if kindFlagName(d, k.Name) == name {
+				return newKindFlag(k, d)
+			}
+		}
+	}
+	return nil
+}

@@ -145,4 +145,12 @@ var shapingRows = []Flag{
 			Note: "refused where the tbf has a limit or latency, which fq_codel's limits would replace"},
 		Linux: Linux{Qdisc: "the tbf's child qdisc"},
 	},
+	{
+		Name: FlagIngressQDisc, Kind: KindName, field: func(c *Config) any { return &c.IngressQDisc },
+		Default: "", Unset: "the one the receive path's flags give: tbf with --qdisc-ingress-rate, htb, cake, or none",
+		Example:    "fq_codel",
+		Usage:      "The qdisc on what the sandbox receives, any --qdisc takes (its words --qdisc-ingress-KIND): fifo, fq_codel, or tbf, htb and cake with their --qdisc-ingress-* flags. Unset: the one those flags give.",
+		Annotation: operatorOnly,
+		Linux:      Linux{Qdisc: "the ifb device's root qdisc"},
+	},
 }

@@ -14,13 +14,15 @@ import (
 
 // TestFieldAccessors: each row's field is a field of Config of the type
 // its Kind holds, no two rows share one, and every exported Config field
-// but Notices is a row's.
+// but Notices and Words (the registered kinds' words flags, whose rows
+// kindFlags makes: TestKindFlags) is a row's.
 func TestFieldAccessors(t *testing.T) {
 	want := map[Kind]reflect.Type{
 		KindQDisc: reflect.TypeFor[*QueueingDiscipline](), KindChild: reflect.TypeFor[*string](),
 		KindRate: reflect.TypeFor[*uint64](), KindSize: reflect.TypeFor[*uint64](), KindCount: reflect.TypeFor[*uint64](),
 		KindPacketRate: reflect.TypeFor[*uint64](), KindDuration: reflect.TypeFor[*time.Duration](), KindBool: reflect.TypeFor[*bool](),
 		KindHTB: reflect.TypeFor[*string](), KindCake: reflect.TypeFor[*string](), KindCakeKnob: reflect.TypeFor[*string](),
+		KindName: reflect.TypeFor[*string](),
 	}
 	var c Config
 	base := reflect.ValueOf(&c).Elem()
@@ -48,7 +50,7 @@ func TestFieldAccessors(t *testing.T) {
 	}
 	for i := 0; i < base.NumField(); i++ {
 		sf := base.Type().Field(i)
-		if _, ok := rowOf[sf.Name]; !ok && sf.IsExported() && sf.Name != "Notices" {
+		if _, ok := rowOf[sf.Name]; !ok && sf.IsExported() && sf.Name != "Notices" && sf.Name != "Words" {
 			t.Errorf("Config.%s is no flag's field", sf.Name)
 		}
 	}

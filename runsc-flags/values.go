@@ -3,10 +3,12 @@ package runscflags
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/netqdisc/netqdisc/pkg/qdisc"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/rate"
 )
 
@@ -30,7 +32,21 @@ const (
 
 var qdiscNames = []string{QDiscNone: "none", QDiscFIFO: "fifo", QDiscTBF: "tbf", QDiscFQCoDel: "fq_codel", QDiscHTB: "htb", QDiscCake: "cake"}
 
-// Set implements flag.Value.Set.
+// otherKinds returns the registered kinds runsc's names above do not
+// name, sorted: a QueueingDiscipline past QDiscCake is one of them, by
+// its place here (the registry is complete once the program has started,
+// so the places hold).
+func otherKinds() []string {
+	var names []string
+	for _, n := range qdisc.KindNames() {
+		if !slices.Contains(qdiscNames, n) {
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
+// Set implements flag.Value.Set: runsc's names, or a registered kind's.
 func (q *QueueingDiscipline) Set(v string) error {
 	for i, name := range qdiscNames {
 		if v == name {
@@ -38,7 +54,11 @@ func (q *QueueingDiscipline) Set(v string) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("invalid qdisc %q: choose none, fifo, tbf, fq_codel, htb or cake", v)
+	if i := slices.Index(otherKinds(), v); i >= 0 {
+		*q = QDiscCake + 1 + QueueingDiscipline(i)
+		return nil
+	}
+	return fmt.Errorf("invalid qdisc %q: choose %s", v, orList(qdiscChoices()))
 }
 
 // String implements flag.Value.String.
@@ -46,7 +66,19 @@ func (q QueueingDiscipline) String() string {
 	if q >= 0 && int(q) < len(qdiscNames) {
 		return qdiscNames[q]
 	}
+	if other := otherKinds(); q > QDiscCake && int(q-QDiscCake-1) < len(other) {
+		return other[q-QDiscCake-1]
+	}
 	return fmt.Sprintf("QueueingDiscipline(%d)", int(q))
+}
+
+// qdiscChoices are the names --qdisc takes: runsc's, then the other
+// registered kinds'.
+func qdiscChoices() []string { return slices.Concat(qdiscNames, otherKinds()) }
+
+// valid reports whether q is runsc's or a registered kind's.
+func (q QueueingDiscipline) valid() bool {
+	return q >= QDiscNone && int(q) < len(qdiscChoices())
 }
 
 // Get implements flag.Getter.Get.
@@ -85,6 +117,11 @@ const (
 	// KindCakeKnob is one of cake's settings (--qdisc-cake-bandwidth=100mbit),
 	// held as given: its flag's cakeWords turns it into tc-cake's words.
 	KindCakeKnob
+	// KindWords is a registered kind's words (Flag.words), held as the
+	// kind writes them back.
+	KindWords
+	// KindName is a registered kind's name, or "" for none chosen.
+	KindName
 )
 
 // parse reads flag text s as a value of the kind, of the field's type.
@@ -127,6 +164,8 @@ func (k Kind) parse(s string) (any, error) {
 		return parseCakeWords(s)
 	case KindCakeKnob:
 		return strings.TrimSpace(s), nil
+	case KindName:
+		return strings.TrimSpace(s), nil
 	}
 	return nil, fmt.Errorf("unknown kind %d", k)
 }
@@ -148,6 +187,8 @@ func (f *Flag) get(c *Config) string {
 		return p.String()
 	case *bool:
 		return strconv.FormatBool(*p != f.negated)
+	case wordsRef:
+		return p.get()
 	}
 	return ""
 }
@@ -158,6 +199,14 @@ func (f *Flag) set(c *Config, s string) error {
 		if _, err := f.cakeWords(strings.TrimSpace(s)); err != nil {
 			return err
 		}
+	}
+	if f.words != nil {
+		w, err := parseWords(f.words, s)
+		if err != nil {
+			return err
+		}
+		f.assign(c, w)
+		return nil
 	}
 	v, err := f.Kind.parse(s)
 	if err != nil {
@@ -180,6 +229,8 @@ func (f *Flag) assign(c *Config, v any) {
 		*p = v.(time.Duration)
 	case *bool:
 		*p = v.(bool) != f.negated
+	case wordsRef:
+		p.set(v.(string))
 	}
 }
 
@@ -253,6 +304,8 @@ func deref(p any) any {
 		return *p
 	case *time.Duration:
 		return *p
+	case wordsRef:
+		return p.get()
 	}
 	return nil
 }

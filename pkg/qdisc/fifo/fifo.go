@@ -108,3 +108,19 @@ func (d *Discipline) Show() qdisc.Showing {
 func (d *Discipline) SetCeiling(gate dispatch.Gate, maxPacketBytes uint32) {
 	d.lanes.SetGate(gate, maxPacketBytes)
 }
+
+// NewTo is NewWithClock on the receive path (package ingress): what
+// leaves goes to out, and a link's delivering goroutine that calls Enqueue
+// only queues (dispatch.Config.QueueOnly).
+func NewTo(out stack.LinkWriter, clock tcpip.Clock, lanes, queueLen int) *Discipline {
+	d := &Discipline{queueLen: max(queueLen, 1)}
+	d.lanes.Init(lanes, dispatch.Config{Lower: out, MaxPackets: d.queueLen, Clock: clock, QueueOnly: true})
+	d.lanes.Start()
+	return d
+}
+
+// Enqueue queues pkt on the lane hash selects: the receive path's
+// WritePacket.
+func (d *Discipline) Enqueue(pkt *stack.PacketBuffer, hash uint32) tcpip.Error {
+	return d.lanes.Lane(hash).Enqueue(pkt)
+}

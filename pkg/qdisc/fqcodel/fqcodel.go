@@ -34,6 +34,7 @@ import (
 
 	"github.com/netqdisc/netqdisc/pkg/qdisc"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/dispatch"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/gso"
 )
 
 // Discipline is fq_codel as a NIC's qdisc.
@@ -50,12 +51,35 @@ func New(lower stack.LinkEndpoint, clock tcpip.Clock, cfg Config) (*Discipline, 
 	if lower == nil || clock == nil {
 		return nil, fmt.Errorf("fq_codel: no lower link endpoint or clock")
 	}
-	c, err := NewQueue(cfg, lower.MTU()+uint32(lower.MaxHeaderLength()), nil)
+	return start(dispatch.Config{Lower: lower}, lower, clock, cfg)
+}
+
+// NewTo is New on the receive path (package ingress): what leaves goes to
+// out, a link's delivering goroutine only queues
+// (dispatch.Config.QueueOnly), and a packet GRO merged is charged as the
+// segments it was on link, as on an ifb device.
+func NewTo(out stack.LinkWriter, link stack.LinkEndpoint, clock tcpip.Clock, cfg Config) (*Discipline, error) {
+	if out == nil || link == nil || clock == nil {
+		return nil, fmt.Errorf("fq_codel: no link endpoint or clock")
+	}
+	mtu := link.MTU()
+	return start(dispatch.Config{
+		Lower:     out,
+		QueueOnly: true,
+		Size:      func(pkt *stack.PacketBuffer) uint64 { return gso.ReceivedWireSize(pkt, mtu) },
+	}, link, clock, cfg)
+}
+
+// start builds fq_codel for link's packets with lane's lower link, and
+// starts its dispatcher.
+func start(lane dispatch.Config, link stack.LinkEndpoint, clock tcpip.Clock, cfg Config) (*Discipline, error) {
+	c, err := NewQueue(cfg, link.MTU()+uint32(link.MaxHeaderLength()), nil)
 	if err != nil {
 		return nil, err
 	}
 	d := &Discipline{child: c}
-	d.lanes.Init(1, dispatch.Config{Lower: lower, MaxPackets: 1, Queue: c, Clock: clock})
+	lane.MaxPackets, lane.Queue, lane.Clock = 1, c, clock
+	d.lanes.Init(1, lane)
 	d.lanes.Start()
 	return d, nil
 }
@@ -66,6 +90,15 @@ func New(lower stack.LinkEndpoint, clock tcpip.Clock, cfg Config) (*Discipline, 
 func (d *Discipline) WritePacket(pkt *stack.PacketBuffer) tcpip.Error {
 	return d.lanes.Lanes[0].Enqueue(pkt)
 }
+
+// Enqueue queues pkt: the receive path's WritePacket (one lane, so hash
+// is unused).
+func (d *Discipline) Enqueue(pkt *stack.PacketBuffer, _ uint32) tcpip.Error {
+	return d.lanes.Lanes[0].Enqueue(pkt)
+}
+
+// Lanes returns 1: fq_codel spreads flows itself.
+func (d *Discipline) Lanes() int { return 1 }
 
 // Close implements stack.QueueingDiscipline.Close: what is queued is
 // dropped and counted, and the dispatcher has exited when it returns.

@@ -1,0 +1,117 @@
+package fifo
+
+import (
+	"fmt"
+	"runtime"
+	"strconv"
+	"strings"
+
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
+
+	"github.com/netqdisc/netqdisc/pkg/qdisc"
+)
+
+// DefaultLimit is the packets a lane holds unless told: runsc's 1000.
+const DefaultLimit = 1000
+
+// Options are a fifo's words: "limit 1000", the packets each lane holds
+// (tc-pfifo's limit), and "queues 2", its lanes (0: one per GOMAXPROCS,
+// as runsc builds fifo).
+type Options struct {
+	Limit, Queues int
+}
+
+// String writes o in Parse's words.
+func (o Options) String() string {
+	s := "limit " + strconv.Itoa(o.limit())
+	if o.Queues != 0 {
+		s += " queues " + strconv.Itoa(o.Queues)
+	}
+	return s
+}
+
+// limit is the packets each lane holds.
+func (o Options) limit() int {
+	if o.Limit == 0 {
+		return DefaultLimit
+	}
+	return o.Limit
+}
+
+// queues is the lanes to build.
+func (o Options) queues() int {
+	if o.Queues == 0 {
+		return runtime.GOMAXPROCS(0)
+	}
+	return o.Queues
+}
+
+// maxCount bounds limit and queues: past it the lanes' rings would not
+// fit memory.
+const maxCount = 1 << 20
+
+// Parse reads a fifo's words: "limit N" (N packets, "1000p" as tc-pfifo
+// prints it) and "queues N"; "fifo" or "pfifo" first is ignored.
+func Parse(words string) (Options, error) {
+	var o Options
+	w := strings.Fields(words)
+	for i := 0; i < len(w); i++ {
+		if (w[i] == "fifo" || w[i] == "pfifo") && i == 0 {
+			continue
+		}
+		key := w[i]
+		if key != "limit" && key != "queues" {
+			return Options{}, fmt.Errorf("fifo: unknown word %q: want limit (packets a lane) or queues (lanes)", key)
+		}
+		if i+1 == len(w) {
+			return Options{}, fmt.Errorf("fifo: %q needs a value", key)
+		}
+		i++
+		n, err := strconv.Atoi(strings.TrimSuffix(w[i], "p"))
+		if err != nil || n < 1 || n > maxCount {
+			return Options{}, fmt.Errorf("fifo: %s %q: give a whole number from 1 to %d", key, w[i], maxCount)
+		}
+		if key == "limit" {
+			o.Limit = n
+		} else {
+			o.Queues = n
+		}
+	}
+	return o, nil
+}
+
+// Kind is fifo as a runtime knows it (qdisc.Register): runsc's default
+// qdisc, on either path. A pod may only shorten its queues.
+var Kind = qdisc.Kind{
+	Name:    "fifo",
+	Usage:   "First in, first out, one queue a lane: limit N (packets a lane, 1000), queues N (lanes, one per CPU).",
+	Example: "limit 1000",
+	Parse: func(words string) (qdisc.Options, error) {
+		o, err := Parse(words)
+		if err != nil {
+			return nil, err
+		}
+		return o, nil
+	},
+	New: func(lower stack.LinkEndpoint, clock tcpip.Clock, o qdisc.Options) (qdisc.Discipline, error) {
+		f := o.(Options)
+		return NewWithClock(lower, clock, f.queues(), f.limit()), nil
+	},
+	NewTo: func(out stack.LinkWriter, _ stack.LinkEndpoint, clock tcpip.Clock, o qdisc.Options) (qdisc.Discipline, error) {
+		f := o.(Options)
+		return NewTo(out, clock, f.queues(), f.limit()), nil
+	},
+	Tighten: func(operator, pod qdisc.Options) (qdisc.Options, error) {
+		op, p := operator.(Options), pod.(Options)
+		if p.limit() > op.limit() {
+			return nil, fmt.Errorf("fifo: limit %d is above the operator's %d; give %d or less", p.limit(), op.limit(), op.limit())
+		}
+		p.Queues = op.Queues
+		return p, nil
+	},
+}
+
+func init() { qdisc.Register(Kind) }
+
+var _ qdisc.Discipline = (*Discipline)(nil)

@@ -1,0 +1,44 @@
+package tbf
+
+import (
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
+
+	"github.com/netqdisc/netqdisc/pkg/qdisc"
+)
+
+// Kind is tbf as a runtime knows it (qdisc.Register): tc-tbf's words
+// (Parse), both paths (New; NewTo for the receive path), change in place,
+// a pod's words held to the operator's (Config.Tighten) and a Kubernetes
+// bandwidth as a lower rate (Config.Fit).
+var Kind = qdisc.Kind{
+	Name:    "tbf",
+	Usage:   "A token bucket filter in tc-tbf's words: rate, burst, latency or limit, peakrate and mtu, mpu, overhead, linklayer.",
+	Example: "rate 10mbit burst 32k latency 25ms",
+	Parse: func(words string) (qdisc.Options, error) {
+		c, err := Parse(words)
+		if err != nil {
+			return nil, err
+		}
+		return c, nil
+	},
+	New: func(lower stack.LinkEndpoint, clock tcpip.Clock, o qdisc.Options) (qdisc.Discipline, error) {
+		return qdisc.AsDiscipline(New(lower, clock, o.(Config)))
+	},
+	NewTo: func(out stack.LinkWriter, link stack.LinkEndpoint, clock tcpip.Clock, o qdisc.Options) (qdisc.Discipline, error) {
+		return qdisc.AsDiscipline(NewTo(out, link, clock, o.(Config)))
+	},
+	Change: func(q qdisc.Discipline, o qdisc.Options) error { return q.(*Discipline).Change(o.(Config)) },
+	Tighten: func(operator, pod qdisc.Options) (qdisc.Options, error) {
+		c, err := operator.(Config).Tighten(pod.(Config))
+		if err != nil {
+			return nil, err
+		}
+		return c, nil
+	},
+	Fit: func(o qdisc.Options, bandwidth uint64) (qdisc.Options, error) { return o.(Config).Fit(bandwidth), nil },
+}
+
+func init() { qdisc.Register(Kind) }
+
+var _ qdisc.Discipline = (*Discipline)(nil)

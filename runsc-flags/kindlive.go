@@ -1,0 +1,169 @@
+package runscflags
+
+import (
+	"fmt"
+
+	"github.com/netqdisc/netqdisc/pkg/qdisc"
+)
+
+// What the registered kinds (kinds.go) get beyond flags and building:
+// annotations under the kind's Tighten, Kubernetes' bandwidth under its
+// Fit, `runsc qdisc change` by its Change, a checkpoint's state by its
+// Save and Restore, and its metrics by its Samples.
+
+// tightenKind applies the annotation of a kind's words flag f: the pod's
+// words held to the operator's by the kind's Tighten, where the operator
+// runs that kind in that direction; with --allow-flag-override, the
+// words as given.
+func (f *Flag) tightenKind(op, next *Config, value string) error {
+	if op.AllowFlagOverride {
+		return f.set(next, value)
+	}
+	in, ok, err := op.kindOf(f.wordsOf)
+	if err != nil {
+		return err
+	}
+	if !ok || in.kind.Name != f.words.Name {
+		return fmt.Errorf("the operator does not run %s there (%s), and a pod cannot put it in place of the operator's qdisc; that %s", f.words.Name, op.kindName(f.wordsOf), requiresOverride)
+	}
+	pod, err := in.kind.Parse(value)
+	if err != nil {
+		return err
+	}
+	merged, err := in.kind.Tighten(in.opts, pod)
+	if err != nil {
+		return fmt.Errorf("%w (the operator's: --%s=%q)", err, in.flag, in.opts.String())
+	}
+	wordsRef{next, in.flag}.set(merged.String())
+	return nil
+}
+
+// kindName says which qdisc c runs in direction d.
+func (c *Config) kindName(d Ceiling) string {
+	if d == IngressCeiling {
+		return "--" + FlagIngressQDisc + "=" + c.ingressName()
+	}
+	return "--" + FlagQDisc + "=" + c.QDisc.String()
+}
+
+// applyKubeKind applies a Kubernetes bandwidth of r bytes/s in direction
+// d where a registered kind shapes it: by the kind's Fit, and reports
+// true. A kind with no Fit (no ceiling of its own), or that cannot hold
+// r, gives way to the tbf that takes every other qdisc's place
+// (applyKube), and it reports false.
+func (c *Config) applyKubeKind(d Ceiling, r uint64) bool {
+	in, ok, err := c.kindOf(d)
+	if !ok || err != nil {
+		return false
+	}
+	if in.kind.Fit != nil {
+		if o, err := in.kind.Fit(in.opts, r); err == nil {
+			wordsRef{c, in.flag}.set(o.String())
+			return true
+		}
+	}
+	wordsRef{c, in.flag}.set("")
+	if d == IngressCeiling {
+		c.IngressQDisc = ""
+	}
+	return false
+}
+
+// planKind plans the change of a registered kind's words in direction d
+// on q, the qdisc the kind built there, in place (the kind's Change);
+// nil when the words do not change.
+func planKind(d Ceiling, cur, next *Config, q any) (func() error, error) {
+	in, ok, err := next.kindOf(d)
+	if !ok || err != nil || cur.Words[in.flag] == next.Words[in.flag] {
+		return nil, err
+	}
+	if in.kind.Change == nil {
+		return nil, fmt.Errorf("--%s: %s cannot change in place; restart the sandbox with the words", in.flag, in.kind.Name)
+	}
+	dq, ok := q.(qdisc.Discipline)
+	if !ok {
+		return nil, fmt.Errorf("--%s: the NIC does not run %s there", in.flag, in.kind.Name)
+	}
+	return func() error { return in.kind.Change(dq, in.opts) }, nil
+}
+
+// kindArgs are the change arguments that give c's registered kinds' words
+// to a NIC built from the same flags, for a checkpoint.
+func (c *Config) kindArgs() []string {
+	var args []string
+	for _, d := range []Ceiling{EgressCeiling, IngressCeiling} {
+		if in, ok, err := c.kindOf(d); ok && err == nil && in.kind.Change != nil {
+			args = append(args, "--"+in.flag+"="+c.Words[in.flag])
+		}
+	}
+	return args
+}
+
+// kindAt returns the registered kind the NIC runs in direction d, and the
+// qdisc it built there.
+func (n *NIC) kindAt(d Ceiling) (*qdisc.Kind, qdisc.Discipline, bool) {
+	cfg := n.Config()
+	in, ok, err := cfg.kindOf(d)
+	if !ok || err != nil {
+		return nil, nil, false
+	}
+	var q any = n.qdisc
+	if d == IngressCeiling {
+		if n.ingress == nil {
+			return nil, nil, false
+		}
+		q = n.ingress.Whole()
+	}
+	dq, ok := q.(qdisc.Discipline)
+	return in.kind, dq, ok
+}
+
+// saveKinds returns what the kinds' Save keep of each direction's qdisc.
+func (n *NIC) saveKinds() (egress, ingress []byte) {
+	save := func(d Ceiling) []byte {
+		if k, q, ok := n.kindAt(d); ok && k.Save != nil {
+			return k.Save(q)
+		}
+		return nil
+	}
+	return save(EgressCeiling), save(IngressCeiling)
+}
+
+// restoreKinds gives the kinds' saved states back to the NIC's qdiscs.
+func (n *NIC) restoreKinds(egress, ingress []byte) error {
+	for _, x := range []struct {
+		d     Ceiling
+		state []byte
+	}{{EgressCeiling, egress}, {IngressCeiling, ingress}} {
+		if len(x.state) == 0 {
+			continue
+		}
+		k, q, ok := n.kindAt(x.d)
+		if !ok || k.Restore == nil {
+			return fmt.Errorf("the checkpoint has a qdisc's state for a NIC whose qdisc keeps none")
+		}
+		if err := k.Restore(q, x.state); err != nil {
+			return fmt.Errorf("%s: %w", k.Name, err)
+		}
+	}
+	return nil
+}
+
+// Samples returns the metrics of the registered kind the NIC runs in
+// each direction (Kind.Metrics), by kind: nil where the kind has none.
+func (n *NIC) Samples() (egress, ingress KindSamples) {
+	read := func(d Ceiling) KindSamples {
+		k, q, ok := n.kindAt(d)
+		if !ok || k.Samples == nil {
+			return KindSamples{}
+		}
+		return KindSamples{Kind: k.Name, Samples: k.Samples(q)}
+	}
+	return read(EgressCeiling), read(IngressCeiling)
+}
+
+// KindSamples are a kind's metrics read from one qdisc.
+type KindSamples struct {
+	Kind    string
+	Samples []qdisc.Sample
+}

@@ -1,0 +1,227 @@
+package runscflags
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/netqdisc/netqdisc/pkg/qdisc"
+)
+
+// The flags of the registered kinds (qdisc.Register): each kind's words in
+// each direction, --qdisc-KIND="words" and --qdisc-ingress-KIND="words"
+// (an underscore in the kind's name is a dash in the flag's), made from
+// the registry when asked for, so a kind registered by any package, a
+// test's included, has them. The table's own flags of that name come
+// first: htb's and cake's scripts, and the aliases of tbf's and
+// fq_codel's knobs (aliases.go).
+
+// wordsRef is the field of a kind's words flag: Config.Words[name].
+type wordsRef struct {
+	c    *Config
+	name string
+}
+
+// get returns the words held, "" for none.
+func (r wordsRef) get() string { return r.c.Words[r.name] }
+
+// set holds w ("" removes it). The map is copied first: Configs copied
+// by value share it, and each must keep its own.
+func (r wordsRef) set(w string) {
+	m := maps.Clone(r.c.Words)
+	if w == "" {
+		delete(m, r.name)
+	} else {
+		if m == nil {
+			m = map[string]string{}
+		}
+		m[r.name] = w
+	}
+	if len(m) == 0 {
+		m = nil
+	}
+	r.c.Words = m
+}
+
+// kindFlagName is the name of kind's words flag in direction d.
+func kindFlagName(d Ceiling, kind string) string {
+	slug := strings.ReplaceAll(kind, "_", "-")
+	if d == IngressCeiling {
+		return "qdisc-ingress-" + slug
+	}
+	return "qdisc-" + slug
+}
+
+// kindFlags returns the words flags of the registered kinds that the
+// table does not have, by kind and then direction (egress first).
+func kindFlags() []Flag {
+	var fs []Flag
+	for _, k := range qdisc.Kinds() {
+		for _, d := range []Ceiling{EgressCeiling, IngressCeiling} {
+			if f := newKindFlag(k, d); f != nil {
+				fs = append(fs, *f)
+			}
+		}
+	}
+	return fs
+}
+
+// newKindFlag returns the words flag of kind k in direction d, nil where
+// the table has a flag of that name.
+func newKindFlag(k qdisc.Kind, d Ceiling) *Flag {
+	name := kindFlagName(d, k.Name)
+	if _, ok := registered(d, k.Name); !ok || byName[name] != nil {
+		return nil
+	}
+	where, selector := "what the sandbox sends, with --qdisc="+k.Name, FlagQDisc
+	if d == IngressCeiling {
+		where, selector = "what the sandbox receives, with --qdisc-ingress="+k.Name, FlagIngressQDisc
+	}
+	rule := Rule{Permit: Tighten, Note: "by " + k.Name + "'s own rule (its Kind.Tighten), and only where the operator runs " + k.Name}
+	if k.Tighten == nil {
+		rule = operatorOnly
+	}
+	kind := k
+	return &Flag{
+		Name:       name,
+		Kind:       KindWords,
+		Unset:      k.Name + "'s defaults",
+		Example:    k.Example,
+		Usage:      fmt.Sprintf("%s On %s (--%s), in tc's words (%q); \"\" for its defaults.", k.Usage, where, selector, k.Example),
+		Annotation: rule,
+		Linux:      Linux{Qdisc: k.Name},
+		words:      &kind,
+		wordsOf:    d,
+		field:      func(c *Config) any { return wordsRef{c, name} },
+	}
+}
+
+// AllFlags returns the table's flags, then the registered kinds' words
+// flags: every flag RegisterQDiscFlags registers and Args may give.
+func AllFlags() []Flag { return slices.Concat(Flags, kindFlags()) }
+
+// parseWords reads w as kind's words and returns them as the kind writes
+// them back ("" stays "": the kind's defaults).
+func parseWords(kind *qdisc.Kind, w string) (string, error) {
+	if strings.TrimSpace(w) == "" {
+		return "", nil
+	}
+	o, err := kind.Parse(w)
+	if err != nil {
+		return "", err
+	}
+	return o.String(), nil
+}
+
+// kindIn is the registered kind a direction runs through the registry,
+// with its options, as the Config says.
+type kindIn struct {
+	kind *qdisc.Kind
+	opts qdisc.Options
+	flag string // its words flag
+}
+
+// registered returns the kind named name, for a direction: those the
+// table shapes with flags of their own (tbf, htb, cake; fq_codel on the
+// send path) are not.
+func registered(d Ceiling, name string) (*qdisc.Kind, bool) {
+	switch {
+	case name == "" || name == "none" || name == "tbf" || name == "htb" || name == "cake":
+		return nil, false
+	case d == EgressCeiling && name == "fq_codel":
+		return nil, false
+	}
+	k, ok := qdisc.Lookup(name)
+	return &k, ok
+}
+
+// kindOf returns the kind c runs through the registry in direction d:
+// the send path's --qdisc (fifo, or a kind the table has no flags for),
+// the receive path's --qdisc-ingress (fifo, fq_codel, or another), each
+// with its words. ok is false for the table's own (tbf, htb, cake).
+func (c *Config) kindOf(d Ceiling) (kindIn, bool, error) {
+	name := c.IngressQDisc
+	if d == EgressCeiling {
+		name = c.QDisc.String()
+	}
+	k, ok := registered(d, name)
+	if !ok {
+		return kindIn{}, false, nil
+	}
+	flag := kindFlagName(d, k.Name)
+	opts, err := k.Parse(c.Words[flag])
+	if err != nil {
+		return kindIn{}, false, fmt.Errorf("--%s: %w", flag, err)
+	}
+	return kindIn{kind: k, opts: opts, flag: flag}, true, nil
+}
+
+// validateKinds is Validate for the registered kinds: each direction's
+// words parse, and no kind's words are given for a kind not in force.
+func (c *Config) validateKinds() error {
+	if c.IngressQDisc != "" {
+		if _, ok := qdisc.Lookup(c.IngressQDisc); !ok && c.IngressQDisc != "none" {
+			return fmt.Errorf("--%s=%s: no such qdisc; choose %s", FlagIngressQDisc, c.IngressQDisc, strings.Join(append([]string{"none"}, qdisc.KindNames()...), ", "))
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.Words)) {
+		f := lookup(name)
+		if f == nil || f.words == nil {
+			return fmt.Errorf("--%s: no such qdisc flag", name)
+		}
+		in, ok, err := c.kindOf(f.wordsOf)
+		if err != nil {
+			return err
+		}
+		if !ok || in.flag != name {
+			sel, now := FlagQDisc, c.QDisc.String()
+			if f.wordsOf == IngressCeiling {
+				sel, now = FlagIngressQDisc, c.ingressName()
+			}
+			return fmt.Errorf("--%s is %s's words, but --%s is %s: give --%s=%s or leave --%s unset", name, f.words.Name, sel, now, sel, f.words.Name, name)
+		}
+	}
+	return c.validateIngressQDisc()
+}
+
+// validateIngressQDisc checks that --qdisc-ingress, where given, names
+// what the receive path's other flags shape it with.
+func (c *Config) validateIngressQDisc() error {
+	sel := c.IngressQDisc
+	if sel == "" {
+		return nil
+	}
+	for _, x := range []struct {
+		kind, flag string
+		set        bool
+	}{
+		{"tbf", FlagIngressRate, c.IngressShaped()},
+		{"htb", FlagIngressHTB, c.IngressHTB != ""},
+		{"cake", FlagIngressCake, c.IngressCake != ""},
+	} {
+		switch {
+		case x.set && sel != x.kind:
+			return fmt.Errorf("--%s=%s, but --%s shapes the receive path with %s: give one of them", FlagIngressQDisc, sel, x.flag, x.kind)
+		case !x.set && sel == x.kind:
+			return fmt.Errorf("--%s=%s needs --%s", FlagIngressQDisc, sel, x.flag)
+		}
+	}
+	return nil
+}
+
+// ingressName is the kind that shapes the receive path: --qdisc-ingress,
+// or the one its flags imply ("none" for none).
+func (c *Config) ingressName() string {
+	switch {
+	case c.IngressQDisc != "":
+		return c.IngressQDisc
+	case c.IngressHTB != "":
+		return "htb"
+	case c.IngressCake != "":
+		return "cake"
+	case c.IngressShaped():
+		return "tbf"
+	}
+	return "none"
+}
