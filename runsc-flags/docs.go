@@ -28,6 +28,8 @@ func (f *Flag) unitDoc() string {
 		return "a qdisc's name (`" + f.Example + "`)"
 	case KindWords:
 		return f.words.Name + "'s words (`" + f.Example + "`)"
+	case KindAliasWords:
+		return "tc-" + f.alias.kind + "'s words (`" + f.Example + "`)"
 	case KindChild:
 		return "`fifo`, `" + ChildFQCoDel + "`"
 	case KindRate:
@@ -60,6 +62,9 @@ func (f *Flag) defaultDoc() string {
 
 // doc says what the rule lets an annotation do.
 func (r Rule) doc(f *Flag) string {
+	if f.alias != nil {
+		return "each word as its own flag allows: " + codeList(f.alias.knobs, " and ")
+	}
 	var s string
 	switch r.Permit {
 	case Never:

@@ -68,7 +68,7 @@ func (c *Config) Args() []string {
 	all := AllFlags()
 	for i := range all {
 		f := &all[i]
-		if v := f.get(c); !f.runtime && v != f.Default {
+		if v := f.get(c); !f.runtime && f.alias == nil && v != f.Default {
 			args = append(args, "--"+f.Name+"="+v)
 		}
 	}
@@ -87,6 +87,9 @@ func NewFromFlags(fs *flag.FlagSet) (*Config, error) {
 		if fl == nil {
 			errs = append(errs, fmt.Errorf("flag --%s is not registered; call RegisterFlags first", f.Name))
 			continue
+		}
+		if f.alias != nil {
+			continue // its words are in its knobs' flags
 		}
 		if err := c.Set(f.Name, fl.Value.String()); err != nil {
 			errs = append(errs, err)

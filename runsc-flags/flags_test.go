@@ -162,7 +162,7 @@ func TestOwns(t *testing.T) {
 			t.Errorf("Owns(%q) = false for a flag RegisterQDiscFlags registers", f.Name)
 		}
 	})
-	for _, name := range []string{FlagAllowFlagOverride, "debug", "qdisc-tbf", "network"} {
+	for _, name := range []string{FlagAllowFlagOverride, "debug", "qdisc-tbff", "network"} {
 		if Owns(name) {
 			t.Errorf("Owns(%q) = true", name)
 		}

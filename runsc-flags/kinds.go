@@ -14,8 +14,8 @@ import (
 // (an underscore in the kind's name is a dash in the flag's), made from
 // the registry when asked for, so a kind registered by any package, a
 // test's included, has them. The table's own flags of that name come
-// first: htb's and cake's scripts, and the aliases of tbf's and
-// fq_codel's knobs (aliases.go).
+// first: htb's and cake's scripts, and the words of tbf's and fq_codel's
+// knobs (aliases.go).
 
 // wordsRef is the field of a kind's words flag: Config.Words[name].
 type wordsRef struct {
@@ -97,9 +97,10 @@ func newKindFlag(k qdisc.Kind, d Ceiling) *Flag {
 	}
 }
 
-// AllFlags returns the table's flags, then the registered kinds' words
-// flags: every flag RegisterQDiscFlags registers and Args may give.
-func AllFlags() []Flag { return slices.Concat(Flags, kindFlags()) }
+// AllFlags returns the table's flags, the aliases of its kinds' knobs,
+// then the registered kinds' words flags: every flag RegisterQDiscFlags
+// registers and Args may give.
+func AllFlags() []Flag { return slices.Concat(Flags, aliasFlags, kindFlags()) }
 
 // parseWords reads w as kind's words and returns them as the kind writes
 // them back ("" stays "": the kind's defaults).

@@ -2,6 +2,7 @@ package runscflags
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"gvisor.dev/gvisor/pkg/sync"
@@ -98,7 +99,8 @@ func (c *Config) Changed(args []string) (*Config, error) {
 	if len(args) == 0 {
 		return nil, fmt.Errorf("no change given: give the --qdisc-tbf-* or --qdisc-ingress-* flags to change")
 	}
-	for _, a := range args {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
 		name, value, ok := strings.Cut(strings.TrimLeft(a, "-"), "=")
 		if !ok || !strings.HasPrefix(a, "-") {
 			return nil, fmt.Errorf("%q: give each change as --flag=value", a)
@@ -106,6 +108,14 @@ func (c *Config) Changed(args []string) (*Config, error) {
 		f := lookup(name)
 		if f == nil {
 			return nil, fmt.Errorf("--%s: no such qdisc flag", name)
+		}
+		if f.alias != nil {
+			knobs, err := f.alias.expand(next, value)
+			if err != nil {
+				return nil, fmt.Errorf("--%s: %w", name, err)
+			}
+			args = slices.Concat(args[:i+1], knobs, args[i+1:]) // the knobs' changes next
+			continue
 		}
 		if f.classes != NotCeiling {
 			if err := next.changeClasses(f, value); err != nil {

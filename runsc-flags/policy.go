@@ -78,6 +78,9 @@ func (f *Flag) annotate(op, next *Config, value string) error {
 	case r.Permit == OperatorOnly && !override:
 		return fmt.Errorf("--%s bounds nothing, so it is the operator's to set; setting it %s", f.Name, requiresOverride)
 	}
+	if f.alias != nil {
+		return f.alias.annotate(op, next, value)
+	}
 	if r.Permit == Tighten && f.words != nil {
 		return f.tightenKind(op, next, value)
 	}

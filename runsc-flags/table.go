@@ -108,6 +108,9 @@ type Flag struct {
 	// (KindWords), in direction wordsOf (kinds.go).
 	words   *qdisc.Kind
 	wordsOf Ceiling
+	// alias is the kind whose words the flag holds in its knobs' flags
+	// (KindAliasWords: aliases.go).
+	alias *alias
 }
 
 // Permit is what an annotation may do with a flag.
@@ -197,11 +200,17 @@ func lowerDefault[T uint64 | time.Duration](def T) Rule {
 // convention.
 var Flags = slices.Concat(shapingRows, fqCoDelRows, classRows)
 
-// byName indexes Flags.
+// aliasFlags are the words flags of the kinds whose knobs are flags of
+// the table (aliases.go): after it in AllFlags.
+var aliasFlags = aliasRows()
+
+// byName indexes Flags and aliasFlags.
 var byName = func() map[string]*Flag {
-	m := make(map[string]*Flag, len(Flags))
-	for i := range Flags {
-		m[Flags[i].Name] = &Flags[i]
+	m := make(map[string]*Flag, len(Flags)+len(aliasFlags))
+	for _, fs := range [][]Flag{Flags, aliasFlags} {
+		for i := range fs {
+			m[fs[i].Name] = &fs[i]
+		}
 	}
 	return m
 }()

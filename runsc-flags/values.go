@@ -122,6 +122,9 @@ const (
 	KindWords
 	// KindName is a registered kind's name, or "" for none chosen.
 	KindName
+	// KindAliasWords is the words of a kind whose knobs are flags
+	// (Flag.alias): held in those flags.
+	KindAliasWords
 )
 
 // parse reads flag text s as a value of the kind, of the field's type.
@@ -189,6 +192,8 @@ func (f *Flag) get(c *Config) string {
 		return strconv.FormatBool(*p != f.negated)
 	case wordsRef:
 		return p.get()
+	case aliasRef:
+		return p.a.words(p.c)
 	}
 	return ""
 }
@@ -199,6 +204,9 @@ func (f *Flag) set(c *Config, s string) error {
 		if _, err := f.cakeWords(strings.TrimSpace(s)); err != nil {
 			return err
 		}
+	}
+	if f.alias != nil {
+		return f.alias.setWords(c, s)
 	}
 	if f.words != nil {
 		w, err := parseWords(f.words, s)
@@ -306,6 +314,8 @@ func deref(p any) any {
 		return *p
 	case wordsRef:
 		return p.get()
+	case aliasRef:
+		return p.a.words(p.c)
 	}
 	return nil
 }

@@ -1,0 +1,260 @@
+package runscflags
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/netqdisc/netqdisc/pkg/qdisc/fqcodel"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/tbf"
+)
+
+// The words flags of the kinds the table shapes with a flag a knob:
+// --qdisc-tbf="rate 10mbit burst 32k latency 25ms", --qdisc-ingress-tbf
+// and --qdisc-fq-codel, read by the kind's own parser (tc's words: a bare
+// rate is bits/s, a bare time microseconds) and held in the knobs' flags,
+// which stay what they are (upstream runsc's --qdisc-tbf-rate and
+// --qdisc-tbf-burst among them), with their annotation keys. The words
+// set the knobs they name and reset the kind's other knobs; "" leaves
+// them all as they are.
+
+// alias is the words of a kind whose knobs are flags of their own.
+type alias struct {
+	// kind is tc's name of the kind.
+	kind string
+	// knobs are the flags its words hold.
+	knobs []string
+	// values reads words as the kind does and returns the value, as flag
+	// text, of each knob they name; an error says which word to change.
+	values func(words string) (map[string]string, error)
+	// words writes the knobs' values in c as the kind's words, "" when
+	// the kind is not set there.
+	words func(c *Config) string
+}
+
+// aliasRef is the field of an alias's flag: the knobs of c.
+type aliasRef struct {
+	c *Config
+	a *alias
+}
+
+// setWords sets a's knobs in c from words: those they name to their
+// values, the others to their defaults; "" changes nothing.
+func (a *alias) setWords(c *Config, words string) error {
+	if strings.TrimSpace(words) == "" {
+		return nil
+	}
+	vals, err := a.values(words)
+	if err != nil {
+		return err
+	}
+	for _, k := range a.knobs {
+		f := lookup(k)
+		v, ok := vals[k]
+		if !ok {
+			v = f.Default
+		}
+		if err := f.set(c, v); err != nil {
+			return fmt.Errorf("--%s=%s: %w", k, v, err)
+		}
+	}
+	return nil
+}
+
+// expand returns words as the changes of each knob, "--name=value", for
+// `runsc qdisc change`: every knob, named or reset.
+func (a *alias) expand(c *Config, words string) ([]string, error) {
+	var scratch Config
+	if err := a.setWords(&scratch, words); err != nil {
+		return nil, err
+	}
+	var args []string
+	for _, k := range a.knobs {
+		f := lookup(k)
+		if v := f.get(&scratch); v != f.get(c) {
+			args = append(args, "--"+k+"="+v)
+		}
+	}
+	return args, nil
+}
+
+// annotate applies a pod's words for a: each knob they name under its own
+// flag's rule; the knobs they do not name stay the operator's.
+func (a *alias) annotate(op, next *Config, words string) error {
+	vals, err := a.values(words)
+	if err != nil {
+		return err
+	}
+	for _, k := range a.knobs {
+		if v, ok := vals[k]; ok {
+			if err := lookup(k).annotate(op, next, v); err != nil {
+				return fmt.Errorf("--%s=%s: %w", k, v, err)
+			}
+		}
+	}
+	return nil
+}
+
+// tbfKnobs are each direction's tbf flags by tc-tbf's words (the packet
+// rate and burst are not tc-tbf's: they stay flags alone).
+var tbfKnobs = map[Ceiling][]struct{ word, flag string }{
+	EgressCeiling:  {{"rate", FlagTBFRate}, {"burst", FlagTBFBurst}, {"peakrate", FlagTBFPeakRate}, {"mtu", FlagTBFMTU}, {"limit", FlagTBFLimit}, {"latency", FlagTBFLatency}},
+	IngressCeiling: {{"rate", FlagIngressRate}, {"burst", FlagIngressBurst}, {"limit", FlagIngressLimit}, {"latency", FlagIngressLatency}},
+}
+
+// tbfAlias is tbf's words in direction d: rate, burst, latency or limit
+// and, on the send path, peakrate and mtu.
+func tbfAlias(d Ceiling) *alias {
+	byWord := map[string]string{}
+	var knobs []string
+	for _, k := range tbfKnobs[d] {
+		byWord[k.word] = k.flag
+		knobs = append(knobs, k.flag)
+	}
+	return &alias{
+		kind:  "tbf",
+		knobs: knobs,
+		values: func(words string) (map[string]string, error) {
+			t, err := tbf.Parse(words)
+			if err != nil {
+				return nil, err
+			}
+			if t.MPU != 0 || t.Overhead != 0 || t.ATM {
+				return nil, fmt.Errorf("tbf: mpu, overhead and linklayer are not taken here (no flag holds them); leave them out")
+			}
+			vals := map[string]string{}
+			for _, x := range []struct {
+				word string
+				v    uint64
+			}{{"rate", t.Rate}, {"burst", uint64(t.Burst)}, {"peakrate", t.PeakRate}, {"mtu", uint64(t.MTU)}, {"limit", uint64(t.Limit)}, {"latency", uint64(t.Latency)}} {
+				if x.v == 0 {
+					continue
+				}
+				name, ok := byWord[x.word]
+				if !ok {
+					return nil, fmt.Errorf("tbf: %s is not taken on what the sandbox receives (no flag holds it); leave it out", x.word)
+				}
+				vals[name] = strconv.FormatUint(x.v, 10)
+				if x.word == "latency" {
+					vals[name] = time.Duration(x.v).String()
+				}
+			}
+			return vals, nil
+		},
+		words: func(c *Config) string {
+			t := c.tbfConfig(d)
+			if t.Rate == 0 {
+				return ""
+			}
+			s := fmt.Sprintf("rate %dbps burst %db", t.Rate, t.Burst)
+			if t.PeakRate != 0 {
+				s += fmt.Sprintf(" peakrate %dbps mtu %db", t.PeakRate, t.MTU)
+			}
+			if t.Limit != 0 {
+				s += fmt.Sprintf(" limit %db", t.Limit)
+			}
+			if t.Latency != 0 {
+				s += fmt.Sprintf(" latency %dus", t.Latency.Microseconds())
+			}
+			return s
+		},
+	}
+}
+
+// fqCoDelKnobs are fq_codel's flags, by tc's word.
+var fqCoDelKnobs = []struct{ word, flag string }{
+	{"limit", FlagFQCoDelLimit}, {"flows", FlagFQCoDelFlows}, {"quantum", FlagFQCoDelQuantum},
+	{"target", FlagFQCoDelTarget}, {"interval", FlagFQCoDelInterval}, {"memory_limit", FlagFQCoDelMemLimit},
+	{"drop_batch", FlagFQCoDelDropBatch}, {"ecn", FlagFQCoDelECN}, {"ce_threshold", FlagFQCoDelCEThreshold},
+}
+
+// fqCoDelAlias is fq_codel's words on the send path.
+var fqCoDelAlias = &alias{
+	kind: "fq_codel",
+	knobs: func() []string {
+		var k []string
+		for _, x := range fqCoDelKnobs {
+			k = append(k, x.flag)
+		}
+		return k
+	}(),
+	values: func(words string) (map[string]string, error) {
+		q, err := fqcodel.Parse(words)
+		if err != nil {
+			return nil, err
+		}
+		if q.CESelector != 0 || q.CEMask != 0 {
+			return nil, fmt.Errorf("fq_codel: ce_threshold_selector is not taken here (no flag holds it); leave it out")
+		}
+		vals := map[string]string{}
+		for _, x := range []struct {
+			flag string
+			v    uint64
+		}{{FlagFQCoDelLimit, uint64(q.Limit)}, {FlagFQCoDelFlows, uint64(q.Flows)}, {FlagFQCoDelQuantum, uint64(q.Quantum)}, {FlagFQCoDelMemLimit, uint64(q.MemoryLimit)}, {FlagFQCoDelDropBatch, uint64(q.DropBatch)}} {
+			if x.v != 0 {
+				vals[x.flag] = strconv.FormatUint(x.v, 10)
+			}
+		}
+		for _, x := range []struct {
+			flag string
+			v    time.Duration
+		}{{FlagFQCoDelTarget, q.Target}, {FlagFQCoDelInterval, q.Interval}, {FlagFQCoDelCEThreshold, q.CEThreshold}} {
+			if x.v != 0 {
+				vals[x.flag] = x.v.String()
+			}
+		}
+		if q.NoECN {
+			vals[FlagFQCoDelECN] = "false"
+		}
+		return vals, nil
+	},
+	words: func(c *Config) string {
+		if c.QDisc != QDiscFQCoDel && c.TBFChild != ChildFQCoDel {
+			return ""
+		}
+		q := c.FQCoDelConfig()
+		var w []string
+		for _, x := range []struct {
+			word string
+			v    uint32
+		}{{"limit", q.Limit}, {"flows", q.Flows}, {"quantum", q.Quantum}, {"memory_limit", q.MemoryLimit}, {"drop_batch", q.DropBatch}} {
+			if x.v != 0 {
+				w = append(w, fmt.Sprintf("%s %d", x.word, x.v))
+			}
+		}
+		for _, x := range []struct {
+			word string
+			v    time.Duration
+		}{{"target", q.Target}, {"interval", q.Interval}, {"ce_threshold", q.CEThreshold}} {
+			if x.v != 0 {
+				w = append(w, fmt.Sprintf("%s %dus", x.word, x.v.Microseconds()))
+			}
+		}
+		if q.NoECN {
+			w = append(w, "noecn")
+		}
+		return strings.Join(w, " ")
+	},
+}
+
+// aliasRows are the aliases' flags, after the knobs they hold.
+func aliasRows() []Flag {
+	row := func(name string, a *alias, on string) Flag {
+		return Flag{
+			Name: name, Kind: KindAliasWords,
+			Unset:      "its knobs' flags",
+			Example:    map[string]string{"tbf": "rate 10mbit burst 32k latency 25ms", "fq_codel": "limit 10240 target 5ms"}[a.kind],
+			Usage:      fmt.Sprintf("%s on %s in tc-%s's words, which set its knobs' flags (%s) and reset the others; \"\" leaves them as they are.", a.kind, on, a.kind, strings.Join(a.knobs, ", ")),
+			Annotation: Rule{Permit: Lower, Note: "each word as its knob's flag may be set"},
+			Linux:      Linux{Qdisc: a.kind},
+			alias:      a,
+			field:      func(c *Config) any { return aliasRef{c, a} },
+		}
+	}
+	return []Flag{
+		row("qdisc-tbf", tbfAlias(EgressCeiling), "what the sandbox sends"),
+		row("qdisc-ingress-tbf", tbfAlias(IngressCeiling), "what the sandbox receives"),
+		row("qdisc-fq-codel", fqCoDelAlias, "what the sandbox sends"),
+	}
+}
