@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Per-packet cost of a qdisc beside the one its issue bounds it by, least
 # of ROUNDS (8) rounds, never limiting, on the shared harness (1500-byte
-# packets, the lower link discarding):
+# packets but for htb-mixed, the lower link discarding):
 #   htb   htb with 2 classes and a filter against tbf with one lane
 #         (issue 28: <= 1.3x)
+#   htb-mixed  the same two with packets of 1500 and 600 bytes in turn
+#         (qdisctest.MixedLengths; issue 37: <= 1.3x)
 #   cake  cake (unlimited, and shaping at 10 Tbit/s) against fq_codel
 #         (issue 29: <= 1.5x), both paced (BenchWritePacketPaced): the two
 #         take every packet and drop at their own limits, which unpaced
@@ -16,21 +18,25 @@
 # repeatable whatever else the machine runs; valgrind runs one thread at
 # a time, so cake's paced producer outruns its dispatcher again there,
 # and its count includes overflow drops).
-#   tools/qdisccost.sh htb|cake [ROUNDS] [BENCHTIME]
-#   tools/qdisccost.sh htb|cake --callgrind
+#   tools/qdisccost.sh htb|htb-mixed|cake [ROUNDS] [BENCHTIME]
+#   tools/qdisccost.sh htb|htb-mixed|cake --callgrind
 set -euo pipefail
 cd "$(dirname "$0")/.."
 case "${1:-}" in
 htb)
   pkgA=./pkg/qdisc/htb/ benchA='^BenchmarkWritePacket$' nameA='htb 2 classes'
-  pkgB=./pkg/qdisc/tbf/ benchB='^BenchmarkWritePacket/1queue$' nameB='tbf 1 lane'
+  pkgB=./pkg/qdisc/tbf/ benchB='^BenchmarkWritePacket$/^1queue$' nameB='tbf 1 lane'
+  ;;
+htb-mixed)
+  pkgA=./pkg/qdisc/htb/ benchA='^BenchmarkWritePacketMixed$' nameA='htb 2 classes, mixed lengths'
+  pkgB=./pkg/qdisc/tbf/ benchB='^BenchmarkWritePacketMixed$/^1queue$' nameB='tbf 1 lane, mixed lengths'
   ;;
 cake)
   pkgA=./pkg/qdisc/cake/ benchA='^BenchmarkWritePacketPaced/(unlimited|10Tbit)$' nameA='cake'
   pkgB=./pkg/qdisc/cake/ benchB='^BenchmarkFQCoDelWritePacketPaced$' nameB='fq_codel'
   ;;
 *)
-  echo "usage: $0 htb|cake [ROUNDS [BENCHTIME] | --callgrind]" >&2
+  echo "usage: $0 htb|htb-mixed|cake [ROUNDS [BENCHTIME] | --callgrind]" >&2
   exit 2
   ;;
 esac

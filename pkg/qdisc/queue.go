@@ -89,7 +89,8 @@ type BatchDequeuer interface {
 	// DequeueBatch dequeues, at now, up to len(sizes) packets, the ones
 	// that many Dequeue(now) calls would return, until one would return
 	// nothing: it appends them to pkts, in order, and their sizes to
-	// sizes, and returns how many.
+	// sizes, and returns how many. It may write sizes past those (as
+	// scratch).
 	DequeueBatch(now int64, pkts *stack.PacketBufferList, sizes []uint32) int
 }
 

@@ -16,11 +16,14 @@ import (
 
 // ipv4Packet returns a 1500-byte IPv4/UDP packet to dst, its headers not
 // yet parsed, as a link would hand it over (the classifier reads them).
-func ipv4Packet(dst netip.Addr) *stack.PacketBuffer {
-	b := make([]byte, 1500)
+func ipv4Packet(dst netip.Addr) *stack.PacketBuffer { return ipv4PacketOf(dst, 1500) }
+
+// ipv4PacketOf is ipv4Packet of n bytes.
+func ipv4PacketOf(dst netip.Addr, n int) *stack.PacketBuffer {
+	b := make([]byte, n)
 	ip := header.IPv4(b)
 	ip.Encode(&header.IPv4Fields{
-		TotalLength: 1500, TTL: 64, Protocol: uint8(header.UDPProtocolNumber),
+		TotalLength: uint16(n), TTL: 64, Protocol: uint8(header.UDPProtocolNumber),
 		SrcAddr: tcpip.AddrFrom4([4]byte{192, 168, 0, 2}), DstAddr: tcpip.AddrFrom4(dst.As4()),
 	})
 	pkt := stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: buffer.MakeWithData(b)})
@@ -47,7 +50,16 @@ func never2() Config {
 // that never limits, from WritePacket to the lower link, the producers
 // (-cpu) alternating between the classes; tbf's and fifo's benchmarks of
 // the same name give the ratio.
-func BenchmarkWritePacket(b *testing.B) {
+func BenchmarkWritePacket(b *testing.B) { benchNever2(b, []int{1500}) }
+
+// BenchmarkWritePacketMixed is BenchmarkWritePacket with each producer's
+// packets of qdisctest.MixedLengths in turn; tbf's benchmark of the same
+// name gives the ratio.
+func BenchmarkWritePacketMixed(b *testing.B) { benchNever2(b, qdisctest.MixedLengths[:]) }
+
+// benchNever2 runs the producers on never2, each writing packets of
+// lengths in turn, over and over.
+func benchNever2(b *testing.B, lengths []int) {
 	link := qdisctest.NewLink(nil)
 	link.Discard = true
 	d, err := New(link, tcpip.NewStdClock(), never2())
@@ -62,10 +74,13 @@ func BenchmarkWritePacket(b *testing.B) {
 		if n.Add(1)%2 == 0 {
 			dst = netip.AddrFrom4([4]byte{10, 1, 2, 3})
 		}
-		pkt := ipv4Packet(dst)
-		defer pkt.DecRef()
-		for pb.Next() {
-			qdisctest.Feed(d, pkt, 1)
+		pkts := make([]*stack.PacketBuffer, len(lengths))
+		for i, l := range lengths {
+			pkts[i] = ipv4PacketOf(dst, l)
+			defer pkts[i].DecRef()
+		}
+		for i := 0; pb.Next(); i++ {
+			qdisctest.Feed(d, pkts[i%len(pkts)], 1)
 		}
 	})
 }

@@ -23,12 +23,10 @@ type class struct {
 	// ceilIsRate: the ceil's rate, overhead and mpu are the rate's, so a
 	// packet costs the same ns in both buckets (tc's default ceil).
 	ceilIsRate bool
-	// The costs of the last length charged (most packets are as long as
-	// the one before them): costLen bytes cost costRate and costCeil ns.
-	costLen            uint32
-	costRate, costCeil int64
-	prio               int
-	quantum            int32
+	// cost remembers what a few lengths cost (see costs).
+	cost    [costSlots]lenCost
+	prio    int
+	quantum int32
 
 	// The buckets, in ns of credit as of tc (sch_htb's t_c).
 	tokens, ctokens, tc int64
@@ -84,27 +82,6 @@ func (cl *class) modeAfter(diff *int64) Mode {
 		*diff = -toks
 	}
 	return MayBorrow
-}
-
-// costs returns what a packet of bytes bytes costs in ns in the rate and
-// the ceil bucket (psched_l2t_ns of each): remembered for the last
-// length (inlined), and computed once when they are the same rate.
-func (cl *class) costs(bytes uint32) (rateNS, ceilNS int64) {
-	if bytes == cl.costLen {
-		return cl.costRate, cl.costCeil
-	}
-	return cl.newCosts(bytes)
-}
-
-// newCosts is costs for a length other than the last.
-func (cl *class) newCosts(bytes uint32) (rateNS, ceilNS int64) {
-	cl.costLen = bytes
-	cl.costRate = int64(cl.rate.TimeNS(bytes))
-	cl.costCeil = cl.costRate
-	if !cl.ceilIsRate {
-		cl.costCeil = int64(cl.ceil.TimeNS(bytes))
-	}
-	return cl.costRate, cl.costCeil
 }
 
 // accnt is a bucket of toks ns, at most buffer, after diff ns of credit
@@ -167,8 +144,7 @@ func (cl *class) setRates(r, c uint64) {
 	cl.rate = rate.New(r).WithOverhead(cl.cfg.Overhead).WithMPU(cl.cfg.MPU)
 	cl.ceil = rate.New(c).WithOverhead(cl.cfg.Overhead).WithMPU(cl.cfg.MPU)
 	cl.ceilIsRate = cl.ceil == cl.rate
-	cl.costLen = 0 // the remembered costs are of the new rates
-	cl.costRate, cl.costCeil = int64(cl.rate.TimeNS(0)), int64(cl.ceil.TimeNS(0))
+	cl.forgetCosts() // the remembered costs are of the old rates
 	cl.buffer = int64(cl.rate.TimeNS(cl.cfg.Burst))
 	cl.cbuffer = int64(cl.ceil.TimeNS(cl.cfg.CBurst))
 }

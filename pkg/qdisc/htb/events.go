@@ -84,7 +84,8 @@ func (t *Tree) charge(cl *class, level int, bytes uint32) {
 	}
 	for ; cl != nil; cl = cl.parent {
 		diff := min(t.now-cl.tc, mbuffer)
-		rateNS, ceilNS := cl.costs(bytes)
+		cost := cl.costs(bytes)
+		rateNS, ceilNS := cost.rateNS, cost.ceilNS
 		if cl.level >= level { // htb_accnt_tokens
 			if cl.level == level {
 				cl.lends++

@@ -43,9 +43,9 @@ func (t *Tree) dequeueStreak() (*stack.PacketBuffer, uint32, bool) {
 func (t *Tree) chargeStreak(cl *class, bytes uint32) {
 	cl.lends++ // the leaf sends at its own level
 	for ; cl != nil; cl = cl.parent {
-		rateNS, ceilNS := cl.costs(bytes)
-		cl.tokens = max(cl.tokens-rateNS, 1-mbuffer)
-		cl.ctokens = max(cl.ctokens-ceilNS, 1-mbuffer)
+		cost := cl.costs(bytes)
+		cl.tokens = max(cl.tokens-cost.rateNS, 1-mbuffer)
+		cl.ctokens = max(cl.ctokens-cost.ceilNS, 1-mbuffer)
 		if cl.level != 0 {
 			cl.bytes += uint64(bytes)
 			cl.packets++
@@ -58,60 +58,67 @@ func (t *Tree) chargeStreak(cl *class, bytes uint32) {
 }
 
 // streakRun dequeues at t.now from the streak's leaf, into pkts and
-// sizes, the packets at its head that are as long as the one it sent last
-// and that leave it and every ancestor able to send at its own rate
-// (CanSend), its deficit unspent and a packet still queued: as many
-// dequeueStreak calls would, with one bookkeeping and one charge for them
-// all. Those dequeues would each charge the same costs, leave every
-// bucket at 0 or more (so none is clamped and no mode changes) and keep
-// the leaf's turn; the packet that would end the run is dequeueStreak's.
-// It returns how many packets it took, 0 when the next one is not such.
+// sizes, the packets at its head, of whatever lengths, that leave it and
+// every ancestor able to send at its own rate (CanSend), its deficit
+// unspent and a packet still queued: as many dequeueStreak calls would,
+// with the bookkeeping summed. Each of those dequeues would charge every
+// bucket its packet's own cost (rounded for that packet, as
+// psched_l2t_ns is), leave it at 0 or more (so none is clamped and no
+// mode changes) and keep the leaf's turn; the packet that would end the
+// run is dequeueStreak's. It returns how many packets it took, 0 when the
+// next one is not such. It reads the sizes of the packets at the head
+// into sizes first, so sizes past those it took may be written.
+//
+// Each condition holds for a prefix of the head's packets, given the
+// packets before were charged, so the run is the shortest of the
+// prefixes: the deficit's, then each bucket's, found in one pass over the
+// sizes a class, the classes before the one that ends the run giving back
+// what they were charged for the packets past it.
 func (t *Tree) streakRun(pkts *stack.PacketBufferList, sizes []uint32) int {
 	cl := t.streak
-	size := cl.costLen // every class on the way up was last charged for it
-	if s, ok := cl.fifo.FrontSize(); !ok || s != size || size == 0 {
-		return 0
-	}
-	limit := min(len(sizes), cl.leafPackets-1)
-	limit = min(limit, fits(int64(cl.deficit[0]), int64(size), limit))
-	for c := cl; c != nil && limit > 0; c = c.parent {
+	for c := cl; c != nil; c = c.parent {
 		if c.mode != CanSend {
 			return 0
 		}
-		rateNS, ceilNS := c.costs(size)
-		limit = fits(c.tokens, rateNS, limit)
-		limit = fits(c.ctokens, ceilNS, limit)
 	}
-	m := 0
-	for m < limit {
-		if s, _ := cl.fifo.FrontSize(); s != size {
+	m := cl.fifo.FrontSizes(sizes[:max(0, min(len(sizes), cl.leafPackets-1))])
+	deficit, burst := cl.deficit[0], cl.cfg.Burst
+	var gi uint64
+	for i, size := range sizes[:m] {
+		d := deficit - int32(size)
+		if d < 0 {
+			m = i
 			break
 		}
-		pkt, _, _ := cl.fifo.Dequeue(t.now)
-		pkts.PushBack(pkt)
-		sizes[m] = size
-		m++
+		deficit = d
+		if size > burst {
+			gi++
+		}
+	}
+	for c := cl; c != nil && m > 0; c = c.parent {
+		if k := c.chargeRun(sizes[:m]); k < m {
+			for b := cl; b != c; b = b.parent {
+				b.refundRun(sizes[k:m])
+			}
+			gi -= giants(sizes[k:m], burst)
+			m = k
+		}
 	}
 	if m == 0 {
 		return 0
 	}
-	// What m dequeueStreak calls would have booked (countOut, sent,
-	// chargeStreak), summed.
-	bytes := uint64(m) * uint64(size)
+	// The rest of what m dequeueStreak calls would have booked (countOut,
+	// sent, chargeStreak), summed.
+	_, bytes := cl.fifo.DequeueTo(pkts, m)
 	cl.leafPackets -= m
 	t.packets -= m
 	t.bytes -= bytes
 	cl.packets += uint64(m)
-	if size > cl.cfg.Burst {
-		cl.gi += uint64(m)
-	}
+	cl.gi += gi
 	cl.deficit[0] -= int32(bytes)
 	cl.lends += uint64(m)
 	t.rows[0][cl.prio&(NumPrio-1)].lastID = 0
 	for c := cl; c != nil; c = c.parent {
-		rateNS, ceilNS := c.costs(size)
-		c.tokens -= int64(m) * rateNS
-		c.ctokens -= int64(m) * ceilNS
 		c.bytes += bytes
 		if c.level != 0 {
 			c.packets += uint64(m)
@@ -120,14 +127,41 @@ func (t *Tree) streakRun(pkts *stack.PacketBufferList, sizes []uint32) int {
 	return m
 }
 
-// fits returns how many charges of cost ns, at most limit, a bucket of
-// toks ns pays and stays at 0 or more: all of them when cost is 0.
-func fits(toks, cost int64, limit int) int {
-	if cost <= 0 || toks >= int64(limit)*cost {
-		return limit
+// chargeRun charges cl's buckets for packets of sizes, in turn, each its
+// own cost, while both stay at 0 or more: it returns how many it charged.
+func (cl *class) chargeRun(sizes []uint32) int {
+	toks, ctoks := cl.tokens, cl.ctokens
+	k := 0
+	for _, size := range sizes {
+		cost := cl.costs(size)
+		if toks < cost.rateNS || ctoks < cost.ceilNS {
+			break
+		}
+		toks -= cost.rateNS
+		ctoks -= cost.ceilNS
+		k++
 	}
-	if toks < 0 {
-		return 0
+	cl.tokens, cl.ctokens = toks, ctoks
+	return k
+}
+
+// refundRun gives back to cl's buckets what chargeRun charged them for
+// packets of sizes.
+func (cl *class) refundRun(sizes []uint32) {
+	for _, size := range sizes {
+		cost := cl.costs(size)
+		cl.tokens += cost.rateNS
+		cl.ctokens += cost.ceilNS
 	}
-	return int(toks / cost)
+}
+
+// giants is how many of sizes are longer than burst.
+func giants(sizes []uint32, burst uint32) uint64 {
+	var n uint64
+	for _, size := range sizes {
+		if size > burst {
+			n++
+		}
+	}
+	return n
 }

@@ -177,3 +177,67 @@ func TestStreakAsksHeldLeaf(t *testing.T) {
 		t.Errorf("the held leaf was asked %d times in %d dequeues; htb_dequeue asks it at each", held.asked, dequeues)
 	}
 }
+
+// TestStreakRunGiants: the packets of a streak's run that are longer than
+// their class's burst count as giants, as many as one dequeue at a time
+// counts, whatever their lengths. At 10 Tbit/s a 1250-byte burst is 1 ns
+// of credit, what a 1500-byte packet costs, and a 600-byte one costs 0
+// ns: a run that starts with a full bucket takes a giant and the packets
+// after it up to the next giant, which ends it. Dequeues 1, 2 and 3 ns
+// apart, with a giant every second and every third packet.
+func TestStreakRunGiants(t *testing.T) {
+	const tbit = 1_000_000 * mbps
+	cfg := htb.Config{Default: c10, Classes: []htb.ClassConfig{
+		{ID: c10, Rate: 10 * tbit, Burst: 1250, CBurst: 1250},
+	}}
+	const start, packets = 1000 * sec, 40
+	for _, every := range []uint64{2, 3} {
+		for _, step := range []int64{1, 2, 3} {
+			var stats [2]htb.ClassStats
+			giants := uint64(0)
+			for i, batch := range []bool{false, true} {
+				tr, err := htb.NewTree(cfg, bySeq{}, start)
+				if err != nil {
+					t.Fatal(err)
+				}
+				giants = 0
+				for seq := range uint64(packets) {
+					size := 600
+					if seq%every == 1 {
+						size = 1500
+						giants++
+					}
+					if !tr.Enqueue(qdisctest.MakePacket(size, 0, seq), uint32(size), start) {
+						t.Fatalf("packet %d refused", seq)
+					}
+				}
+				sent := 0
+				for now := start; sent < packets && now < start+sec; now += step {
+					for {
+						var pkts stack.PacketBufferList
+						if batch {
+							tr.DequeueBatch(now, &pkts, make([]uint32, 8))
+						} else if pkt, _, ok := tr.Dequeue(now); ok {
+							pkts.PushBack(pkt)
+						}
+						n := pkts.Len()
+						pkts.DecRef()
+						if sent += n; n == 0 {
+							break
+						}
+					}
+				}
+				if sent != packets {
+					t.Fatalf("batch %v: %d packets sent of %d", batch, sent, packets)
+				}
+				stats[i] = tr.Classes()[0]
+			}
+			if stats[0].Giants != giants {
+				t.Errorf("a giant every %d packets, dequeues %d ns apart, one at a time: %d giants, want %d", every, step, stats[0].Giants, giants)
+			}
+			if stats[1] != stats[0] {
+				t.Errorf("a giant every %d packets, dequeues %d ns apart, DequeueBatch: class %+v, one dequeue at a time %+v", every, step, stats[1], stats[0])
+			}
+		}
+	}
+}

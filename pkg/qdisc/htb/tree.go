@@ -276,7 +276,8 @@ func (t *Tree) Dequeue(now int64) (*stack.PacketBuffer, uint32, bool) {
 // DequeueBatch implements qdisc.BatchDequeuer.DequeueBatch: Dequeue
 // after Dequeue at now, into pkts and sizes, until one hands over nothing
 // or sizes is full; a streak's packets that change no mode go in runs
-// (streakRun).
+// (streakRun), of whatever lengths. Sizes past the count it returns may
+// be written.
 func (t *Tree) DequeueBatch(now int64, pkts *stack.PacketBufferList, sizes []uint32) int {
 	n := 0
 	for n < len(sizes) {

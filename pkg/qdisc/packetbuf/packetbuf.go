@@ -156,6 +156,16 @@ func (r *Ring) Front(sizes []uint32, stamps []int64) int {
 	return n
 }
 
+// FrontSizes writes the sizes of the first packets, front to back, up to
+// len(sizes), and returns how many it wrote.
+func (r *Ring) FrontSizes(sizes []uint32) int {
+	n := min(len(sizes), r.n)
+	first := min(n, len(r.pkts)-r.head)
+	copy(sizes, r.sizes[r.head:r.head+first])
+	copy(sizes[first:n], r.sizes[:n-first])
+	return n
+}
+
 // FrontSize returns the size of the front packet; ok is false when the
 // ring is empty.
 func (r *Ring) FrontSize() (size uint32, ok bool) {
@@ -208,6 +218,39 @@ func (r *Ring) RemoveFront() (*stack.PacketBuffer, uint32) {
 	r.n--
 	r.bytes -= uint64(size)
 	return pkt, size
+}
+
+// RemoveFrontTo removes the first n packets (all of them when fewer are
+// queued) and appends them to pkts, front to back, handing over their
+// references: n RemoveFront calls. It returns how many it removed and
+// their bytes.
+func (r *Ring) RemoveFrontTo(pkts *stack.PacketBufferList, n int) (int, uint64) {
+	n = min(n, r.n)
+	// The n packets are in one run of slots, or two when they wrap around
+	// the end of the arrays.
+	first := min(n, len(r.pkts)-r.head)
+	bytes := moveTo(pkts, r.pkts[r.head:r.head+first], r.sizes[r.head:r.head+first])
+	bytes += moveTo(pkts, r.pkts[:n-first], r.sizes[:n-first])
+	if r.head += n; r.head >= len(r.pkts) {
+		r.head -= len(r.pkts)
+	}
+	r.n -= n
+	r.bytes -= bytes
+	return n, bytes
+}
+
+// moveTo appends slots to pkts and empties them, and returns the sum of
+// their sizes.
+func moveTo(pkts *stack.PacketBufferList, slots []*stack.PacketBuffer, sizes []uint32) uint64 {
+	for _, pkt := range slots {
+		pkts.PushBack(pkt)
+	}
+	clear(slots)
+	var bytes uint64
+	for _, size := range sizes {
+		bytes += uint64(size)
+	}
+	return bytes
 }
 
 // Purge releases the reference of every queued packet, exactly once, and

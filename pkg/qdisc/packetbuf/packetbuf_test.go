@@ -183,6 +183,72 @@ func TestFront(t *testing.T) {
 	}
 }
 
+// TestRemoveFrontTo: FrontSizes reads the sizes of the packets at the
+// front, and RemoveFrontTo hands them over in order, as many RemoveFront
+// calls would, across the end of the slot array too, leaving the slots
+// empty and the counts right.
+func TestRemoveFrontTo(t *testing.T) {
+	var r Ring
+	r.Init(1000)
+	defer r.Purge()
+	// 64 slots: 50 pushed, 30 removed, 40 more: the last 24 wrap around.
+	for i := range 50 {
+		r.PushBack(qdisctest.MakePacket(100, 0, uint64(i)), uint64(100+i))
+	}
+	for range 30 {
+		pkt, _ := r.RemoveFront()
+		pkt.DecRef()
+	}
+	for i := 50; i < 90; i++ {
+		r.PushBack(qdisctest.MakePacket(100, 0, uint64(i)), uint64(100+i))
+	}
+	if len(r.pkts) != 64 || r.head+r.n <= len(r.pkts) {
+		t.Fatalf("the packets do not wrap around: %d slots, head %d, %d packets", len(r.pkts), r.head, r.n)
+	}
+	sizes := make([]uint32, 100)
+	next, bytes := 30, r.Bytes()
+	for _, n := range []int{0, 1, 20, 13, 100} {
+		if got, want := r.FrontSizes(sizes[:n]), min(n, r.Len()); got != want {
+			t.Fatalf("FrontSizes of %d = %d, want %d", n, got, want)
+		}
+		for k := range min(n, r.Len()) {
+			if sizes[k] != uint32(100+next+k) {
+				t.Fatalf("FrontSizes of %d: packet %d has size %d, want %d", n, k, sizes[k], 100+next+k)
+			}
+		}
+		var pkts stack.PacketBufferList
+		got, b := r.RemoveFrontTo(&pkts, n)
+		if want := min(n, 90-next); got != want || pkts.Len() != want {
+			t.Fatalf("RemoveFrontTo of %d = %d, handed over %d, want %d", n, got, pkts.Len(), want)
+		}
+		var want uint64
+		for k, pkt := range pkts.AsSlice() {
+			if s := qdisctest.Seq(pkt); s != uint64(next+k) {
+				t.Fatalf("RemoveFrontTo of %d: packet %d is %d, want %d", n, k, s, next+k)
+			}
+			want += uint64(100 + next + k)
+		}
+		pkts.DecRef()
+		next += got
+		bytes -= want
+		if b != want || r.Len() != 90-next || r.Bytes() != bytes {
+			t.Fatalf("RemoveFrontTo of %d: %d bytes, left %d packets, %d bytes; want %d, %d, %d", n, b, r.Len(), r.Bytes(), want, 90-next, bytes)
+		}
+	}
+	for i, pkt := range r.pkts {
+		if pkt != nil {
+			t.Fatalf("slot %d still holds a packet once the ring is empty", i)
+		}
+	}
+	// And the ring goes on from where the removals left it.
+	r.PushBack(qdisctest.MakePacket(100, 0, 90), 190)
+	if pkt, size := r.RemoveFront(); qdisctest.Seq(pkt) != 90 || size != 190 {
+		t.Fatalf("after RemoveFrontTo, RemoveFront = %d, %d bytes; want 90, 190", qdisctest.Seq(pkt), size)
+	} else {
+		pkt.DecRef()
+	}
+}
+
 // TestQueueBounds: a Queue refuses, and counts, a packet past its packet or
 // byte bound, taking nothing, and hands packets back in order with their
 // sizes.

@@ -49,6 +49,17 @@ func (f *Queue) Dequeue(int64) (*stack.PacketBuffer, uint32, bool) {
 // is false when the queue is empty.
 func (f *Queue) FrontSize() (size uint32, ok bool) { return f.ring.FrontSize() }
 
+// FrontSizes writes the sizes of the packets Dequeue would return next,
+// in order, up to len(sizes), and returns how many it wrote.
+func (f *Queue) FrontSizes(sizes []uint32) int { return f.ring.FrontSizes(sizes) }
+
+// DequeueTo is n Dequeue calls, fewer when fewer packets are queued, that
+// append their packets to pkts: it returns how many it dequeued and
+// their bytes.
+func (f *Queue) DequeueTo(pkts *stack.PacketBufferList, n int) (int, uint64) {
+	return f.ring.RemoveFrontTo(pkts, n)
+}
+
 // Seen records that every packet queued without an arrival time had
 // arrived by now: a gate then books none of them as seen later, however
 // late the pass that books it runs.

@@ -52,6 +52,29 @@ func BenchWritePacket(b *testing.B, q stack.QueueingDiscipline) {
 	})
 }
 
+// MixedLengths is the lengths BenchWritePacketMixed's producers write in
+// turn, and htb's mixed-length benchmark too: full-size packets between
+// shorter ones, so that no two packets in a row are as long.
+var MixedLengths = [...]int{1500, 600}
+
+// BenchWritePacketMixed is BenchWritePacket with packets of MixedLengths
+// in turn: each producer writes one packet of each length, over and over.
+func BenchWritePacketMixed(b *testing.B, q stack.QueueingDiscipline) {
+	b.ReportAllocs()
+	var hash atomic.Uint32
+	b.RunParallel(func(pb *testing.PB) {
+		h := hash.Add(1)
+		var pkts [len(MixedLengths)]*stack.PacketBuffer
+		for i, n := range MixedLengths {
+			pkts[i] = MakePacket(n, h, 0)
+			defer pkts[i].DecRef()
+		}
+		for i := 0; pb.Next(); i++ {
+			Feed(q, pkts[i%len(pkts)], 1)
+		}
+	})
+}
+
 // BenchWritePacketPaced is BenchWritePacket for a qdisc that takes every
 // packet and drops at its own limit (cake, fq_codel): each producer
 // yields to the dispatchers every YieldEvery packets, as a full queue

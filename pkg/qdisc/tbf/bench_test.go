@@ -5,6 +5,7 @@ import (
 
 	"gvisor.dev/gvisor/pkg/tcpip"
 	upstreamtbf "gvisor.dev/gvisor/pkg/tcpip/link/qdisc/tbf"
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
 
 	"github.com/netqdisc/netqdisc/pkg/qdisc/qdisctest"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/tbf"
@@ -53,6 +54,18 @@ func TestNoAllocationPerPacket(t *testing.T) {
 // ratio between the two); BenchmarkUpstreamWritePacket is gVisor's own tbf
 // on the same setting (it has one queue), for a ratio from one run.
 func BenchmarkWritePacket(b *testing.B) {
+	benchQueues(b, qdisctest.BenchWritePacket)
+}
+
+// BenchmarkWritePacketMixed is BenchmarkWritePacket with packets of
+// qdisctest.MixedLengths in turn (htb's benchmark of the same name gives
+// the ratio).
+func BenchmarkWritePacketMixed(b *testing.B) {
+	benchQueues(b, qdisctest.BenchWritePacketMixed)
+}
+
+// benchQueues runs bench on a tbf that never limits, with 1 and 2 queues.
+func benchQueues(b *testing.B, bench func(*testing.B, stack.QueueingDiscipline)) {
 	for _, queues := range []int{1, 2} {
 		b.Run(map[int]string{1: "1queue", 2: "2queues"}[queues], func(b *testing.B) {
 			link := qdisctest.NewLink(nil)
@@ -67,7 +80,7 @@ func BenchmarkWritePacket(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer d.Close()
-			qdisctest.BenchWritePacket(b, d)
+			bench(b, d)
 			qdisctest.WaitQuiescent(b, d)
 		})
 	}
