@@ -143,42 +143,19 @@ func tbfAlias(d Ceiling) *alias {
 			return vals, nil
 		},
 		words: func(c *Config) string {
-			t := c.tbfConfig(d)
-			if t.Rate == 0 {
-				return ""
+			if t := c.tbfConfig(d); t.Rate != 0 {
+				return t.Words()
 			}
-			s := fmt.Sprintf("rate %dbps burst %db", t.Rate, t.Burst)
-			if t.PeakRate != 0 {
-				s += fmt.Sprintf(" peakrate %dbps mtu %db", t.PeakRate, t.MTU)
-			}
-			if t.Limit != 0 {
-				s += fmt.Sprintf(" limit %db", t.Limit)
-			}
-			if t.Latency != 0 {
-				s += fmt.Sprintf(" latency %dus", t.Latency.Microseconds())
-			}
-			return s
+			return ""
 		},
 	}
-}
-
-// fqCoDelKnobs are fq_codel's flags, by tc's word.
-var fqCoDelKnobs = []struct{ word, flag string }{
-	{"limit", FlagFQCoDelLimit}, {"flows", FlagFQCoDelFlows}, {"quantum", FlagFQCoDelQuantum},
-	{"target", FlagFQCoDelTarget}, {"interval", FlagFQCoDelInterval}, {"memory_limit", FlagFQCoDelMemLimit},
-	{"drop_batch", FlagFQCoDelDropBatch}, {"ecn", FlagFQCoDelECN}, {"ce_threshold", FlagFQCoDelCEThreshold},
 }
 
 // fqCoDelAlias is fq_codel's words on the send path.
 var fqCoDelAlias = &alias{
 	kind: "fq_codel",
-	knobs: func() []string {
-		var k []string
-		for _, x := range fqCoDelKnobs {
-			k = append(k, x.flag)
-		}
-		return k
-	}(),
+	knobs: []string{FlagFQCoDelLimit, FlagFQCoDelFlows, FlagFQCoDelQuantum, FlagFQCoDelTarget, FlagFQCoDelInterval,
+		FlagFQCoDelMemLimit, FlagFQCoDelDropBatch, FlagFQCoDelECN, FlagFQCoDelCEThreshold},
 	values: func(words string) (map[string]string, error) {
 		q, err := fqcodel.Parse(words)
 		if err != nil {
@@ -213,28 +190,7 @@ var fqCoDelAlias = &alias{
 		if c.QDisc != QDiscFQCoDel && c.TBFChild != ChildFQCoDel {
 			return ""
 		}
-		q := c.FQCoDelConfig()
-		var w []string
-		for _, x := range []struct {
-			word string
-			v    uint32
-		}{{"limit", q.Limit}, {"flows", q.Flows}, {"quantum", q.Quantum}, {"memory_limit", q.MemoryLimit}, {"drop_batch", q.DropBatch}} {
-			if x.v != 0 {
-				w = append(w, fmt.Sprintf("%s %d", x.word, x.v))
-			}
-		}
-		for _, x := range []struct {
-			word string
-			v    time.Duration
-		}{{"target", q.Target}, {"interval", q.Interval}, {"ce_threshold", q.CEThreshold}} {
-			if x.v != 0 {
-				w = append(w, fmt.Sprintf("%s %dus", x.word, x.v.Microseconds()))
-			}
-		}
-		if q.NoECN {
-			w = append(w, "noecn")
-		}
-		return strings.Join(w, " ")
+		return c.FQCoDelConfig().Words()
 	},
 }
 

@@ -20,21 +20,21 @@ var Kind = qdisc.Kind{
 		if err != nil {
 			return nil, err
 		}
-		return c, nil
+		return Options(c), nil
 	},
 	New: func(lower stack.LinkEndpoint, clock tcpip.Clock, o qdisc.Options) (qdisc.Discipline, error) {
-		return qdisc.AsDiscipline(New(lower, clock, o.(Config)))
+		return qdisc.AsDiscipline(New(lower, clock, Config(o.(Options))))
 	},
 	NewTo: func(out stack.LinkWriter, link stack.LinkEndpoint, clock tcpip.Clock, o qdisc.Options) (qdisc.Discipline, error) {
-		return qdisc.AsDiscipline(NewTo(out, link, clock, o.(Config)))
+		return qdisc.AsDiscipline(NewTo(out, link, clock, Config(o.(Options))))
 	},
-	Change: func(q qdisc.Discipline, o qdisc.Options) error { return q.(*Discipline).Change(o.(Config)) },
+	Change: func(q qdisc.Discipline, o qdisc.Options) error { return q.(*Discipline).Change(Config(o.(Options))) },
 	Tighten: func(operator, pod qdisc.Options) (qdisc.Options, error) {
-		c, err := operator.(Config).Tighten(pod.(Config))
+		c, err := Config(operator.(Options)).Tighten(Config(pod.(Options)))
 		if err != nil {
 			return nil, err
 		}
-		return c, nil
+		return Options(c), nil
 	},
 }
 

@@ -1,0 +1,267 @@
+package qdisc_test
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
+
+	"github.com/netqdisc/netqdisc/pkg/qdisc"
+)
+
+// testOptions are the options of the test's kinds.
+type testOptions struct{}
+
+func (testOptions) String() string { return "" }
+
+// testKind returns a kind named name with the functions Register requires.
+// Its constructors are never called: Register only checks they are set.
+func testKind(name string) qdisc.Kind {
+	return qdisc.Kind{
+		Name:  name,
+		Usage: "a kind of the registry's test: " + name,
+		Parse: func(string) (qdisc.Options, error) { return testOptions{}, nil },
+		New: func(stack.LinkEndpoint, tcpip.Clock, qdisc.Options) (qdisc.Discipline, error) {
+			return nil, fmt.Errorf("%s: not built in this test", name)
+		},
+		NewTo: func(stack.LinkWriter, stack.LinkEndpoint, tcpip.Clock, qdisc.Options) (qdisc.Discipline, error) {
+			return nil, fmt.Errorf("%s: not built in this test", name)
+		},
+	}
+}
+
+// registerSorted registers the kinds TestLookupKindsSorted looks for, out
+// of order, once per test binary (a second Register of a name panics, and
+// -count may run the test again).
+var registerSorted = sync.OnceFunc(func() {
+	for _, name := range []string{"test-kind-c", "test-kind-a", "test-kind-b", "test-kind-dup"} {
+		qdisc.Register(testKind(name))
+	}
+	full := testKind("test-kind-full")
+	full.Metrics = []qdisc.Metric{{Name: "sent_bytes", Member: "class", Help: "bytes sent", Cumulative: true}}
+	full.Members = func(qdisc.Options) []string { return []string{"1:1"} }
+	full.Samples = func(qdisc.Discipline) []qdisc.Sample { return nil }
+	full.Save = func(qdisc.Discipline) []byte { return nil }
+	full.Restore = func(qdisc.Discipline, []byte) error { return nil }
+	qdisc.Register(full)
+})
+
+// TestRegisterRefuses: a kind that a runtime could not offer (no name, a
+// name a flag or an annotation cannot carry, no parser or constructor,
+// metrics it cannot read or members it cannot name, state it saves but
+// cannot restore) or one whose name is taken is a programming error:
+// Register panics saying what is wrong, and the kind is not registered,
+// so a package's mistake shows at its init, not when a user picks the
+// kind.
+func TestRegisterRefuses(t *testing.T) {
+	registerSorted() // for the duplicate
+	for _, tc := range []struct {
+		name string
+		kind func() qdisc.Kind
+		says string // what the panic says
+	}{
+		{
+			name: "empty name",
+			kind: func() qdisc.Kind { return testKind("") },
+			says: "invalid kind name",
+		},
+		{
+			name: "name with a space",
+			kind: func() qdisc.Kind { return testKind("test kind") },
+			says: "invalid kind name",
+		},
+		{
+			name: "name with a tab",
+			kind: func() qdisc.Kind { return testKind("test\tkind") },
+			says: "invalid kind name",
+		},
+		{
+			name: "name with an equals sign",
+			kind: func() qdisc.Kind { return testKind("test-kind=x") },
+			says: "invalid kind name",
+		},
+		{
+			name: "name with a semicolon",
+			kind: func() qdisc.Kind { return testKind("test-kind;x") },
+			says: "invalid kind name",
+		},
+		{
+			name: "no Parse",
+			kind: func() qdisc.Kind { k := testKind("test-kind-no-parse"); k.Parse = nil; return k },
+			says: "Parse, New and NewTo are required",
+		},
+		{
+			name: "no New",
+			kind: func() qdisc.Kind { k := testKind("test-kind-no-new"); k.New = nil; return k },
+			says: "Parse, New and NewTo are required",
+		},
+		{
+			name: "no NewTo",
+			kind: func() qdisc.Kind { k := testKind("test-kind-no-newto"); k.NewTo = nil; return k },
+			says: "Parse, New and NewTo are required",
+		},
+		{
+			name: "Metrics without Samples or Members",
+			kind: func() qdisc.Kind {
+				k := testKind("test-kind-metrics-only")
+				k.Metrics = []qdisc.Metric{{Name: "sent_bytes", Member: "class"}}
+				return k
+			},
+			says: "Metrics, Members and Samples go together",
+		},
+		{
+			name: "Metrics and Members without Samples",
+			kind: func() qdisc.Kind {
+				k := testKind("test-kind-no-samples")
+				k.Metrics = []qdisc.Metric{{Name: "sent_bytes", Member: "class"}}
+				k.Members = func(qdisc.Options) []string { return nil }
+				return k
+			},
+			says: "Metrics, Members and Samples go together",
+		},
+		{
+			name: "Metrics and Samples without Members",
+			kind: func() qdisc.Kind {
+				k := testKind("test-kind-no-members")
+				k.Metrics = []qdisc.Metric{{Name: "sent_bytes", Member: "class"}}
+				k.Samples = func(qdisc.Discipline) []qdisc.Sample { return nil }
+				return k
+			},
+			says: "Metrics, Members and Samples go together",
+		},
+		{
+			name: "Samples and Members without Metrics",
+			kind: func() qdisc.Kind {
+				k := testKind("test-kind-no-metrics")
+				k.Members = func(qdisc.Options) []string { return nil }
+				k.Samples = func(qdisc.Discipline) []qdisc.Sample { return nil }
+				return k
+			},
+			says: "Metrics, Members and Samples go together",
+		},
+		{
+			name: "Save without Restore",
+			kind: func() qdisc.Kind {
+				k := testKind("test-kind-save-only")
+				k.Save = func(qdisc.Discipline) []byte { return nil }
+				return k
+			},
+			says: "Save and Restore go together",
+		},
+		{
+			name: "Restore without Save",
+			kind: func() qdisc.Kind {
+				k := testKind("test-kind-restore-only")
+				k.Restore = func(qdisc.Discipline, []byte) error { return nil }
+				return k
+			},
+			says: "Save and Restore go together",
+		},
+		{
+			name: "a name registered already",
+			kind: func() qdisc.Kind { k := testKind("test-kind-dup"); k.Usage = "the second"; return k },
+			says: `kind "test-kind-dup" registered twice`,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			k := tc.kind()
+			got := panicOf(func() { qdisc.Register(k) })
+			if got == "" {
+				t.Fatalf("Register(%q) returned; want a panic saying %q", k.Name, tc.says)
+			}
+			if !strings.Contains(got, tc.says) {
+				t.Errorf("Register(%q) panicked with %q; want one saying %q", k.Name, got, tc.says)
+			}
+			if r, ok := qdisc.Lookup(k.Name); ok && r.Usage == k.Usage {
+				t.Errorf("Lookup(%q) finds the kind Register refused", k.Name)
+			}
+			if k.Name != "test-kind-dup" && slices.Contains(qdisc.KindNames(), k.Name) {
+				t.Errorf("KindNames() = %q has %q, which Register refused", qdisc.KindNames(), k.Name)
+			}
+		})
+	}
+	// The kind first registered under the duplicate's name stays.
+	if k, ok := qdisc.Lookup("test-kind-dup"); !ok || k.Usage != testKind("test-kind-dup").Usage {
+		t.Errorf("Lookup(test-kind-dup) = %q, %v after a second Register; want the first kind", k.Usage, ok)
+	}
+}
+
+// panicOf returns what f panics with, "" if it returns.
+func panicOf(f func()) (msg string) {
+	defer func() {
+		if r := recover(); r != nil {
+			msg = fmt.Sprint(r)
+			if msg == "" {
+				msg = "(empty panic)"
+			}
+		}
+	}()
+	f()
+	return ""
+}
+
+// TestLookupKindsSorted: a registered kind is found by its name with
+// what it was registered with (a runtime reaches it only so), a name not
+// registered is not found, and Kinds and KindNames list every kind
+// sorted by name, whatever the order of registration, so that flags,
+// help and error messages list them the same way on every run.
+func TestLookupKindsSorted(t *testing.T) {
+	registerSorted()
+	for _, tc := range []struct {
+		name  string
+		found bool
+	}{
+		{"test-kind-a", true},
+		{"test-kind-b", true},
+		{"test-kind-c", true},
+		{"test-kind-full", true},
+		{"test-kind-nosuch", false},
+		{"", false},
+		{"TEST-KIND-A", false},
+	} {
+		k, ok := qdisc.Lookup(tc.name)
+		if ok != tc.found {
+			t.Errorf("Lookup(%q) found %v; want %v", tc.name, ok, tc.found)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		if k.Name != tc.name || k.Usage != testKind(tc.name).Usage || k.Parse == nil || k.New == nil || k.NewTo == nil {
+			t.Errorf("Lookup(%q) = %q (usage %q); want the kind registered as %q", tc.name, k.Name, k.Usage, tc.name)
+		}
+	}
+	if k, _ := qdisc.Lookup("test-kind-full"); len(k.Metrics) != 1 || k.Members == nil || k.Samples == nil || k.Save == nil || k.Restore == nil {
+		t.Errorf("Lookup(test-kind-full) lost what it was registered with: %+v", k)
+	}
+
+	names := qdisc.KindNames()
+	if !slices.IsSorted(names) {
+		t.Errorf("KindNames() = %q; want them sorted", names)
+	}
+	var ours []string
+	for _, n := range names {
+		if strings.HasPrefix(n, "test-kind-") {
+			ours = append(ours, n)
+		}
+	}
+	if want := []string{"test-kind-a", "test-kind-b", "test-kind-c", "test-kind-dup", "test-kind-full"}; !slices.Equal(ours, want) {
+		t.Errorf("KindNames() has the test's kinds %q; want %q, once each, sorted", ours, want)
+	}
+	kinds := qdisc.Kinds()
+	if len(kinds) != len(names) {
+		t.Fatalf("Kinds() has %d kinds, KindNames() %d names", len(kinds), len(names))
+	}
+	for i, k := range kinds {
+		if k.Name != names[i] {
+			t.Errorf("Kinds()[%d] is %q; want %q, as KindNames()", i, k.Name, names[i])
+		}
+		if r, ok := qdisc.Lookup(k.Name); !ok || r.Usage != k.Usage {
+			t.Errorf("Kinds()[%d] = %q is not the kind Lookup finds", i, k.Name)
+		}
+	}
+}
