@@ -99,23 +99,24 @@ func (c *Config) kindArgs() []string {
 	return args
 }
 
-// kindAt returns the registered kind the NIC runs in direction d, and the
-// qdisc it built there.
+// kindAt returns the registered kind the NIC runs in direction d (KindOf),
+// and the qdisc it built there: the send path's qdisc, or the receive
+// path's own (an ingress tbf has none: the Endpoint is its own shaper).
 func (n *NIC) kindAt(d Ceiling) (*qdisc.Kind, qdisc.Discipline, bool) {
 	cfg := n.Config()
-	in, ok, err := cfg.kindOf(d)
-	if !ok || err != nil {
+	k, _, ok := cfg.KindOf(d)
+	if !ok {
 		return nil, nil, false
 	}
 	var q any = n.qdisc
 	if d == IngressCeiling {
-		if n.ingress == nil {
+		if n.ingress == nil || n.ingress.Whole() == nil {
 			return nil, nil, false
 		}
 		q = n.ingress.Whole()
 	}
 	dq, ok := q.(qdisc.Discipline)
-	return in.kind, dq, ok
+	return &k, dq, ok
 }
 
 // saveKinds returns what the kinds' Save keep of each direction's qdisc.

@@ -188,3 +188,41 @@ func TestIngressKindRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestKindOfTheTablesKinds: the kinds the table shapes with flags of
+// their own (tbf, fq_codel, cake) are the registry's too, with their
+// options as the flags give them: a runtime reads cake's tin metrics from
+// the NIC as it reads any kind's.
+func TestKindOfTheTablesKinds(t *testing.T) {
+	for _, tc := range []struct {
+		flags map[string]string
+		d     runscflags.Ceiling
+		kind  string
+		words string // what the kind's options say
+	}{
+		{map[string]string{"qdisc": "tbf", "qdisc-tbf-rate": "10mbit", "qdisc-tbf-burst": "32kb"}, runscflags.EgressCeiling, "tbf", "rate 1250000bps burst 32768b"},
+		{map[string]string{"qdisc-ingress-rate": "1mbit", "qdisc-ingress-burst": "10kb"}, runscflags.IngressCeiling, "tbf", "rate 125000bps burst 10240b"},
+		{map[string]string{"qdisc": "fq_codel", "qdisc-fq-codel-limit": "500"}, runscflags.EgressCeiling, "fq_codel", "limit 500"},
+		{map[string]string{"qdisc": "cake", "qdisc-cake": "bandwidth 10mbit besteffort"}, runscflags.EgressCeiling, "cake", "bandwidth 10Mbit besteffort"},
+	} {
+		c := configOf(t, tc.flags)
+		k, o, ok := c.KindOf(tc.d)
+		if !ok || k.Name != tc.kind || !strings.Contains(o.String(), tc.words) {
+			t.Errorf("%v: KindOf = %s %v, %v; want %s with %q", tc.flags, k.Name, o, ok, tc.kind, tc.words)
+		}
+	}
+	if _, _, ok := configOf(t, map[string]string{"qdisc": "none"}).KindOf(runscflags.EgressCeiling); ok {
+		t.Error("KindOf with --qdisc=none: a kind; want none")
+	}
+
+	p := newLiveNIC(t, "eth0", 1500, map[string]string{"qdisc": "cake", "qdisc-cake": "bandwidth 10mbit besteffort"})
+	egress, _ := p.Samples()
+	if egress.Kind != "cake" || len(egress.Samples) == 0 {
+		t.Fatalf("Samples: %+v; want cake's tin counters", egress)
+	}
+	for _, s := range egress.Samples {
+		if s.Member != "0" {
+			t.Errorf("sample %+v: want tin 0 only, of besteffort's one tin", s)
+		}
+	}
+}
