@@ -1,9 +1,11 @@
 package runscflags
 
+import "flag"
+
 // What a runtime needs: it applies every annotation for a flag this
 // package Owns, and Kubernetes' bandwidth annotations, as one set with
 // Config.ApplyAnnotations, to the operator's Config, and then sets each
-// flag whose value (Get) that changed; runsc's patch 0011 does
+// flag whose value (Get) that changed; runsc's patch 0003 does
 // (ApplyQDiscAnnotations). It must not set a flag to an annotation's own
 // value: an htb or cake annotation is a change the policy merges into the
 // operator's words, so the value that runs is ApplyAnnotations', never the
@@ -62,4 +64,21 @@ func (c *Config) ApplyKubernetesAnnotations(operator *Config, annotations map[st
 	}
 	*c = next
 	return nil
+}
+
+// ArgsOf returns the Args of the values fs's qdisc flags hold
+// (RegisterQDiscFlags registered them there), not validated: for a runtime
+// that hands the flags on to another process, which validates them.
+func ArgsOf(fs *flag.FlagSet) ([]string, error) {
+	c := &Config{}
+	for _, f := range AllFlags() {
+		fl := fs.Lookup(f.Name)
+		if fl == nil || f.runtime || f.alias != nil {
+			continue // the aliases' words are in their knobs' flags
+		}
+		if err := c.Set(f.Name, fl.Value.String()); err != nil {
+			return nil, err
+		}
+	}
+	return c.Args(), nil
 }

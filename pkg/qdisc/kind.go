@@ -88,9 +88,22 @@ type Discipline interface {
 // Metric is one counter a kind exports per member: Name is its suffix
 // ("sent_bytes"), Member what it is per ("class", "tin"), Help its help;
 // Cumulative says it only grows (a count, not a level such as a backlog).
+// Under is the path a runtime puts it at below its direction's metrics
+// ("cake/tin/": runsc's /network/qdisc/cake/tin/sent_bytes); "" is
+// "KIND/MEMBER/".
 type Metric struct {
 	Name, Member, Help string
 	Cumulative         bool
+	Under              string
+}
+
+// Path returns where a runtime puts m, a metric of the kind named kind,
+// below its direction's metrics: Under, or kind/member/, then Name.
+func (m Metric) Path(kind string) string {
+	if m.Under != "" {
+		return m.Under + m.Name
+	}
+	return kind + "/" + m.Member + "/" + m.Name
 }
 
 // Sample is one value of a Metric: of Member (a class id, a tin's name).
