@@ -60,12 +60,12 @@ func (c *Config) htbArgs() []string {
 		if f.text == "" {
 			continue
 		}
-		s, err := parseScript(f.text)
+		s, err := htb.ParseScript(f.text)
 		if err != nil {
 			continue // Validate refused it before
 		}
 		var stmts []string
-		for _, cl := range s.classes {
+		for _, cl := range s.Classes {
 			stmts = append(stmts, "class "+cl.String())
 		}
 		args = append(args, "--"+f.name+"="+strings.Join(stmts, "; "))

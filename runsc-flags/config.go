@@ -60,8 +60,8 @@ type Config struct {
 	FQNoECN       bool
 	FQCEThreshold time.Duration
 	// HTB is --qdisc=htb's qdisc, classes and filters, and IngressHTB
-	// those on what the sandbox receives, as htb scripts (see script): ""
-	// for none.
+	// those on what the sandbox receives, as htb scripts (see
+	// htb.Script): "" for none.
 	HTB        string
 	IngressHTB string
 	// Cake is --qdisc=cake's settings and IngressCake cake's on what the

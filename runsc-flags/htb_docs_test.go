@@ -4,6 +4,8 @@ import (
 	"os"
 	"regexp"
 	"testing"
+
+	"github.com/netqdisc/netqdisc/pkg/qdisc/htb"
 )
 
 // TestClassesDocExamples: every htb script docs/classes.md shows parses and
@@ -31,7 +33,7 @@ func TestClassesDocExamples(t *testing.T) {
 		t.Fatalf("found %d scripts in docs/classes.md, want the egress.htb file, Docker's and Kubernetes' two", len(scripts))
 	}
 	for _, s := range scripts {
-		if _, err := parseScript(s); err != nil {
+		if _, err := htb.ParseScript(s); err != nil {
 			t.Errorf("docs/classes.md's script %q: %v", s, err)
 		}
 	}

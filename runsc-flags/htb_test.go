@@ -240,18 +240,18 @@ func TestHTBTightenInvariant(t *testing.T) {
 		if strings.Contains(ann, "filter parent") {
 			split++
 		}
-		before, err := parseScript(op)
+		before, err := htb.ParseScript(op)
 		if err != nil {
 			t.Fatal(err)
 		}
-		after, err := parseScript(c.HTB)
+		after, err := htb.ParseScript(c.HTB)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(after.classes) > len(before.classes)+2 {
+		if len(after.Classes) > len(before.Classes)+2 {
 			nested++
 		}
-		bc, ac := before.config(classify.Egress), after.config(classify.Egress)
+		bc, ac := before.Tree(classify.Egress), after.Tree(classify.Egress)
 		bt, err := htb.NewTree(bc, nil, 0)
 		if err != nil {
 			t.Fatal(err)
@@ -475,11 +475,11 @@ func TestHTBScriptChains(t *testing.T) {
 		"class parent 1:10 classid 1:11 rate 100mbit; class parent 1:10 classid 1:12 rate 100mbit; class parent 1:1 classid 1:30 rate 1mbit; " +
 		"filter dst 10.0.0.0/8 classid 1:10; filter parent 1:10 dst 10.1.0.0/16 proto tcp dport 443 classid 1:11; " +
 		"filter parent 1:10 classid 1:12; filter parent 1: dst 172.16.0.0/12 classid 1:30"
-	s, err := parseScript(text)
+	s, err := htb.ParseScript(text)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := s.config(classify.Egress)
+	cfg := s.Tree(classify.Egress)
 	var root, chain []string
 	for _, r := range cfg.Rules {
 		root = append(root, r.String())
@@ -496,9 +496,9 @@ func TestHTBScriptChains(t *testing.T) {
 	if len(cfg.Chains) != 1 {
 		t.Errorf("chains of %d classes, want 1", len(cfg.Chains))
 	}
-	back, err := parseScript(s.String())
+	back, err := htb.ParseScript(s.String())
 	if err != nil {
-		t.Fatalf("parseScript(%q): %v", s.String(), err)
+		t.Fatalf("htb.ParseScript(%q): %v", s.String(), err)
 	}
 	if back.String() != s.String() || !strings.Contains(s.String(), "filter parent 1:10 classid 1:12") {
 		t.Errorf("round trip: %q, then %q", s.String(), back.String())
@@ -509,15 +509,15 @@ func TestHTBScriptChains(t *testing.T) {
 		{strings.Replace(text, "filter parent 1:10 classid 1:12", "filter parent 1:10 dst 1.0.0.0/8 classid 1:1; filter parent 1:10 classid 1:12", 1) + "; filter parent 1:1 classid 1:10", "whose chain leads back here: a loop"},
 		{text + "; filter parent 1:11 classid 1:10", ""}, // a leaf's filters never run: no loop
 	} {
-		_, err := parseScript(tc.text)
+		_, err := htb.ParseScript(tc.text)
 		if tc.says == "" {
 			if err != nil {
-				t.Errorf("parseScript(%q): %v", tc.text, err)
+				t.Errorf("htb.ParseScript(%q): %v", tc.text, err)
 			}
 			continue
 		}
 		if err == nil || !strings.Contains(err.Error(), tc.says) {
-			t.Errorf("parseScript(%q): %v; want an error saying %q", tc.text, err, tc.says)
+			t.Errorf("htb.ParseScript(%q): %v; want an error saying %q", tc.text, err, tc.says)
 		}
 	}
 }

@@ -63,7 +63,7 @@ func TestHTBAnnotationSendsNoMore(t *testing.T) {
 		if err != nil {
 			t.Fatalf("operator tree %q: %v", op, err)
 		}
-		opScript, err := parseScript(op)
+		opScript, err := htb.ParseScript(op)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -75,7 +75,7 @@ func TestHTBAnnotationSendsNoMore(t *testing.T) {
 		if strings.Contains(ann, "filter parent") {
 			split++
 		}
-		after, err := parseScript(c.HTB)
+		after, err := htb.ParseScript(c.HTB)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,19 +83,19 @@ func TestHTBAnnotationSendsNoMore(t *testing.T) {
 		// they split: its packets' size.
 		sizeOf := packetSizes(rng)
 		size := func(id uint32) uint32 {
-			for classIndex(opScript.classes, id) < 0 {
-				id = after.classes[classIndex(after.classes, id)].Parent
+			for classIndex(opScript.Classes, id) < 0 {
+				id = after.Classes[classIndex(after.Classes, id)].Parent
 			}
 			return sizeOf(id)
 		}
 		all := func(uint32) bool { return true }
-		now := saturated(t, after.config(classify.Egress), size, dur, all)
-		opKids, kids := childCount(opScript.classes), childCount(after.classes)
-		for _, o := range opScript.classes {
-			a := subtreeBytes(after.classes, now, o.ID)
+		now := saturated(t, after.Tree(classify.Egress), size, dur, all)
+		opKids, kids := childCount(opScript.Classes), childCount(after.Classes)
+		for _, o := range opScript.Classes {
+			a := subtreeBytes(after.Classes, now, o.ID)
 			slack := uint64(2 * pkt)
-			for _, n := range after.classes {
-				if classIndex(opScript.classes, n.ID) < 0 && under(after.classes, n.ID, o.ID) {
+			for _, n := range after.Classes {
+				if classIndex(opScript.Classes, n.ID) < 0 && under(after.Classes, n.ID, o.ID) {
 					slack += pkt
 				}
 			}
@@ -106,8 +106,8 @@ func TestHTBAnnotationSendsNoMore(t *testing.T) {
 			// it more of the excess.)
 			if opKids[o.ID] == 0 && kids[o.ID] > 0 {
 				whole := after
-				whole.classes = slices.DeleteFunc(slices.Clone(after.classes), func(c htb.ClassConfig) bool { return under(after.classes, c.ID, o.ID) })
-				unsplit := saturated(t, whole.config(classify.Egress), size, dur, all)
+				whole.Classes = slices.DeleteFunc(slices.Clone(after.Classes), func(c htb.ClassConfig) bool { return under(after.Classes, c.ID, o.ID) })
+				unsplit := saturated(t, whole.Tree(classify.Egress), size, dur, all)
 				if b := unsplit[o.ID]; a > b {
 					worst = max(worst, float64(a-b)/float64(b))
 				}
@@ -118,8 +118,8 @@ func TestHTBAnnotationSendsNoMore(t *testing.T) {
 			}
 			// The most the operator's tree lets o send: o's leaves alone
 			// busy.
-			alone := saturated(t, opScript.config(classify.Egress), size, dur, func(l uint32) bool { return l == o.ID || under(opScript.classes, l, o.ID) })
-			if most := subtreeBytes(opScript.classes, alone, o.ID); a > most+slack {
+			alone := saturated(t, opScript.Tree(classify.Egress), size, dur, func(l uint32) bool { return l == o.ID || under(opScript.Classes, l, o.ID) })
+			if most := subtreeBytes(opScript.Classes, alone, o.ID); a > most+slack {
 				t.Fatalf("operator %q\nannotation %q\naccepted as %q\nclass %s sent %d bytes in 10 s with everything under it, above the %d it sends alone under the operator's tree (+%d)",
 					op, ann, c.HTB, classify.ClassID(o.ID), a, most, a-most)
 			}
@@ -242,15 +242,15 @@ func kbitTree(rng *rand.Rand) string {
 // child split again; now and then a class of op's lowered.
 func kbitAnnotation(rng *rand.Rand, op script) string {
 	var parts []string
-	kids := childCount(op.classes)
+	kids := childCount(op.Classes)
 	var leaves []htb.ClassConfig
-	for _, c := range op.classes {
-		if kids[c.ID] == 0 && c.ID != op.qdisc.Default {
+	for _, c := range op.Classes {
+		if kids[c.ID] == 0 && c.ID != op.Qdisc.Default {
 			leaves = append(leaves, c)
 		}
 	}
 	for range 1 + rng.IntN(2) {
-		c := op.classes[1+rng.IntN(len(op.classes)-1)]
+		c := op.Classes[1+rng.IntN(len(op.Classes)-1)]
 		if rng.IntN(4) != 0 {
 			c = leaves[rng.IntN(len(leaves))]
 		}

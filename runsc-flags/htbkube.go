@@ -20,15 +20,15 @@ func (c *Config) applyKubeHTB(key, value string, r uint64) bool {
 	if *p == "" {
 		return false
 	}
-	s, err := parseScript(*p)
+	s, err := htb.ParseScript(*p)
 	if err != nil {
 		return false // Validate reports it
 	}
-	fitted, err := htb.Fit(s.classes, 0, r, r)
+	fitted, err := htb.Fit(s.Classes, 0, r, r)
 	if err != nil {
 		return false // Validate reports it
 	}
-	s.classes = fitted
+	s.Classes = fitted
 	*p = s.String()
 	return true
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/netqdisc/netqdisc/pkg/qdisc/classify"
-	"github.com/netqdisc/netqdisc/pkg/qdisc/fqcodel"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/htb"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/rate"
 )
@@ -25,7 +24,7 @@ func (c *Config) validateHTB() error {
 		if f.text == "" {
 			continue
 		}
-		if _, err := parseScript(f.text); err != nil {
+		if _, err := htb.ParseScript(f.text); err != nil {
 			return fmt.Errorf("--%s: %w", f.name, err)
 		}
 	}
@@ -49,20 +48,13 @@ func (c *Config) IngressHTBConfig() (htb.Config, error) {
 // travelling in direction dir; with mtu not 0, the leaves it grafts
 // fq_codel on get one each, made with the --qdisc-fq-codel-* knobs.
 func (c *Config) htbConfig(flag, text string, dir classify.Direction, mtu uint32) (htb.Config, error) {
-	s, err := parseScript(text)
+	s, err := htb.ParseScript(text)
 	if err != nil {
 		return htb.Config{}, fmt.Errorf("--%s: %w", flag, err)
 	}
-	cfg := s.config(dir)
-	if mtu == 0 {
-		return cfg, nil
-	}
-	for _, id := range s.fqCoDel {
-		q, err := fqcodel.NewQueue(c.FQCoDelConfig(), mtu, nil)
-		if err != nil {
-			return htb.Config{}, flagError(err, fqCoDelFlags)
-		}
-		cfg.Classes[classIndex(cfg.Classes, id)].Leaf = q
+	cfg, err := s.Config(dir, c.FQCoDelConfig(), mtu)
+	if err != nil {
+		return htb.Config{}, flagError(err, fqCoDelFlags)
 	}
 	return cfg, nil
 }
@@ -77,11 +69,11 @@ func (f *Flag) tighten(op, next *Config, value string) error {
 	if base == "" {
 		return fmt.Errorf("--%s is not set by the operator: there are no classes to tighten; setting it %s", f.Name, requiresOverride)
 	}
-	opScript, err := parseScript(base)
+	opScript, err := htb.ParseScript(base)
 	if err != nil {
 		return fmt.Errorf("the operator's --%s: %w", f.Name, err)
 	}
-	sc, _, err := opScript.parseUpdate(value, updateRules{add: true, filters: true})
+	sc, _, err := parseUpdate(opScript, value, updateRules{add: true, filters: true})
 	if err != nil {
 		return err
 	}
@@ -129,24 +121,24 @@ func tightens(op, next script) error {
 	if err := sameRoot(op, next); err != nil {
 		return err
 	}
-	opChildren, children := childCount(op.classes), childCount(next.classes)
-	for _, o := range op.classes {
+	opChildren, children := childCount(op.Classes), childCount(next.Classes)
+	for _, o := range op.Classes {
 		if err := tightensClass(o, next); err != nil {
 			return err
 		}
-		if children[o.ID] > 0 && opChildren[o.ID] == 0 && o.ID == op.qdisc.Default {
+		if children[o.ID] > 0 && opChildren[o.ID] == 0 && o.ID == op.Qdisc.Default {
 			return fmt.Errorf("class %s is the default class: packets no filter places go to it without running its filters (Linux's htb), so it must stay a leaf; to let pods split it, the operator sends its packets there by a catch-all filter (filter classid %s, last) and names another default", classify.ClassID(o.ID), classify.ClassID(o.ID))
 		}
 	}
-	for _, n := range next.classes {
-		if classIndex(op.classes, n.ID) < 0 {
+	for _, n := range next.Classes {
+		if classIndex(op.Classes, n.ID) < 0 {
 			if err := newClassFits(op, next, n); err != nil {
 				return err
 			}
 		}
 	}
-	for _, n := range next.classes {
-		opChain, chain := op.chain(n.ID), next.chain(n.ID)
+	for _, n := range next.Classes {
+		opChain, chain := op.Chain(n.ID), next.Chain(n.ID)
 		switch {
 		case children[n.ID] == 0:
 			if len(chain) != len(opChain) {
@@ -168,7 +160,7 @@ func tightens(op, next script) error {
 // sameRoot refuses filters added to the root chain: they would move
 // packets between the operator's classes.
 func sameRoot(op, next script) error {
-	opRoot, root := op.chain(0), next.chain(0)
+	opRoot, root := op.Chain(0), next.Chain(0)
 	if len(root) != len(opRoot) {
 		return fmt.Errorf("filter %v: a filter of the qdisc's root chain would move packets between the operator's classes (internet traffic into the cluster's class); attach it to a class the annotation splits, as filter parent 1:20 ... classid 1:21", root[len(opRoot)])
 	}
@@ -177,11 +169,11 @@ func sameRoot(op, next script) error {
 
 // tightensClass refuses o, a class of the operator's, loosened in next.
 func tightensClass(o htb.ClassConfig, next script) error {
-	j := classIndex(next.classes, o.ID)
+	j := classIndex(next.Classes, o.ID)
 	if j < 0 {
 		return fmt.Errorf("class %s is gone", classify.ClassID(o.ID))
 	}
-	n := next.classes[j]
+	n := next.Classes[j]
 	id := classify.ClassID(o.ID)
 	eo, en := effective(o), effective(n)
 	for _, b := range []struct {
@@ -227,15 +219,15 @@ func newClassFits(op, next script, n htb.ClassConfig) error {
 	if n.Parent == 0 || n.Parent&0xffff == 0 {
 		return fmt.Errorf("class %s: a class at the top of the tree is under none of the operator's classes, which are the ceilings; hang it from one (parent 1:20)", id)
 	}
-	if n.ID == op.qdisc.Default {
+	if n.ID == op.Qdisc.Default {
 		return fmt.Errorf("class %s: the operator's default names it (packets no filter places went to the direct queue); give the class another classid", id)
 	}
-	for _, f := range op.filters {
-		if f.rule.Class == n.ID {
+	for _, f := range op.Filters {
+		if f.Rule.Class == n.ID {
 			return fmt.Errorf("class %s: the operator's filter %v names it (its packets went to the default class); give the class another classid", id, f)
 		}
 	}
-	p := next.classes[classIndex(next.classes, n.Parent)] // Validate: it is there
+	p := next.Classes[classIndex(next.Classes, n.Parent)] // Validate: it is there
 	en, ep := effective(n), effective(p)
 	pid := classify.ClassID(p.ID)
 	switch {
@@ -247,8 +239,8 @@ func newClassFits(op, next script, n htb.ClassConfig) error {
 	// The operator's class it splits: the nearest of its ancestors that
 	// is op's.
 	a := p
-	for classIndex(op.classes, a.ID) < 0 {
-		a = next.classes[classIndex(next.classes, a.Parent)]
+	for classIndex(op.Classes, a.ID) < 0 {
+		a = next.Classes[classIndex(next.Classes, a.Parent)]
 	}
 	if n.Prio < a.Prio {
 		return fmt.Errorf("class %s: prio %d is ahead of the prio %d of the operator's class %s it splits, and prio decides which class gets the excess; give prio %d or more", id, n.Prio, a.Prio, classify.ClassID(a.ID), a.Prio)
@@ -264,16 +256,16 @@ func chainStaysUnder(next script, id uint32, chain []filter) error {
 	cid := classify.ClassID(id)
 	catchAll := false
 	for _, f := range chain {
-		if !under(next.classes, f.rule.Class, id) {
-			return fmt.Errorf("filter %v sends packets of class %s to %s, out of %s and its ceiling; a pod's filters may only send a class's packets to classes under it", f, cid, classify.ClassID(f.rule.Class), cid)
+		if !under(next.Classes, f.Rule.Class, id) {
+			return fmt.Errorf("filter %v sends packets of class %s to %s, out of %s and its ceiling; a pod's filters may only send a class's packets to classes under it", f, cid, classify.ClassID(f.Rule.Class), cid)
 		}
-		catchAll = catchAll || htb.CatchAll(f.rule)
+		catchAll = catchAll || htb.CatchAll(f.Rule)
 	}
 	if catchAll {
 		return nil
 	}
 	example := classify.ClassID(id)
-	for _, c := range next.classes {
+	for _, c := range next.Classes {
 		if c.Parent == id {
 			example = classify.ClassID(c.ID)
 			break
@@ -337,11 +329,11 @@ func (c *Config) changeClasses(f *Flag, value string) error {
 	if *p == "" {
 		return fmt.Errorf("the sandbox has no htb classes here to change")
 	}
-	cur, err := parseScript(*p)
+	cur, err := htb.ParseScript(*p)
 	if err != nil {
 		return err
 	}
-	next, u, err := cur.parseUpdate(value, updateRules{resets: true})
+	next, u, err := parseUpdate(cur, value, updateRules{resets: true})
 	if err != nil {
 		return err
 	}
@@ -382,21 +374,21 @@ func resetsOf(f *Flag, ids []uint32) []quotaReset {
 // differ is changed in place (htb.Discipline.ChangeClass, whose checks
 // were made on the whole tree).
 func planClasses(cur, next string, q *htb.Discipline, resets []uint32) (func() error, error) {
-	a, err := parseScript(cur)
+	a, err := htb.ParseScript(cur)
 	if err != nil {
 		return nil, err
 	}
-	b, err := parseScript(next)
+	b, err := htb.ParseScript(next)
 	if err != nil {
 		return nil, err
 	}
 	var changed []htb.ClassConfig
-	for _, c := range b.classes {
-		j := classIndex(a.classes, c.ID)
+	for _, c := range b.Classes {
+		j := classIndex(a.Classes, c.ID)
 		if j < 0 {
 			return nil, fmt.Errorf("class %s is not in the running tree; classes are not added to a running sandbox", classify.ClassID(c.ID))
 		}
-		if a.classes[j].String() != c.String() {
+		if a.Classes[j].String() != c.String() {
 			changed = append(changed, c)
 		}
 	}

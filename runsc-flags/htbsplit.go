@@ -32,27 +32,27 @@ import (
 // quantum, the parent's. A share is at least 1 byte; splitsFit refuses
 // what does not fit.
 func splitShares(op, next *script) {
-	for _, p := range next.classes { // parents come before their children
+	for _, p := range next.Classes { // parents come before their children
 		kids := addedChildren(*op, *next, p.ID)
 		if len(kids) == 0 {
 			continue
 		}
 		pe := effectiveIn(*op, p)
-		share(next.classes, kids, uint64(pe.Burst), func(c *htb.ClassConfig) *uint32 { return &c.Burst })
+		share(next.Classes, kids, uint64(pe.Burst), func(c *htb.ClassConfig) *uint32 { return &c.Burst })
 		var unset []int
 		for _, j := range kids {
-			if next.classes[j].CBurst == 0 {
+			if next.Classes[j].CBurst == 0 {
 				unset = append(unset, j)
 			}
 		}
-		share(next.classes, kids, uint64(pe.CBurst), func(c *htb.ClassConfig) *uint32 { return &c.CBurst })
+		share(next.Classes, kids, uint64(pe.CBurst), func(c *htb.ClassConfig) *uint32 { return &c.CBurst })
 		for _, j := range unset {
-			if c := &next.classes[j]; effective(*c).Ceil <= c.Rate {
+			if c := &next.Classes[j]; effective(*c).Ceil <= c.Rate {
 				c.CBurst = min(c.CBurst, c.Burst) // so that it never borrows
 			}
 		}
 		for _, j := range kids {
-			if c := &next.classes[j]; c.Quantum == 0 {
+			if c := &next.Classes[j]; c.Quantum == 0 {
 				c.Quantum = pe.Quantum
 			}
 		}
@@ -89,7 +89,7 @@ func borrows(c htb.ClassConfig) bool {
 // splitsFit refuses the children next adds to a class unless they share
 // it (see the comment above splitShares).
 func splitsFit(op, next script) error {
-	for _, p := range next.classes {
+	for _, p := range next.Classes {
 		kids := addedChildren(op, next, p.ID)
 		if len(kids) == 0 {
 			continue
@@ -99,7 +99,7 @@ func splitsFit(op, next script) error {
 		var ids, borrowers []string
 		var rates, bursts, cbursts uint64
 		for _, j := range kids {
-			e := effectiveIn(op, next.classes[j])
+			e := effectiveIn(op, next.Classes[j])
 			id := classify.ClassID(e.ID)
 			ids = append(ids, id)
 			rates += e.Rate
@@ -136,12 +136,12 @@ func splitsFit(op, next script) error {
 	return nil
 }
 
-// addedChildren returns where, in next.classes, the children of class id
+// addedChildren returns where, in next.Classes, the children of class id
 // are that next adds to op.
 func addedChildren(op, next script, id uint32) []int {
 	var out []int
-	for j, c := range next.classes {
-		if c.Parent == id && classIndex(op.classes, c.ID) < 0 {
+	for j, c := range next.Classes {
+		if c.Parent == id && classIndex(op.Classes, c.ID) < 0 {
 			out = append(out, j)
 		}
 	}
@@ -154,7 +154,7 @@ func addedChildren(op, next script, id uint32) []int {
 func effectiveIn(op script, c htb.ClassConfig) htb.ClassConfig {
 	e := effective(c)
 	if e.Quantum == 0 {
-		r2q := uint64(op.qdisc.R2Q)
+		r2q := uint64(op.Qdisc.R2Q)
 		if r2q == 0 {
 			r2q = htb.DefaultR2Q
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/netqdisc/netqdisc/pkg/qdisc"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/htb"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/rate"
 )
 
@@ -108,8 +109,8 @@ const (
 	KindBool
 	// KindPacketRate is packets per second, bare or with units ("20kpps").
 	KindPacketRate
-	// KindHTB is an htb script (see script): tc's words for a qdisc, its
-	// classes and filters, held as parseScript writes it back.
+	// KindHTB is an htb script (htb.Script): tc's words for a qdisc, its
+	// classes and filters, held as htb.Script.String writes it back.
 	KindHTB
 	// KindCake is tc-cake's words ("bandwidth 100mbit dual-dsthost"), held
 	// as cake.Config.String writes them back.
@@ -158,7 +159,7 @@ func (k Kind) parse(s string) (any, error) {
 		if strings.TrimSpace(s) == "" {
 			return "", nil
 		}
-		sc, err := parseScript(s)
+		sc, err := htb.ParseScript(s)
 		if err != nil {
 			return "", err
 		}
