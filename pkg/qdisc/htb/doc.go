@@ -26,6 +26,10 @@
 // makes the lane look again at once, as Linux runs its qdisc after every
 // enqueue.
 //
+// tc's words for one piece (ParseQdisc, ParseClass, ParseFilter) and for
+// a whole qdisc, a Script of statements (ParseScript), build a Config;
+// Kind registers htb with package qdisc, its words a Script.
+//
 // Where this differs from Linux:
 //   - Buckets' depths are TimeNS(burst) in ns, as tbf's, not tc's psched
 //     ticks; a packet costs rate.TimeNS of its length, overhead and mpu

@@ -18,6 +18,8 @@ import (
 // --qdisc-htb and --qdisc-ingress-htb, the htb Kind's words):
 //
 //	qdisc default 20; class root classid 1:1 rate 1gbit;
+//	class parent 1:1 classid 1:10 rate 900mbit;
+//	class parent 1:10 classid 1:11 rate 100mbit;
 //	class parent 1:1 classid 1:20 rate 10mbit quota 50gb per 24h;
 //	filter dst 10.0.0.0/8 classid 1:10;
 //	filter parent 1:10 dst 10.1.0.0/16 classid 1:11

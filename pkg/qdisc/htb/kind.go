@@ -1,0 +1,199 @@
+package htb
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
+
+	"github.com/netqdisc/netqdisc/pkg/qdisc"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/classify"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/fqcodel"
+)
+
+// classMetrics are htb's per-class counters, as `tc -s class show` prints
+// them, each read from a class's ClassStats: the names and meanings runsc
+// exports per class (its /network/qdisc/class/*), and the packets a class
+// lent and borrowed.
+var classMetrics = []struct {
+	qdisc.Metric
+	read func(ClassStats) uint64
+}{
+	{qdisc.Metric{Name: "sent_bytes", Member: "class", Help: "Bytes the class sent (tc -s class: Sent bytes).", Cumulative: true}, func(c ClassStats) uint64 { return c.Bytes }},
+	{qdisc.Metric{Name: "sent_packets", Member: "class", Help: "Packets the class sent (tc -s class: pkt).", Cumulative: true}, func(c ClassStats) uint64 { return c.Packets }},
+	{qdisc.Metric{Name: "dropped_packets", Member: "class", Help: "Packets the class's queue dropped (tc -s class: dropped).", Cumulative: true}, func(c ClassStats) uint64 { return c.Drops }},
+	{qdisc.Metric{Name: "overlimits", Member: "class", Help: "Times the class went over its ceil (tc -s class: overlimits).", Cumulative: true}, func(c ClassStats) uint64 { return c.Overlimits }},
+	{qdisc.Metric{Name: "lended_packets", Member: "class", Help: "Packets the class sent at its own level: within its rate, or lent to a class under it (tc -s class: lended).", Cumulative: true}, func(c ClassStats) uint64 { return c.Lends }},
+	{qdisc.Metric{Name: "borrowed_packets", Member: "class", Help: "Packets classes under it sent with tokens borrowed from the class (tc -s class: borrowed).", Cumulative: true}, func(c ClassStats) uint64 { return c.Borrows }},
+	{qdisc.Metric{Name: "backlog_bytes", Member: "class", Help: "Bytes queued in the class now (tc -s class: backlog)."}, func(c ClassStats) uint64 { return c.BacklogBytes }},
+	{qdisc.Metric{Name: "quota_used_bytes", Member: "class", Help: "Bytes counted against the class's quota this period (0 without one)."}, func(c ClassStats) uint64 { return c.QuotaUsed }},
+}
+
+// Kind is htb as a runtime knows it (qdisc.Register): a Script's words
+// (Parse; Options are the Script), both paths (a leaf the script grafts
+// fq_codel on gets fq_codel's defaults: a runtime with knobs of its own
+// builds the Config itself, Script.Config), its classes changed in place
+// (Change), its classes' counters as metrics (members the classes, as tc
+// prints them: "1:10") and its quotas' counters kept by a checkpoint. A
+// pod's words have no Tighten here: a runtime holds them to the
+// operator's by a rule of its own (runsc's, in package runscflags), and
+// it has no Fit (Fit fits a tree under a bandwidth).
+var Kind = qdisc.Kind{
+	Name:    "htb",
+	Usage:   "Hierarchical token bucket classes, as a script of tc's statements: qdisc (default, r2q, direct_qlen), class (rate, ceil, burst, cburst, prio, quantum, quota), filter (dst, src, proto, sport, dport, dscp, classid; parent 1:10 for a class's chain), and qdisc parent 1:20 fq_codel on a leaf.",
+	Example: "qdisc default 20; class root classid 1:1 rate 1gbit; class parent 1:1 classid 1:10 rate 900mbit ceil 1gbit; class parent 1:1 classid 1:20 rate 10mbit; filter dst 10.0.0.0/8 classid 1:10; qdisc parent 1:20 fq_codel",
+	Parse: func(words string) (qdisc.Options, error) {
+		s, err := ParseScript(words)
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
+	},
+	New: func(lower stack.LinkEndpoint, clock tcpip.Clock, o qdisc.Options) (qdisc.Discipline, error) {
+		cfg, err := o.(Script).Config(classify.Egress, fqcodel.Config{}, frameMTU(lower))
+		if err != nil {
+			return nil, err
+		}
+		return qdisc.AsDiscipline(New(lower, clock, cfg))
+	},
+	NewTo: func(out stack.LinkWriter, link stack.LinkEndpoint, clock tcpip.Clock, o qdisc.Options) (qdisc.Discipline, error) {
+		cfg, err := o.(Script).Config(classify.Ingress, fqcodel.Config{}, frameMTU(link))
+		if err != nil {
+			return nil, err
+		}
+		return qdisc.AsDiscipline(NewTo(out, link, clock, cfg))
+	},
+	Change: func(q qdisc.Discipline, o qdisc.Options) error { return q.(*Discipline).changeClasses(o.(Script)) },
+	Metrics: func() []qdisc.Metric {
+		var ms []qdisc.Metric
+		for _, m := range classMetrics {
+			ms = append(ms, m.Metric)
+		}
+		return ms
+	}(),
+	Members: func(o qdisc.Options) []string {
+		var ids []string
+		for _, c := range o.(Script).Classes {
+			ids = append(ids, classify.ClassID(c.ID))
+		}
+		return ids
+	},
+	Samples: func(q qdisc.Discipline) []qdisc.Sample {
+		var out []qdisc.Sample
+		for _, c := range q.(*Discipline).Classes() {
+			for _, m := range classMetrics {
+				out = append(out, qdisc.Sample{Metric: m.Name, Member: classify.ClassID(c.ID), Value: m.read(c)})
+			}
+		}
+		return out
+	},
+	Save: func(q qdisc.Discipline) []byte {
+		states := q.(*Discipline).Quotas()
+		if len(states) == 0 {
+			return nil
+		}
+		b, err := json.Marshal(states)
+		if err != nil {
+			panic(fmt.Sprintf("htb: quotas %+v: %v", states, err)) // plain numbers: cannot fail
+		}
+		return b
+	},
+	Restore: func(q qdisc.Discipline, state []byte) error {
+		var states []QuotaState
+		if err := json.Unmarshal(state, &states); err != nil {
+			return fmt.Errorf("htb: the quotas' state: %w", err)
+		}
+		return q.(*Discipline).RestoreQuotas(states)
+	},
+}
+
+func init() { qdisc.Register(Kind) }
+
+var _ qdisc.Discipline = (*Discipline)(nil)
+
+// frameMTU is the largest frame link takes, its MTU and link header, which
+// a grafted fq_codel is made for; 0 for no link (New refuses it).
+func frameMTU(link stack.LinkEndpoint) uint32 {
+	if link == nil {
+		return 0
+	}
+	return link.MTU() + uint32(link.MaxHeaderLength())
+}
+
+// changeClasses changes d's classes in place to s's (ChangeClass, each
+// class whose settings differ, in s's order): s has d's classes, qdisc
+// words, filters and grafted leaves, which a running tree keeps.
+func (d *Discipline) changeClasses(s Script) error {
+	if err := s.Validate(); err != nil {
+		return err
+	}
+	var cur Config
+	d.lanes.Lanes[0].Locked(func() {
+		cur = d.tree.cfg
+		cur.Classes = slices.Clone(cur.Classes)
+	})
+	next := s.Tree(cur.Direction).withDefaults()
+	if got, want := qdiscWords(next), qdiscWords(cur); got != want {
+		return fmt.Errorf("htb: qdisc %q: the qdisc's words stay as they are (%q) in a running tree; change classes", got, want)
+	}
+	if !sameFilters(cur, next) {
+		return fmt.Errorf("htb: the filters stay as they are in a running tree; change classes")
+	}
+	var grafted []uint32
+	for _, c := range cur.Classes {
+		if c.Leaf != nil {
+			grafted = append(grafted, c.ID)
+		}
+	}
+	if !sameSet(grafted, s.FQCoDel) {
+		return fmt.Errorf("htb: the leaves' qdiscs stay as they are in a running tree; change classes")
+	}
+	var changed []ClassConfig
+	for i, c := range next.Classes {
+		j := classIndex(cur.Classes, c.ID)
+		if j < 0 {
+			return fmt.Errorf("htb: class %s is not in the running tree; classes are not added to a running tree", classify.ClassID(c.ID))
+		}
+		if cur.Classes[j].String() != c.String() {
+			changed = append(changed, s.Classes[i])
+		}
+	}
+	for _, c := range cur.Classes {
+		if classIndex(next.Classes, c.ID) < 0 {
+			return fmt.Errorf("htb: class %s is missing; classes are not removed from a running tree", classify.ClassID(c.ID))
+		}
+	}
+	for _, c := range changed {
+		if err := d.ChangeClass(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sameFilters reports whether a and b have the same root chain and the
+// same chains of classes.
+func sameFilters(a, b Config) bool {
+	same := func(x, y []classify.Rule) bool {
+		return slices.EqualFunc(x, y, func(r, s classify.Rule) bool { return r.String() == s.String() })
+	}
+	if !same(a.Rules, b.Rules) || len(a.Chains) != len(b.Chains) {
+		return false
+	}
+	for id, rules := range a.Chains {
+		if !same(rules, b.Chains[id]) {
+			return false
+		}
+	}
+	return true
+}
+
+// sameSet reports whether a and b hold the same ids.
+func sameSet(a, b []uint32) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
+}
