@@ -113,3 +113,47 @@ func TestCheckpointState(t *testing.T) {
 		t.Errorf("State(false) = %+v; want no args and the one quota", s)
 	}
 }
+
+// TestHTBKind: htb is a registered kind too: KindOf gives it, with the
+// script as its options, in each direction; the NIC's Samples are its
+// classes' counters (member "1:10"); a checkpoint keeps its quotas once,
+// in EgressQuotas and IngressQuotas, as it did before; and
+// --qdisc-ingress=htb names what --qdisc-ingress-htb shapes.
+func TestHTBKind(t *testing.T) {
+	flags := map[string]string{"qdisc": "htb", "qdisc-htb": liveHTB, "qdisc-ingress-htb": liveHTB}
+	p := newLiveNIC(t, "eth0", 1500, flags)
+	cfg := p.NIC.Config()
+	for _, d := range []runscflags.Ceiling{runscflags.EgressCeiling, runscflags.IngressCeiling} {
+		k, o, ok := cfg.KindOf(d)
+		if !ok || k.Name != "htb" || o.String() != cfg.HTB || cfg.HTB != cfg.IngressHTB {
+			t.Errorf("KindOf(%v) = %s %v, %v; want htb with the script %q", d, k.Name, o, ok, cfg.HTB)
+		}
+	}
+	pkt := qdisctest.MakePacket(1000, 0, 0)
+	if err := p.q.(*htb.Discipline).WritePacket(pkt); err != nil {
+		t.Fatal(err)
+	}
+	pkt.DecRef()
+	qdisctest.WaitQuiescent(t, p.q.(*htb.Discipline))
+	egress, ingress := p.NIC.Samples()
+	if egress.Kind != "htb" || ingress.Kind != "htb" {
+		t.Fatalf("Samples: %+v, %+v; want htb's in both directions", egress, ingress)
+	}
+	sent := map[string]uint64{}
+	for _, s := range egress.Samples {
+		if s.Metric == "sent_bytes" {
+			sent[s.Member] = s.Value
+		}
+	}
+	if len(sent) != 3 || sent["1:20"] != 1000 || sent["1:1"] != 1000 || sent["1:10"] != 0 {
+		t.Errorf("sent_bytes by class %v; want 1000 in 1:1 and 1:20 (the default class), 0 in 1:10", sent)
+	}
+	s := p.NIC.State(false)
+	if len(s.EgressQuotas) != 1 || len(s.IngressQuotas) != 1 || s.Egress != nil || s.Ingress != nil {
+		t.Errorf("State = %+v; want the quotas in EgressQuotas and IngressQuotas only", s)
+	}
+	flags["qdisc-ingress"] = "htb"
+	if err := configOf(t, flags).Validate(); err != nil {
+		t.Errorf("--qdisc-ingress=htb with --qdisc-ingress-htb: %v", err)
+	}
+}

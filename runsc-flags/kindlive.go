@@ -119,10 +119,13 @@ func (n *NIC) kindAt(d Ceiling) (*qdisc.Kind, qdisc.Discipline, bool) {
 	return &k, dq, ok
 }
 
-// saveKinds returns what the kinds' Save keep of each direction's qdisc.
+// saveKinds returns what the kinds' Save keep of each direction's qdisc:
+// htb's is its quotas' counters, which NICState keeps in EgressQuotas and
+// IngressQuotas (State), as checkpoints did before htb was a kind, and
+// not twice.
 func (n *NIC) saveKinds() (egress, ingress []byte) {
 	save := func(d Ceiling) []byte {
-		if k, q, ok := n.kindAt(d); ok && k.Save != nil {
+		if k, q, ok := n.kindAt(d); ok && k.Save != nil && k.Name != "htb" {
 			return k.Save(q)
 		}
 		return nil

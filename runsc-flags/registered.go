@@ -7,5 +7,6 @@ import (
 	_ "github.com/netqdisc/netqdisc/pkg/qdisc/cake"
 	_ "github.com/netqdisc/netqdisc/pkg/qdisc/fifo"
 	_ "github.com/netqdisc/netqdisc/pkg/qdisc/fqcodel"
+	_ "github.com/netqdisc/netqdisc/pkg/qdisc/htb"
 	_ "github.com/netqdisc/netqdisc/pkg/qdisc/tbf"
 )
