@@ -14,21 +14,21 @@ import (
 )
 
 // classMetrics are htb's per-class counters, as `tc -s class show` prints
-// them, each read from a class's ClassStats: the names and meanings runsc
-// exports per class (its /network/qdisc/class/*), and the packets a class
-// lent and borrowed.
+// them, each read from a class's ClassStats: the names, meanings and path
+// runsc has exported per class (/network/qdisc/class/sent_bytes, Under
+// "class/"), and the packets a class lent and borrowed.
 var classMetrics = []struct {
 	qdisc.Metric
 	read func(ClassStats) uint64
 }{
-	{qdisc.Metric{Name: "sent_bytes", Member: "class", Help: "Bytes the class sent (tc -s class: Sent bytes).", Cumulative: true}, func(c ClassStats) uint64 { return c.Bytes }},
-	{qdisc.Metric{Name: "sent_packets", Member: "class", Help: "Packets the class sent (tc -s class: pkt).", Cumulative: true}, func(c ClassStats) uint64 { return c.Packets }},
-	{qdisc.Metric{Name: "dropped_packets", Member: "class", Help: "Packets the class's queue dropped (tc -s class: dropped).", Cumulative: true}, func(c ClassStats) uint64 { return c.Drops }},
-	{qdisc.Metric{Name: "overlimits", Member: "class", Help: "Times the class went over its ceil (tc -s class: overlimits).", Cumulative: true}, func(c ClassStats) uint64 { return c.Overlimits }},
-	{qdisc.Metric{Name: "lended_packets", Member: "class", Help: "Packets the class sent at its own level: within its rate, or lent to a class under it (tc -s class: lended).", Cumulative: true}, func(c ClassStats) uint64 { return c.Lends }},
-	{qdisc.Metric{Name: "borrowed_packets", Member: "class", Help: "Packets classes under it sent with tokens borrowed from the class (tc -s class: borrowed).", Cumulative: true}, func(c ClassStats) uint64 { return c.Borrows }},
-	{qdisc.Metric{Name: "backlog_bytes", Member: "class", Help: "Bytes queued in the class now (tc -s class: backlog)."}, func(c ClassStats) uint64 { return c.BacklogBytes }},
-	{qdisc.Metric{Name: "quota_used_bytes", Member: "class", Help: "Bytes counted against the class's quota this period (0 without one)."}, func(c ClassStats) uint64 { return c.QuotaUsed }},
+	{qdisc.Metric{Name: "sent_bytes", Member: "class", Under: "class/", Help: "Bytes the class sent (tc -s class: Sent bytes).", Cumulative: true}, func(c ClassStats) uint64 { return c.Bytes }},
+	{qdisc.Metric{Name: "sent_packets", Member: "class", Under: "class/", Help: "Packets the class sent (tc -s class: pkt).", Cumulative: true}, func(c ClassStats) uint64 { return c.Packets }},
+	{qdisc.Metric{Name: "dropped_packets", Member: "class", Under: "class/", Help: "Packets the class's queue dropped (tc -s class: dropped).", Cumulative: true}, func(c ClassStats) uint64 { return c.Drops }},
+	{qdisc.Metric{Name: "overlimits", Member: "class", Under: "class/", Help: "Times the class went over its ceil (tc -s class: overlimits).", Cumulative: true}, func(c ClassStats) uint64 { return c.Overlimits }},
+	{qdisc.Metric{Name: "lended_packets", Member: "class", Under: "class/", Help: "Packets the class sent at its own level: within its rate, or lent to a class under it (tc -s class: lended).", Cumulative: true}, func(c ClassStats) uint64 { return c.Lends }},
+	{qdisc.Metric{Name: "borrowed_packets", Member: "class", Under: "class/", Help: "Packets classes under it sent with tokens borrowed from the class (tc -s class: borrowed).", Cumulative: true}, func(c ClassStats) uint64 { return c.Borrows }},
+	{qdisc.Metric{Name: "backlog_bytes", Member: "class", Under: "class/", Help: "Bytes queued in the class now (tc -s class: backlog)."}, func(c ClassStats) uint64 { return c.BacklogBytes }},
+	{qdisc.Metric{Name: "quota_used_bytes", Member: "class", Under: "class/", Help: "Bytes counted against the class's quota this period (0 without one)."}, func(c ClassStats) uint64 { return c.QuotaUsed }},
 }
 
 // Kind is htb as a runtime knows it (qdisc.Register): a Script's words

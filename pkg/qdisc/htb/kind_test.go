@@ -79,8 +79,8 @@ func TestKindRegistered(t *testing.T) {
 	var names []string
 	for _, m := range k.Metrics {
 		names = append(names, m.Name)
-		if m.Member != "class" || m.Help == "" {
-			t.Errorf("metric %+v: want a class's, with help", m)
+		if m.Member != "class" || m.Help == "" || m.Path("htb") != "class/"+m.Name {
+			t.Errorf("metric %+v: want a class's, with help, at class/%s", m, m.Name)
 		}
 		if cum := m.Name != "backlog_bytes" && m.Name != "quota_used_bytes"; m.Cumulative != cum {
 			t.Errorf("metric %s: cumulative %v; want %v", m.Name, m.Cumulative, cum)
