@@ -37,10 +37,10 @@ func TestDocs(t *testing.T) {
 	for _, f := range runscflags.AllFlags() {
 		flags[f.Name] = true
 	}
-	// The flags every kind has, as the docs write them, and those of the
-	// kind docs/adding-a-qdisc.md walks (runsc-flags/kindproof's test
-	// registers it).
-	for _, name := range []string{"qdisc-KIND", "qdisc-ingress-KIND", "qdisc-bfifo", "qdisc-ingress-bfifo"} {
+	// The flags every kind has, as the docs write them, those of the kind
+	// docs/adding-a-qdisc.md walks (runsc-flags/kindproof's test registers
+	// it), and runsc's carrier of them to the sandbox (runsc patch 0003).
+	for _, name := range []string{"qdisc-KIND", "qdisc-ingress-KIND", "qdisc-bfifo", "qdisc-ingress-bfifo", "qdisc-flags"} {
 		flags[name] = true
 	}
 	c := &Checker{Root: root, Flags: flags}
