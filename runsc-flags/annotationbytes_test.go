@@ -19,6 +19,7 @@ import (
 // ceilings let through (ceilingMbit). 250 accepted sets in the long run
 // (qdisctest.Long), 8 by default (propertySets).
 func TestAnnotationSendsNoMore(t *testing.T) {
+	t.Parallel() // long under -race; shares nothing with the package's other tests
 	rng := rand.New(rand.NewPCG(36, 2))
 	dsts := []netip.Addr{netip.MustParseAddr("198.51.100.1"), netip.MustParseAddr("198.51.100.2"), netip.MustParseAddr("203.0.113.7")}
 	const dur = 2 * time.Second

@@ -220,6 +220,7 @@ func TestHTBKubernetes(t *testing.T) {
 // 3000 rounds in the long run (qdisctest.Long), the first 1500 of them by
 // default.
 func TestHTBTightenInvariant(t *testing.T) {
+	t.Parallel() // long under -race; shares nothing with the package's other tests
 	rng := rand.New(rand.NewPCG(1, 2))
 	rounds := 1500
 	if qdisctest.Long() {

@@ -41,6 +41,7 @@ func propertySets() int {
 // bytes after the annotation than before. 1000 annotations in the long
 // run, 32 by default (propertyTrees).
 func TestHTBAnnotationSendsNoMore(t *testing.T) {
+	t.Parallel() // long under -race; shares nothing with the package's other tests
 	rng := rand.New(rand.NewPCG(36, 1))
 	want := propertyTrees()
 	const dur = int64(10 * time.Second)

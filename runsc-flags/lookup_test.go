@@ -276,6 +276,7 @@ func annotationValues(f *Flag, op *Config) []string {
 // 300 operators in the long run (qdisctest.Long), the first 20 of them by
 // default.
 func TestCheckAnnotationAgrees(t *testing.T) {
+	t.Parallel() // long under -race; shares nothing with the package's other tests
 	rng := rand.New(rand.NewSource(7))
 	operators := 20
 	if qdisctest.Long() {

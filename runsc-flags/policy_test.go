@@ -176,6 +176,7 @@ func randomAnnotations(rng *rand.Rand, op *Config) map[string]string {
 // default; either way at least a tenth of them accepted and a tenth
 // refused.
 func TestPolicyProperty(t *testing.T) {
+	t.Parallel() // long under -race; shares nothing with the package's other tests
 	rng := rand.New(rand.NewSource(42))
 	sets := 800
 	if qdisctest.Long() {

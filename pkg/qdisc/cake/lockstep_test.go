@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -792,25 +793,33 @@ func TestLockstep(t *testing.T) {
 		lockstepCase{name: "autorate", cfg: cfgWith(func(c *Config) { c.Autorate = true; c.Ingress = true }), traffic: flood, end: ms(3000)},
 	)
 	cases = append(cases, changeCases(mixed, changeSpan)...)
+	var mu sync.Mutex // guards ackDrops: the cases run side by side
 	ackDrops := map[AckFilter]uint32{}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			l := newLockstep(t, tc.cfg, 7)
-			l.peek = tc.peek
-			tc.traffic = slices.Clone(tc.traffic)
-			l.run(tc.traffic, tc.end)
-			if tc.cfg.AckFilter != NoAckFilter {
-				for _, tn := range l.core.XStats().Tins {
-					ackDrops[tc.cfg.AckFilter] += tn.AckDrops
+	// The cases run in parallel, each with its own qdisc and model, in a
+	// group that returns when the last is done (both cores under -race).
+	t.Run("cases", func(t *testing.T) {
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				t.Parallel()
+				l := newLockstep(t, tc.cfg, 7)
+				l.peek = tc.peek
+				tc.traffic = slices.Clone(tc.traffic)
+				l.run(tc.traffic, tc.end)
+				if tc.cfg.AckFilter != NoAckFilter {
+					mu.Lock()
+					for _, tn := range l.core.XStats().Tins {
+						ackDrops[tc.cfg.AckFilter] += tn.AckDrops
+					}
+					mu.Unlock()
 				}
-			}
-			if tc.want != nil {
-				if msg := tc.want(l.core.XStats(), l.core); msg != "" {
-					t.Errorf("the case did not exercise its feature: %s", msg)
+				if tc.want != nil {
+					if msg := tc.want(l.core.XStats(), l.core); msg != "" {
+						t.Errorf("the case did not exercise its feature: %s", msg)
+					}
 				}
-			}
-		})
-	}
+			})
+		}
+	})
 	// Over every ACK case run (all, unless -run picked some).
 	_, ranOn := ackDrops[AckFilterOn]
 	if _, ran := ackDrops[AckFilterAggressive]; ran && ranOn && (ackDrops[AckFilterOn] == 0 || ackDrops[AckFilterAggressive] <= ackDrops[AckFilterOn]) {

@@ -431,6 +431,7 @@ func leaveAsTheyCome(t *testing.T, arrivals []htbtest.Arrival, sent []htbtest.De
 // same packets leave or drop at the same nanoseconds, and the classes end
 // with the same counters and tokens.
 func TestConformance(t *testing.T) {
+	t.Parallel() // long under -race; shares nothing with the package's other tests
 	for _, tc := range scriptedCases() {
 		t.Run(tc.name, func(t *testing.T) {
 			sent := htbtest.Conform(t, tc.cfg, tc.arrivals, tc.changes)
@@ -473,6 +474,7 @@ func variantCases() []scripted {
 // By default each case's first 500 arrivals (variantCases), polled up to
 // 10000 times; in the long run all of them, up to 50000.
 func TestConformancePolled(t *testing.T) {
+	t.Parallel() // long under -race; shares nothing with the package's other tests
 	maxPolls := 10_000
 	if qdisctest.Long() {
 		maxPolls = 50_000
@@ -523,6 +525,7 @@ func TestConformanceBatched(t *testing.T) {
 // times). Each case's first 500 arrivals by default, all in the long
 // run (variantCases).
 func TestConformanceDequeueBatch(t *testing.T) {
+	t.Parallel() // long under -race; shares nothing with the package's other tests
 	for _, mode := range []string{"each", "burst", "one by one"} {
 		for _, tc := range variantCases() {
 			t.Run(fmt.Sprintf("%s, %s", tc.name, mode), func(t *testing.T) {
@@ -625,6 +628,7 @@ var randomSeeds = flag.Int("htb.seeds", 0, "random trees TestRandomTrees runs (0
 // 10 by default (every way of dequeuing, and two big trees), as many as
 // -htb.seeds says if set.
 func TestRandomTrees(t *testing.T) {
+	t.Parallel() // long under -race; shares nothing with the package's other tests
 	n := *randomSeeds
 	if n == 0 {
 		n = 10
