@@ -71,6 +71,7 @@ func firstShare(sent []uint64) float64 {
 // without TCP's hashes. Each case sends fairnessPackets: 22000 in the
 // long run, 5500 by default.
 func TestHostFairness(t *testing.T) {
+	t.Parallel() // long under -race; shares nothing with the package's other tests
 	for _, tc := range []struct {
 		name   string
 		iso    Isolation

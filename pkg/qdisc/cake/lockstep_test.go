@@ -598,6 +598,7 @@ func ms(n int64) int64 { return n * 1e6 }
 // these cases took 54 of the 65 s under -race). The other cases run in
 // full either way.
 func TestLockstep(t *testing.T) {
+	t.Parallel() // long under -race; shares nothing with the package's other tests
 	flowPkts, flowEnd, changeSpan := 300, ms(2000), ms(3000)
 	if !qdisctest.Long() {
 		flowPkts, flowEnd, changeSpan = 60, ms(500), ms(1000)

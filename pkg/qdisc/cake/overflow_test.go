@@ -136,6 +136,7 @@ func TestSplitGSO(t *testing.T) {
 // by default 2000, each of the 300 hosts still sending six or more (the
 // checks after every packet walk the heap and every flow).
 func TestOverflowHeap(t *testing.T) {
+	t.Parallel() // long under -race; shares nothing with the package's other tests
 	cfg := DefaultConfig()
 	cfg.Bandwidth, cfg.Memlimit, cfg.Diffserv = 125_000, MinMemlimit, Diffserv4
 	s := testSched(t, cfg)

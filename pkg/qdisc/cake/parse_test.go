@@ -254,6 +254,7 @@ func randomConfig(r *rand.Rand) cake.Config {
 // TestRoundTrip is the property String promises: for valid configs,
 // ParseQdisc(c.String()) == c.
 func TestRoundTrip(t *testing.T) {
+	t.Parallel() // long under -race; shares nothing with the package's other tests
 	r := rand.New(rand.NewPCG(1, 29))
 	for range 20000 {
 		c := randomConfig(r)

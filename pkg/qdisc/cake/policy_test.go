@@ -93,6 +93,7 @@ func TestTighten(t *testing.T) {
 // (the time it takes, WireLen/Bandwidth, is never shorter), nor lets
 // queued packets take more memory on any link.
 func TestTightenNeverLoosens(t *testing.T) {
+	t.Parallel() // long under -race; shares nothing with the package's other tests
 	r := rand.New(rand.NewPCG(29, 4))
 	allowed := 0
 	lengths := []uint32{0, 1, 13, 14, 15, 40, 47, 48, 49, 60, 63, 64, 65, 84, 85, 96, 127, 128, 576, 1280, 1500, 1514, 1518, 9000, 65535, 65549}
