@@ -1,8 +1,6 @@
 package runscflags_test
 
 import (
-	"flag"
-	"io"
 	"strings"
 	"testing"
 
@@ -13,18 +11,6 @@ import (
 	"github.com/netqdisc/netqdisc/pkg/qdisc/qdisctest"
 	runscflags "github.com/netqdisc/netqdisc/runsc-flags"
 )
-
-// parseKindFlags parses args as runsc does: the flags RegisterFlags
-// registers, read back by NewFromFlags.
-func parseKindFlags(args ...string) (*runscflags.Config, error) {
-	fs := flag.NewFlagSet("runsc", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	runscflags.RegisterFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		return nil, err
-	}
-	return runscflags.NewFromFlags(fs)
-}
 
 // TestIngressKinds: --qdisc-ingress=KIND with --qdisc-ingress-KIND's
 // words builds the receive path with that kind and those words (its
@@ -64,7 +50,7 @@ func TestIngressKinds(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := parseKindFlags(tc.args...)
+			c, err := parseArgs(tc.args...)
 			if err != nil {
 				t.Fatalf("%q: %v", tc.args, err)
 			}
@@ -166,7 +152,7 @@ func TestIngressKindRefused(t *testing.T) {
 		},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
-			c, err := parseKindFlags(tc.args...)
+			c, err := parseArgs(tc.args...)
 			if err == nil {
 				// A runtime that sets the Config by other means meets the
 				// same check when it builds the receive path.
