@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -177,7 +176,7 @@ func StartDocker(dir, runsc string, o DockerOptions) (_ *Docker, err error) {
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		code, _, err := d.API("GET", "/_ping", nil)
-		if err == nil && code == http.StatusOK {
+		if err == nil && code == 200 {
 			break
 		}
 		if time.Now().After(deadline) || !Alive(d.dockerd.pid) {

@@ -1,16 +1,17 @@
 package lab
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -60,33 +61,52 @@ func (d *Docker) Track(id string) {
 }
 
 // API makes a request to dockerd's HTTP API (path with its /vX.Y prefix)
-// with body as JSON, and returns the status and the response body.
+// with body as JSON, and returns the status and the response body. It
+// speaks HTTP/1.0 on the socket itself (dockerd then answers without
+// chunks and closes), which keeps net/http and its TLS stack out of every
+// test binary that links the lab.
 func (d *Docker) API(method, path string, body any) (int, []byte, error) {
-	var r io.Reader
+	var b []byte
 	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
+		var err error
+		if b, err = json.Marshal(body); err != nil {
 			return 0, nil, err
 		}
-		r = strings.NewReader(string(b))
 	}
-	req, err := http.NewRequest(method, "http://docker"+path, r)
+	c, err := net.DialTimeout("unix", d.Socket, time.Minute)
 	if err != nil {
 		return 0, nil, err
 	}
-	req.Header.Set("Content-Type", "application/json")
-	c := &http.Client{Timeout: time.Minute, Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return (&net.Dialer{}).DialContext(ctx, "unix", d.Socket)
-		},
-	}}
-	resp, err := c.Do(req)
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(time.Minute))
+	req := fmt.Sprintf("%s %s HTTP/1.0\r\nHost: docker\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", method, path, len(b))
+	if _, err := c.Write(append([]byte(req), b...)); err != nil {
+		return 0, nil, err
+	}
+	resp, err := io.ReadAll(c)
 	if err != nil {
 		return 0, nil, err
 	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, b, err
+	return parseHTTPResponse(resp)
+}
+
+// parseHTTPResponse splits an HTTP/1.x response read to its end into its
+// status code and body.
+func parseHTTPResponse(resp []byte) (int, []byte, error) {
+	head, body, ok := bytes.Cut(resp, []byte("\r\n\r\n"))
+	if !ok {
+		return 0, nil, fmt.Errorf("dockerd's answer has no end of headers: %q", LastLines(string(resp), 3))
+	}
+	status, _, _ := bytes.Cut(head, []byte("\r\n"))
+	f := strings.Fields(string(status))
+	if len(f) < 2 || !strings.HasPrefix(f[0], "HTTP/1.") {
+		return 0, nil, fmt.Errorf("dockerd's answer has no HTTP status line: %q", status)
+	}
+	code, err := strconv.Atoi(f[1])
+	if err != nil || code < 100 || code > 999 {
+		return 0, nil, fmt.Errorf("dockerd's answer has a bad status %q", status)
+	}
+	return code, body, nil
 }
 
 // APIVersion is dockerd's API version ("1.41" for Engine 20.10).
