@@ -9,18 +9,21 @@ import (
 
 // NICState is what a checkpoint keeps of a NIC's shaping, for the
 // restored sandbox to shape as the checkpointed one did: the changes
-// `runsc qdisc change` made (LiveArgs, when there were any), and the
-// counters of htb's quotas in each direction, so that a restore does not
-// renew a budget. A quota's period pauses while the sandbox is
-// checkpointed: it keeps the time it had left.
+// `runsc qdisc change` made (LiveArgs, when there were any), and what
+// each direction's kind keeps beyond its options (Kind.Save: htb's
+// quotas' counters, so that a restore does not renew a budget; a quota's
+// period pauses while the sandbox is checkpointed).
 type NICState struct {
-	Args          []string         `json:"args,omitempty"`
-	EgressQuotas  []htb.QuotaState `json:"egress_quotas,omitempty"`
-	IngressQuotas []htb.QuotaState `json:"ingress_quotas,omitempty"`
-	// Egress and Ingress are what a registered kind's Save keeps of the
-	// qdisc it built in each direction (kindlive.go).
+	Args []string `json:"args,omitempty"`
+	// Egress and Ingress are what the kind's Save kept of the qdisc it
+	// built in each direction (kindlive.go).
 	Egress  []byte `json:"egress,omitempty"`
 	Ingress []byte `json:"ingress,omitempty"`
+	// EgressQuotas and IngressQuotas are htb's quotas as checkpoints kept
+	// them before htb was a kind: Restore still reads them; State no
+	// longer writes them.
+	EgressQuotas  []htb.QuotaState `json:"egress_quotas,omitempty"`
+	IngressQuotas []htb.QuotaState `json:"ingress_quotas,omitempty"`
 }
 
 // IsZero reports whether s keeps nothing.
@@ -41,12 +44,6 @@ func (n *NIC) State(changed bool) NICState {
 		s.Args = append(s.Args, cfg.kindArgs()...)
 	}
 	s.Egress, s.Ingress = n.saveKinds()
-	if q, ok := n.qdisc.(*htb.Discipline); ok {
-		s.EgressQuotas = q.Quotas()
-	}
-	if h := ingressHTB(n.ingress); h != nil {
-		s.IngressQuotas = h.Quotas()
-	}
 	return s
 }
 
@@ -74,8 +71,8 @@ func (c *Config) htbArgs() []string {
 }
 
 // Restore applies a checkpoint's state to the NIC, built from the same
-// flags as the checkpointed one: its changes (Change), then its quotas'
-// counters.
+// flags as the checkpointed one: its changes (Change), then what its
+// kinds kept (and htb's quotas in an older checkpoint's fields).
 func (n *NIC) Restore(s NICState) error {
 	if len(s.Args) > 0 {
 		if _, err := Change([]*NIC{n}, s.Args); err != nil {

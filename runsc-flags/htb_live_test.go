@@ -109,15 +109,17 @@ func TestCheckpointState(t *testing.T) {
 	if got.Rate != 2_500_000 || got.QuotaUsed != 2000 {
 		t.Errorf("restored class 1:20: rate %d, quota used %d; want the change's 2500000 and the 2000 bytes used before the checkpoint (saved %s)", got.Rate, got.QuotaUsed, b)
 	}
-	if s := restored.NIC.State(false); len(s.Args) != 0 || len(s.EgressQuotas) != 1 {
+	if s := restored.NIC.State(false); len(s.Args) != 0 || len(quotasIn(t, s.Egress)) != 1 {
 		t.Errorf("State(false) = %+v; want no args and the one quota", s)
 	}
 }
 
 // TestHTBKind: htb is a registered kind too: KindOf gives it, with the
 // script as its options, in each direction; the NIC's Samples are its
-// classes' counters (member "1:10"); a checkpoint keeps its quotas once,
-// in EgressQuotas and IngressQuotas, as it did before; and
+// classes' counters (member "1:10"); a checkpoint keeps its quotas by
+// htb's Save in each direction, and a checkpoint that kept them in
+// EgressQuotas and IngressQuotas, as before htb was a kind, still
+// restores them; and
 // --qdisc-ingress=htb names what --qdisc-ingress-htb shapes.
 func TestHTBKind(t *testing.T) {
 	flags := map[string]string{"qdisc": "htb", "qdisc-htb": liveHTB, "qdisc-ingress-htb": liveHTB}
@@ -149,11 +151,33 @@ func TestHTBKind(t *testing.T) {
 		t.Errorf("sent_bytes by class %v; want 1000 in 1:1 and 1:20 (the default class), 0 in 1:10", sent)
 	}
 	s := p.NIC.State(false)
-	if len(s.EgressQuotas) != 1 || len(s.IngressQuotas) != 1 || s.Egress != nil || s.Ingress != nil {
-		t.Errorf("State = %+v; want the quotas in EgressQuotas and IngressQuotas only", s)
+	if len(quotasIn(t, s.Egress)) != 1 || len(quotasIn(t, s.Ingress)) != 1 || s.EgressQuotas != nil || s.IngressQuotas != nil {
+		t.Errorf("State = %+v; want one quota in each direction's state, none in the old fields", s)
+	}
+	old := runscflags.NICState{EgressQuotas: quotasIn(t, s.Egress), IngressQuotas: quotasIn(t, s.Ingress)}
+	old.EgressQuotas[0].Used, old.IngressQuotas[0].Used = 700, 300
+	restored := newLiveNIC(t, "eth0", 1500, flags)
+	if err := restored.NIC.Restore(old); err != nil {
+		t.Fatalf("Restore of an older checkpoint: %v", err)
+	}
+	if got := restored.NIC.State(false); quotasIn(t, got.Egress)[0].Used != 700 || quotasIn(t, got.Ingress)[0].Used != 300 {
+		t.Errorf("after restoring quotas used 700 and 300 from the old fields, State = %+v", got)
 	}
 	flags["qdisc-ingress"] = "htb"
 	if err := configOf(t, flags).Validate(); err != nil {
 		t.Errorf("--qdisc-ingress=htb with --qdisc-ingress-htb: %v", err)
 	}
+}
+
+// quotasIn decodes htb's Save of a direction (its quotas' counters).
+func quotasIn(t *testing.T, state []byte) []htb.QuotaState {
+	t.Helper()
+	if state == nil {
+		return nil
+	}
+	var q []htb.QuotaState
+	if err := json.Unmarshal(state, &q); err != nil {
+		t.Fatalf("htb's state %q: %v", state, err)
+	}
+	return q
 }

@@ -119,13 +119,11 @@ func (n *NIC) kindAt(d Ceiling) (*qdisc.Kind, qdisc.Discipline, bool) {
 	return &k, dq, ok
 }
 
-// saveKinds returns what the kinds' Save keep of each direction's qdisc:
-// htb's is its quotas' counters, which NICState keeps in EgressQuotas and
-// IngressQuotas (State), as checkpoints did before htb was a kind, and
-// not twice.
+// saveKinds returns what the kinds' Save keep of each direction's qdisc
+// (htb's: its quotas' counters).
 func (n *NIC) saveKinds() (egress, ingress []byte) {
 	save := func(d Ceiling) []byte {
-		if k, q, ok := n.kindAt(d); ok && k.Save != nil && k.Name != "htb" {
+		if k, q, ok := n.kindAt(d); ok && k.Save != nil {
 			return k.Save(q)
 		}
 		return nil

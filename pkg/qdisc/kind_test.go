@@ -265,3 +265,114 @@ func TestLookupKindsSorted(t *testing.T) {
 		}
 	}
 }
+
+// fakeQdisc is a Discipline that holds nothing, for Typed's test: fakeA
+// and fakeB are two kinds' disciplines.
+type fakeQdisc struct{ changedTo int }
+
+func (*fakeQdisc) WritePacket(*stack.PacketBuffer) tcpip.Error     { return nil }
+func (*fakeQdisc) Close()                                          {}
+func (*fakeQdisc) Enqueue(*stack.PacketBuffer, uint32) tcpip.Error { return nil }
+func (*fakeQdisc) Stats() qdisc.Stats                              { return qdisc.Stats{} }
+func (*fakeQdisc) Quiescent() bool                                 { return true }
+func (*fakeQdisc) Lanes() int                                      { return 1 }
+func (*fakeQdisc) String() string                                  { return "fake" }
+func (*fakeQdisc) Show() qdisc.Showing                             { return qdisc.Showing{Kind: "fake"} }
+
+type fakeA struct{ fakeQdisc }
+type fakeB struct{ fakeQdisc }
+
+// typedOptions are fakeA's options: a number; "bad" fails to parse.
+type typedOptions struct{ n int }
+
+func (o typedOptions) String() string { return fmt.Sprint(o.n) }
+
+// typedKind is a Typed kind over typedOptions and *fakeA whose functions
+// record what they were given.
+func typedKind() qdisc.Kind {
+	return qdisc.Typed[typedOptions, *fakeA]{
+		Name: "typed",
+		Parse: func(w string) (typedOptions, error) {
+			if w == "bad" {
+				return typedOptions{}, fmt.Errorf("typed: bad words")
+			}
+			return typedOptions{n: len(w)}, nil
+		},
+		New: func(_ stack.LinkEndpoint, _ tcpip.Clock, o typedOptions) (*fakeA, error) {
+			if o.n == 0 {
+				return nil, fmt.Errorf("typed: n 0")
+			}
+			return &fakeA{}, nil
+		},
+		Change: func(q *fakeA, o typedOptions) error {
+			q.changedTo = o.n
+			return nil
+		},
+		Tighten: func(op, pod typedOptions) (typedOptions, error) {
+			if pod.n > op.n {
+				return typedOptions{}, fmt.Errorf("typed: %d is above %d", pod.n, op.n)
+			}
+			return pod, nil
+		},
+		Members: func(o typedOptions) []string { return []string{fmt.Sprint(o.n)} },
+		Samples: func(q *fakeA) []qdisc.Sample { return []qdisc.Sample{{Metric: "changed", Value: uint64(q.changedTo)}} },
+	}.Kind()
+}
+
+// TestTyped: a kind written on its own types gets, through the Kind a
+// runtime uses, its own values through, nil (never a nil *D or a zero O)
+// beside an error, and an error naming the types, not a panic, for
+// options or a qdisc of another kind.
+func TestTyped(t *testing.T) {
+	k := typedKind()
+	if k.NewTo != nil || k.Fit != nil || k.Save != nil || k.Restore != nil {
+		t.Errorf("functions Typed left nil are set in its Kind")
+	}
+	if o, err := k.Parse("bad"); o != nil || err == nil {
+		t.Errorf("Parse(bad) = %v, %v; want nil and an error", o, err)
+	}
+	o3, err := k.Parse("abc")
+	if err != nil || o3 != (typedOptions{n: 3}) {
+		t.Fatalf("Parse(abc) = %v, %v", o3, err)
+	}
+	if q, err := k.New(nil, nil, typedOptions{}); q != nil || err == nil {
+		t.Errorf("New(n 0) = %#v, %v; want a nil Discipline and an error", q, err)
+	}
+	q, err := k.New(nil, nil, o3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Change(q, typedOptions{n: 7}); err != nil || q.(*fakeA).changedTo != 7 {
+		t.Errorf("Change to 7: %v, changed to %d", err, q.(*fakeA).changedTo)
+	}
+	if got := k.Samples(q); len(got) != 1 || got[0].Value != 7 {
+		t.Errorf("Samples = %v, want one of 7", got)
+	}
+	if got := k.Members(o3); !slices.Equal(got, []string{"3"}) {
+		t.Errorf("Members = %v, want [3]", got)
+	}
+	if p, err := k.Tighten(o3, typedOptions{n: 2}); err != nil || p != (typedOptions{n: 2}) {
+		t.Errorf("Tighten(3, 2) = %v, %v", p, err)
+	}
+	if p, err := k.Tighten(o3, typedOptions{n: 4}); p != nil || err == nil {
+		t.Errorf("Tighten(3, 4) = %v, %v; want nil and an error", p, err)
+	}
+	other := testOptions{}
+	for name, call := range map[string]func() error{
+		"New":            func() error { _, err := k.New(nil, nil, other); return err },
+		"Change options": func() error { return k.Change(q, other) },
+		"Change qdisc":   func() error { return k.Change(&fakeB{}, o3) },
+		"Tighten pod":    func() error { _, err := k.Tighten(o3, other); return err },
+		"Tighten op":     func() error { _, err := k.Tighten(other, o3); return err },
+	} {
+		if err := call(); err == nil || !strings.Contains(err.Error(), "typed") {
+			t.Errorf("%s with another kind's value: %v, want an error naming typed", name, err)
+		}
+	}
+	if got := k.Samples(&fakeB{}); got != nil {
+		t.Errorf("Samples of another kind's qdisc = %v, want none", got)
+	}
+	if got := k.Members(other); got != nil {
+		t.Errorf("Members of another kind's options = %v, want none", got)
+	}
+}

@@ -30,19 +30,19 @@ const bfifoDefault = 1000 * 1514
 func (o bfifoOptions) String() string { return "limit " + strconv.FormatUint(o.limit, 10) }
 
 // parseBfifo reads "limit N" (bytes, 1 to 2^32-1); "" is the default.
-func parseBfifo(words string) (qdisc.Options, error) {
+func parseBfifo(words string) (bfifoOptions, error) {
 	o := bfifoOptions{limit: bfifoDefault}
 	w := strings.Fields(words)
 	for i := 0; i < len(w); i += 2 {
 		if w[i] != "limit" {
-			return nil, fmt.Errorf("bfifo: unknown word %q: want limit BYTES", w[i])
+			return bfifoOptions{}, fmt.Errorf("bfifo: unknown word %q: want limit BYTES", w[i])
 		}
 		if i+1 == len(w) {
-			return nil, errors.New("bfifo: limit needs a value in bytes")
+			return bfifoOptions{}, errors.New("bfifo: limit needs a value in bytes")
 		}
 		n, err := strconv.ParseUint(strings.TrimSuffix(w[i+1], "b"), 10, 32)
 		if err != nil || n == 0 {
-			return nil, fmt.Errorf("bfifo: limit %q: give bytes from 1 to 4294967295", w[i+1])
+			return bfifoOptions{}, fmt.Errorf("bfifo: limit %q: give bytes from 1 to 4294967295", w[i+1])
 		}
 		o.limit = n
 	}
@@ -60,9 +60,9 @@ type bfifo struct {
 }
 
 // newBfifo builds a bfifo writing to out; queueOnly for the receive path.
-func newBfifo(out stack.LinkWriter, clock tcpip.Clock, o qdisc.Options, queueOnly bool) (qdisc.Discipline, error) {
+func newBfifo(out stack.LinkWriter, clock tcpip.Clock, o bfifoOptions, queueOnly bool) (*bfifo, error) {
 	b := &bfifo{}
-	limit := o.(bfifoOptions).limit
+	limit := o.limit
 	b.limit.Store(limit)
 	b.lanes.Init(1, dispatch.Config{Lower: out, MaxPackets: 1 << 20, MaxBytes: limit, Clock: clock, QueueOnly: queueOnly})
 	b.lanes.Start()
@@ -102,46 +102,45 @@ func (b *bfifo) change(o bfifoOptions) {
 // it has no ceiling for a Kubernetes bandwidth (Fit nil: a tbf takes its
 // place); its metric is the bytes queued and dropped; a checkpoint keeps
 // its drops.
-var bfifoKind = qdisc.Kind{
+var bfifoKind = qdisc.Typed[bfifoOptions, *bfifo]{
 	Name:    "bfifo",
 	Usage:   "A byte-limited drop-tail queue: limit BYTES.",
 	Example: "limit 3000",
 	Parse:   parseBfifo,
-	New: func(lower stack.LinkEndpoint, clock tcpip.Clock, o qdisc.Options) (qdisc.Discipline, error) {
+	New: func(lower stack.LinkEndpoint, clock tcpip.Clock, o bfifoOptions) (*bfifo, error) {
 		return newBfifo(lower, clock, o, false)
 	},
-	NewTo: func(out stack.LinkWriter, _ stack.LinkEndpoint, clock tcpip.Clock, o qdisc.Options) (qdisc.Discipline, error) {
+	NewTo: func(out stack.LinkWriter, _ stack.LinkEndpoint, clock tcpip.Clock, o bfifoOptions) (*bfifo, error) {
 		return newBfifo(out, clock, o, true)
 	},
-	Change: func(q qdisc.Discipline, o qdisc.Options) error {
-		q.(*bfifo).change(o.(bfifoOptions))
+	Change: func(q *bfifo, o bfifoOptions) error {
+		q.change(o)
 		return nil
 	},
-	Tighten: func(operator, pod qdisc.Options) (qdisc.Options, error) {
-		op, p := operator.(bfifoOptions), pod.(bfifoOptions)
-		if p.limit > op.limit {
-			return nil, fmt.Errorf("bfifo: limit %d is above the operator's %d; give %d or less", p.limit, op.limit, op.limit)
+	Tighten: func(op, pod bfifoOptions) (bfifoOptions, error) {
+		if pod.limit > op.limit {
+			return bfifoOptions{}, fmt.Errorf("bfifo: limit %d is above the operator's %d; give %d or less", pod.limit, op.limit, op.limit)
 		}
-		return p, nil
+		return pod, nil
 	},
 	Metrics: []qdisc.Metric{
 		{Name: "backlog_bytes", Member: "queue", Help: "Bytes queued."},
 		{Name: "dropped_packets", Member: "queue", Help: "Packets dropped at the byte limit.", Cumulative: true},
 	},
-	Members: func(qdisc.Options) []string { return []string{"0"} },
-	Samples: func(q qdisc.Discipline) []qdisc.Sample {
+	Members: func(bfifoOptions) []string { return []string{"0"} },
+	Samples: func(q *bfifo) []qdisc.Sample {
 		s := q.Stats()
 		return []qdisc.Sample{{Metric: "backlog_bytes", Member: "0", Value: s.BacklogBytes}, {Metric: "dropped_packets", Member: "0", Value: s.Drops}}
 	},
-	Save: func(q qdisc.Discipline) []byte { return binary.AppendUvarint(nil, q.Stats().Drops) },
-	Restore: func(q qdisc.Discipline, state []byte) error {
+	Save: func(q *bfifo) []byte { return binary.AppendUvarint(nil, q.Stats().Drops) },
+	Restore: func(q *bfifo, state []byte) error {
 		drops, n := binary.Uvarint(state)
 		if n <= 0 || n != len(state) {
 			return fmt.Errorf("bfifo: a checkpoint's state of %d bytes is not a count of drops", len(state))
 		}
-		q.(*bfifo).restored.Store(drops)
+		q.restored.Store(drops)
 		return nil
 	},
-}
+}.Kind()
 
 func init() { qdisc.Register(bfifoKind) }

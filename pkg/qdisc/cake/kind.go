@@ -3,9 +3,6 @@ package cake
 import (
 	"fmt"
 
-	"gvisor.dev/gvisor/pkg/tcpip"
-	"gvisor.dev/gvisor/pkg/tcpip/stack"
-
 	"github.com/netqdisc/netqdisc/pkg/qdisc"
 )
 
@@ -30,35 +27,18 @@ var tinMetrics = []struct {
 // (ParseQdisc), both paths, change in place, the operator's ceiling held
 // by Tighten, a Kubernetes bandwidth by lowering cake's, and its tins'
 // counters as metrics (members "0" to "7", in tc -s's order).
-var Kind = qdisc.Kind{
+var Kind = qdisc.Typed[Config, *Discipline]{
 	Name:    "cake",
 	Usage:   "Linux's CAKE in tc-cake's words: a shaper, per-flow and per-host fairness, diffserv tins.",
 	Example: "bandwidth 100mbit diffserv4",
-	Parse: func(words string) (qdisc.Options, error) {
-		c, err := ParseQdisc(words)
-		if err != nil {
-			return nil, err
-		}
-		return c, nil
-	},
-	New: func(lower stack.LinkEndpoint, clock tcpip.Clock, o qdisc.Options) (qdisc.Discipline, error) {
-		return qdisc.AsDiscipline(New(lower, clock, o.(Config)))
-	},
-	NewTo: func(out stack.LinkWriter, link stack.LinkEndpoint, clock tcpip.Clock, o qdisc.Options) (qdisc.Discipline, error) {
-		return qdisc.AsDiscipline(NewTo(out, link, clock, o.(Config)))
-	},
-	Change: func(q qdisc.Discipline, o qdisc.Options) error { return q.(*Discipline).Change(o.(Config)) },
-	Tighten: func(operator, pod qdisc.Options) (qdisc.Options, error) {
-		c, err := operator.(Config).Tighten(pod.(Config))
-		if err != nil {
-			return nil, err
-		}
-		return c, nil
-	},
-	Fit: func(o qdisc.Options, bandwidth uint64) (qdisc.Options, error) {
-		c := o.(Config)
+	Parse:   ParseQdisc,
+	New:     New,
+	NewTo:   NewTo,
+	Change:  (*Discipline).Change,
+	Tighten: Config.Tighten,
+	Fit: func(c Config, bandwidth uint64) (Config, error) {
 		if bandwidth == 0 {
-			return nil, fmt.Errorf("cake: a bandwidth of 0 would lift cake's shaper")
+			return Config{}, fmt.Errorf("cake: a bandwidth of 0 would lift cake's shaper")
 		}
 		if c.Bandwidth == 0 || c.Bandwidth > bandwidth {
 			c.Bandwidth = bandwidth
@@ -73,23 +53,23 @@ var Kind = qdisc.Kind{
 		}
 		return ms
 	}(),
-	Members: func(qdisc.Options) []string {
+	Members: func(Config) []string {
 		var tins []string
 		for t := 0; t < maxTinCount; t++ {
 			tins = append(tins, fmt.Sprint(t))
 		}
 		return tins
 	},
-	Samples: func(q qdisc.Discipline) []qdisc.Sample {
+	Samples: func(q *Discipline) []qdisc.Sample {
 		var out []qdisc.Sample
-		for t, tin := range q.(*Discipline).XStats().Tins {
+		for t, tin := range q.XStats().Tins {
 			for _, m := range tinMetrics {
 				out = append(out, qdisc.Sample{Metric: m.Name, Member: fmt.Sprint(t), Value: m.read(tin)})
 			}
 		}
 		return out
 	},
-}
+}.Kind()
 
 func init() { qdisc.Register(Kind) }
 

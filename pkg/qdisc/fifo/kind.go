@@ -83,34 +83,25 @@ func Parse(words string) (Options, error) {
 
 // Kind is fifo as a runtime knows it (qdisc.Register): runsc's default
 // qdisc, on either path. A pod may only shorten its queues.
-var Kind = qdisc.Kind{
+var Kind = qdisc.Typed[Options, *Discipline]{
 	Name:    "fifo",
 	Usage:   "First in, first out, one queue a lane: limit N (packets a lane, 1000), queues N (lanes, one per CPU).",
 	Example: "limit 1000",
-	Parse: func(words string) (qdisc.Options, error) {
-		o, err := Parse(words)
-		if err != nil {
-			return nil, err
+	Parse:   Parse,
+	New: func(lower stack.LinkEndpoint, clock tcpip.Clock, o Options) (*Discipline, error) {
+		return NewWithClock(lower, clock, o.queues(), o.limit()), nil
+	},
+	NewTo: func(out stack.LinkWriter, _ stack.LinkEndpoint, clock tcpip.Clock, o Options) (*Discipline, error) {
+		return NewTo(out, clock, o.queues(), o.limit()), nil
+	},
+	Tighten: func(op, pod Options) (Options, error) {
+		if pod.limit() > op.limit() {
+			return Options{}, fmt.Errorf("fifo: limit %d is above the operator's %d; give %d or less", pod.limit(), op.limit(), op.limit())
 		}
-		return o, nil
+		pod.Queues = op.Queues
+		return pod, nil
 	},
-	New: func(lower stack.LinkEndpoint, clock tcpip.Clock, o qdisc.Options) (qdisc.Discipline, error) {
-		f := o.(Options)
-		return NewWithClock(lower, clock, f.queues(), f.limit()), nil
-	},
-	NewTo: func(out stack.LinkWriter, _ stack.LinkEndpoint, clock tcpip.Clock, o qdisc.Options) (qdisc.Discipline, error) {
-		f := o.(Options)
-		return NewTo(out, clock, f.queues(), f.limit()), nil
-	},
-	Tighten: func(operator, pod qdisc.Options) (qdisc.Options, error) {
-		op, p := operator.(Options), pod.(Options)
-		if p.limit() > op.limit() {
-			return nil, fmt.Errorf("fifo: limit %d is above the operator's %d; give %d or less", p.limit(), op.limit(), op.limit())
-		}
-		p.Queues = op.Queues
-		return p, nil
-	},
-}
+}.Kind()
 
 func init() { qdisc.Register(Kind) }
 

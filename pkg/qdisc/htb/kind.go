@@ -40,32 +40,26 @@ var classMetrics = []struct {
 // pod's words have no Tighten here: a runtime holds them to the
 // operator's by a rule of its own (runsc's, in package runscflags), and
 // it has no Fit (Fit fits a tree under a bandwidth).
-var Kind = qdisc.Kind{
+var Kind = qdisc.Typed[Script, *Discipline]{
 	Name:    "htb",
 	Usage:   "Hierarchical token bucket classes, as a script of tc's statements: qdisc (default, r2q, direct_qlen), class (rate, ceil, burst, cburst, prio, quantum, quota), filter (dst, src, proto, sport, dport, dscp, classid; parent 1:10 for a class's chain), and qdisc parent 1:20 fq_codel on a leaf.",
 	Example: "qdisc default 20; class root classid 1:1 rate 1gbit; class parent 1:1 classid 1:10 rate 900mbit ceil 1gbit; class parent 1:1 classid 1:20 rate 10mbit; filter dst 10.0.0.0/8 classid 1:10; qdisc parent 1:20 fq_codel",
-	Parse: func(words string) (qdisc.Options, error) {
-		s, err := ParseScript(words)
+	Parse:   ParseScript,
+	New: func(lower stack.LinkEndpoint, clock tcpip.Clock, s Script) (*Discipline, error) {
+		cfg, err := s.Config(classify.Egress, fqcodel.Config{}, frameMTU(lower))
 		if err != nil {
 			return nil, err
 		}
-		return s, nil
+		return New(lower, clock, cfg)
 	},
-	New: func(lower stack.LinkEndpoint, clock tcpip.Clock, o qdisc.Options) (qdisc.Discipline, error) {
-		cfg, err := o.(Script).Config(classify.Egress, fqcodel.Config{}, frameMTU(lower))
+	NewTo: func(out stack.LinkWriter, link stack.LinkEndpoint, clock tcpip.Clock, s Script) (*Discipline, error) {
+		cfg, err := s.Config(classify.Ingress, fqcodel.Config{}, frameMTU(link))
 		if err != nil {
 			return nil, err
 		}
-		return qdisc.AsDiscipline(New(lower, clock, cfg))
+		return NewTo(out, link, clock, cfg)
 	},
-	NewTo: func(out stack.LinkWriter, link stack.LinkEndpoint, clock tcpip.Clock, o qdisc.Options) (qdisc.Discipline, error) {
-		cfg, err := o.(Script).Config(classify.Ingress, fqcodel.Config{}, frameMTU(link))
-		if err != nil {
-			return nil, err
-		}
-		return qdisc.AsDiscipline(NewTo(out, link, clock, cfg))
-	},
-	Change: func(q qdisc.Discipline, o qdisc.Options) error { return q.(*Discipline).changeClasses(o.(Script)) },
+	Change: (*Discipline).changeClasses,
 	Metrics: func() []qdisc.Metric {
 		var ms []qdisc.Metric
 		for _, m := range classMetrics {
@@ -73,24 +67,24 @@ var Kind = qdisc.Kind{
 		}
 		return ms
 	}(),
-	Members: func(o qdisc.Options) []string {
+	Members: func(s Script) []string {
 		var ids []string
-		for _, c := range o.(Script).Classes {
+		for _, c := range s.Classes {
 			ids = append(ids, classify.ClassID(c.ID))
 		}
 		return ids
 	},
-	Samples: func(q qdisc.Discipline) []qdisc.Sample {
+	Samples: func(q *Discipline) []qdisc.Sample {
 		var out []qdisc.Sample
-		for _, c := range q.(*Discipline).Classes() {
+		for _, c := range q.Classes() {
 			for _, m := range classMetrics {
 				out = append(out, qdisc.Sample{Metric: m.Name, Member: classify.ClassID(c.ID), Value: m.read(c)})
 			}
 		}
 		return out
 	},
-	Save: func(q qdisc.Discipline) []byte {
-		states := q.(*Discipline).Quotas()
+	Save: func(q *Discipline) []byte {
+		states := q.Quotas()
 		if len(states) == 0 {
 			return nil
 		}
@@ -100,14 +94,14 @@ var Kind = qdisc.Kind{
 		}
 		return b
 	},
-	Restore: func(q qdisc.Discipline, state []byte) error {
+	Restore: func(q *Discipline, state []byte) error {
 		var states []QuotaState
 		if err := json.Unmarshal(state, &states); err != nil {
 			return fmt.Errorf("htb: the quotas' state: %w", err)
 		}
-		return q.(*Discipline).RestoreQuotas(states)
+		return q.RestoreQuotas(states)
 	},
-}
+}.Kind()
 
 func init() { qdisc.Register(Kind) }
 

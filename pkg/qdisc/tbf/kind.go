@@ -11,35 +11,27 @@ import (
 // (Parse), both paths (New; NewTo for the receive path), change in place,
 // a pod's words held to the operator's (Config.Tighten) and a Kubernetes
 // bandwidth as a lower rate (Config.Fit).
-var Kind = qdisc.Kind{
+var Kind = qdisc.Typed[Options, *Discipline]{
 	Name:    "tbf",
 	Usage:   "A token bucket filter in tc-tbf's words: rate, burst, latency or limit, peakrate and mtu, mpu, overhead, linklayer.",
 	Example: "rate 10mbit burst 32k latency 25ms",
-	Parse: func(words string) (qdisc.Options, error) {
+	Parse: func(words string) (Options, error) {
 		c, err := Parse(words)
-		if err != nil {
-			return nil, err
-		}
-		return Options(c), nil
+		return Options(c), err
 	},
-	New: func(lower stack.LinkEndpoint, clock tcpip.Clock, o qdisc.Options) (qdisc.Discipline, error) {
-		return qdisc.AsDiscipline(New(lower, clock, Config(o.(Options))))
+	New: func(lower stack.LinkEndpoint, clock tcpip.Clock, o Options) (*Discipline, error) {
+		return New(lower, clock, Config(o))
 	},
-	NewTo: func(out stack.LinkWriter, link stack.LinkEndpoint, clock tcpip.Clock, o qdisc.Options) (qdisc.Discipline, error) {
-		return qdisc.AsDiscipline(NewTo(out, link, clock, Config(o.(Options))))
+	NewTo: func(out stack.LinkWriter, link stack.LinkEndpoint, clock tcpip.Clock, o Options) (*Discipline, error) {
+		return NewTo(out, link, clock, Config(o))
 	},
-	Change: func(q qdisc.Discipline, o qdisc.Options) error { return q.(*Discipline).Change(Config(o.(Options))) },
-	Tighten: func(operator, pod qdisc.Options) (qdisc.Options, error) {
-		c, err := Config(operator.(Options)).Tighten(Config(pod.(Options)))
-		if err != nil {
-			return nil, err
-		}
-		return Options(c), nil
+	Change: func(q *Discipline, o Options) error { return q.Change(Config(o)) },
+	Tighten: func(operator, pod Options) (Options, error) {
+		c, err := Config(operator).Tighten(Config(pod))
+		return Options(c), err
 	},
-	Fit: func(o qdisc.Options, bandwidth uint64) (qdisc.Options, error) {
-		return Options(Config(o.(Options)).Fit(bandwidth)), nil
-	},
-}
+	Fit: func(o Options, bandwidth uint64) (Options, error) { return Options(Config(o).Fit(bandwidth)), nil },
+}.Kind()
 
 func init() { qdisc.Register(Kind) }
 
