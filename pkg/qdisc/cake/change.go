@@ -37,6 +37,9 @@ func (s *Sched) Change(cfg Config) error {
 
 // holdsPackets reports whether any of b's flows holds a packet.
 func (b *tin) holdsPackets() bool {
+	if b.flowTable == nil {
+		return false
+	}
 	for i := range b.flows {
 		if b.flows[i].head != none {
 			return true

@@ -35,6 +35,9 @@ func (s *Sched) selectTin(pkt *stack.PacketBuffer, nh []byte) int {
 // nothing taken), and makes room past the memory limit by dropping from
 // the head of the fattest flow of any tin.
 func (s *Sched) Enqueue(pkt *stack.PacketBuffer, size uint32, now int64) bool {
+	if s.tables == nil {
+		s.allocTables()
+	}
 	nh := pkt.NetworkHeader().Slice()
 	ti := s.selectTin(pkt, nh)
 	b := &s.tins[ti]

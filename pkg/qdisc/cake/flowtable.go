@@ -90,13 +90,30 @@ const (
 // flowList is a doubly linked list of a tin's flows.
 type flowList struct{ head, tail int16 }
 
-// tin is one of cake's priority tins (struct cake_tin_data).
-type tin struct {
+// flowTable is a tin's flows and what cake keeps of each flow's tag,
+// backlog, place in the overflow heap and hosts: nearly all of a cake's
+// memory (about 90 KiB a tin).
+type flowTable struct {
 	flows       [queues]flow
 	backlogs    [queues]uint32
 	tags        [queues]uint32
 	overflowIdx [queues]uint16
 	hosts       [queues]host
+}
+
+// tables are every tin's flow table and the overflow heap over their
+// flows, allocated together at a cake's first packet: an idle cake (a
+// sandbox's NIC that never sends) holds none of them, where Linux's
+// cake_init allocates them all.
+type tables struct {
+	flowTables [maxTins]flowTable
+	heap       [maxTins * queues]heapEntry
+}
+
+// tin is one of cake's priority tins (struct cake_tin_data).
+type tin struct {
+	// flowTable is nil until the cake's first packet (allocTables).
+	*flowTable
 	flowQuantum uint16
 
 	cp            cobaltParams

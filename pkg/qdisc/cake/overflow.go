@@ -85,6 +85,9 @@ func (s *Sched) rebuildHeap() {
 func (s *Sched) anyPacket() (*tin, int, bool) {
 	for t := range s.tins {
 		b := &s.tins[t]
+		if b.flowTable == nil {
+			continue
+		}
 		for i := range b.flows {
 			if b.flows[i].head != none {
 				return b, i, true

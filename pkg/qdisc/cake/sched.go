@@ -31,7 +31,9 @@ type Sched struct {
 	tinIndex *[64]uint8
 	tinOrder []uint8
 
-	heap            [maxTins * queues]heapEntry
+	// tables are nil until the first packet (allocTables); heap is
+	// theirs.
+	*tables
 	overflowTimeout uint16
 
 	pool pool
@@ -101,13 +103,6 @@ func newSched(cfg Config, mtu uint32, now int64, h flowhash.Hasher, seed uint64)
 		for l := range b.lists {
 			b.lists[l] = flowList{none, none}
 		}
-		for j := range b.flows {
-			f := &b.flows[j]
-			f.head, f.tail, f.prev, f.next = none, none, none, none
-			k := j*maxTins + i
-			s.heap[k] = heapEntry{tin: uint8(i), flow: uint16(j)}
-			b.overflowIdx[j] = uint16(k)
-		}
 	}
 	s.rateBps = cfg.Bandwidth
 	s.reconfigure()
@@ -116,6 +111,23 @@ func newSched(cfg Config, mtu uint32, now int64, h flowhash.Hasher, seed uint64)
 	s.timeNext, s.failsafeNext = now, now
 	// autorate-ingress's times stay 0, as cake_init's (doc.go).
 	return s, nil
+}
+
+// allocTables gives s its tins' flow tables and the overflow heap, at its
+// first packet: every flow empty, the heap in Linux's initial order.
+func (s *Sched) allocTables() {
+	s.tables = new(tables)
+	for i := range s.tins {
+		b := &s.tins[i]
+		b.flowTable = &s.flowTables[i]
+		for j := range b.flows {
+			f := &b.flows[j]
+			f.head, f.tail, f.prev, f.next = none, none, none, none
+			k := j*maxTins + i
+			s.heap[k] = heapEntry{tin: uint8(i), flow: uint16(j)}
+			b.overflowIdx[j] = uint16(k)
+		}
+	}
 }
 
 // Config returns the configuration in force.
@@ -175,6 +187,9 @@ func (s *Sched) Purge() (int, uint64) {
 	}
 	for t := range s.tins {
 		b := &s.tins[t]
+		if b.flowTable == nil {
+			continue
+		}
 		for j := range b.flows {
 			f := &b.flows[j]
 			for i := s.pop(f); i != none; i = s.pop(f) {

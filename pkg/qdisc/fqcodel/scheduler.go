@@ -84,14 +84,20 @@ func NewScheduler(cfg Config, mtu uint32) (*Scheduler, error) {
 	q := &Scheduler{
 		cfg:    cfg,
 		params: paramsOf(cfg, mtu),
-		flows:  make([]flow, cfg.Flows),
-	}
-	for i := range q.flows {
-		q.flows[i].owner = q
 	}
 	q.newFlows.init()
 	q.oldFlows.init()
 	return q, nil
+}
+
+// allocFlows makes the flow table, at the first packet: an idle
+// fq_codel (a sandbox's NIC that never sends, a leaf never used) holds no
+// flows, where Linux's fq_codel_init allocates them all.
+func (q *Scheduler) allocFlows() {
+	q.flows = make([]flow, q.cfg.Flows)
+	for i := range q.flows {
+		q.flows[i].owner = q
+	}
 }
 
 // Config returns the configuration in force, defaults filled in.
@@ -103,6 +109,9 @@ func (q *Scheduler) Config() Config { return q.cfg }
 // from the head of the fattest flow, up to half its backlog and DropBatch
 // packets; it reports how many packets that dropped.
 func (q *Scheduler) Enqueue(pkt *stack.PacketBuffer, size uint32, hash uint32, now int64) (dropped int) {
+	if q.flows == nil {
+		q.allocFlows()
+	}
 	idx := int32((uint64(hash) * uint64(q.cfg.Flows)) >> 32)
 	f := &q.flows[idx]
 	e := entry{pkt: pkt, len: size, mem: uint32(pkt.MemSize()), enqueued: codel.TimeOf(now), at: now}
