@@ -2,53 +2,11 @@ load("@bazel_gazelle//:deps.bzl", "go_repository")
 
 def go_dependencies():
     go_repository(
-        name = "co_honnef_go_tools",
-        build_file_proto_mode = "disable_global",
-        importpath = "honnef.co/go/tools",
-        sum = "h1:qTakTkI6ni6LFD5sBwwsdSO+AQqbSIxOauHTTQKZ/7o=",
-        version = "v0.1.3",
-    )
-    go_repository(
-        name = "com_github_ajstarks_deck",
-        build_file_proto_mode = "disable_global",
-        importpath = "github.com/ajstarks/deck",
-        sum = "h1:7kQgkwGRoLzC9K0oyXdJo7nve/bynv/KwUsxbiTlzAM=",
-        version = "v0.0.0-20200831202436-30c9fc6549a9",
-    )
-    go_repository(
-        name = "com_github_ajstarks_deck_generate",
-        build_file_proto_mode = "disable_global",
-        importpath = "github.com/ajstarks/deck/generate",
-        sum = "h1:iXUgAaqDcIUGbRoy2TdeofRG/j1zpGRSEmNK05T+bi8=",
-        version = "v0.0.0-20210309230005-c3f852c02e19",
-    )
-    go_repository(
-        name = "com_github_ajstarks_svgo",
-        build_file_proto_mode = "disable_global",
-        importpath = "github.com/ajstarks/svgo",
-        sum = "h1:slYM766cy2nI3BwyRiyQj/Ud48djTMtMebDqepE95rw=",
-        version = "v0.0.0-20211024235047-1546f124cd8b",
-    )
-    go_repository(
-        name = "com_github_boombuler_barcode",
-        build_file_proto_mode = "disable_global",
-        importpath = "github.com/boombuler/barcode",
-        sum = "h1:NDBbPmhS+EqABEs5Kg3n/5ZNjy73Pz7SIV+KCeqyXcs=",
-        version = "v1.0.1",
-    )
-    go_repository(
         name = "com_github_burntsushi_toml",
         build_file_proto_mode = "disable_global",
         importpath = "github.com/BurntSushi/toml",
         sum = "h1:pxW6RcqyfI9/kWtOwnv/G+AzdKuy2ZrqINhenH4HyNs=",
         version = "v1.4.1-0.20240526193622-a339e1f7089c",
-    )
-    go_repository(
-        name = "com_github_campoy_embedmd",
-        build_file_proto_mode = "disable_global",
-        importpath = "github.com/campoy/embedmd",
-        sum = "h1:V4kI2qTJJLf4J29RzI/MAt2c3Bl4dQSYPuflzwFH2hY=",
-        version = "v1.0.0",
     )
     go_repository(
         name = "com_github_cenkalti_backoff",
@@ -296,13 +254,6 @@ def go_dependencies():
         version = "v1.3.2",
     )
     go_repository(
-        name = "com_github_golang_freetype",
-        build_file_proto_mode = "disable_global",
-        importpath = "github.com/golang/freetype",
-        sum = "h1:DACJavvAHhabrF08vX0COfcOBJRhZ8lUbR+ZWIs0Y5g=",
-        version = "v0.0.0-20170609003504-e2365dfdc4a0",
-    )
-    go_repository(
         name = "com_github_golang_groupcache",
         build_file_proto_mode = "disable_global",
         importpath = "github.com/golang/groupcache",
@@ -413,13 +364,6 @@ def go_dependencies():
         importpath = "github.com/json-iterator/go",
         sum = "h1:PV8peI4a0ysnczrg+LtxykD8LfKY9ML6u2jnxaEnrnM=",
         version = "v1.1.12",
-    )
-    go_repository(
-        name = "com_github_kisielk_gotool",
-        build_file_proto_mode = "disable_global",
-        importpath = "github.com/kisielk/gotool",
-        sum = "h1:AV2c/EiW3KqPNT9ZKl07ehoAGi4C5/01Cfbblndcapg=",
-        version = "v1.0.0",
     )
     go_repository(
         name = "com_github_mailru_easyjson",
@@ -534,13 +478,6 @@ def go_dependencies():
         version = "v1.2.1",
     )
     go_repository(
-        name = "com_github_phpdave11_gofpdi",
-        build_file_proto_mode = "disable_global",
-        importpath = "github.com/phpdave11/gofpdi",
-        sum = "h1:o61duiW8M9sMlkVXWlvP92sZJtGKENvW3VExs6dZukQ=",
-        version = "v1.0.13",
-    )
-    go_repository(
         name = "com_github_pkg_errors",
         build_file_proto_mode = "disable_global",
         importpath = "github.com/pkg/errors",
@@ -553,20 +490,6 @@ def go_dependencies():
         importpath = "github.com/planetscale/vtprotobuf",
         sum = "h1:GFCKgmp0tecUJ0sJuv4pzYCqS9+RGSn52M3FUwPs+uo=",
         version = "v0.6.1-0.20240319094008-0393e58bdf10",
-    )
-    go_repository(
-        name = "com_github_pmezard_go_difflib",
-        build_file_proto_mode = "disable_global",
-        importpath = "github.com/pmezard/go-difflib",
-        sum = "h1:4DBwDE0NGyQoBHbLQYPwSUPoCMWR5BEzIk/f1lZbAQM=",
-        version = "v1.0.0",
-    )
-    go_repository(
-        name = "com_github_ruudk_golang_pdf417",
-        build_file_proto_mode = "disable_global",
-        importpath = "github.com/ruudk/golang-pdf417",
-        sum = "h1:K1Xf3bKttbF+koVGaX5xngRIZ5bVjbmPnaxE/dR08uY=",
-        version = "v0.0.0-20201230142125-a7e3863a1245",
     )
     go_repository(
         name = "com_github_sirupsen_logrus",
@@ -602,13 +525,6 @@ def go_dependencies():
         importpath = "github.com/x448/float16",
         sum = "h1:qLwI1I70+NjRFUR3zs1JPUCgaCXSh3SW62uAKT1mSBM=",
         version = "v0.8.4",
-    )
-    go_repository(
-        name = "com_github_yuin_goldmark",
-        build_file_proto_mode = "disable_global",
-        importpath = "github.com/yuin/goldmark",
-        sum = "h1:ruQGxdhGHe7FWOJPT0mKs5+pD2Xs1Bm/kdGlHO04FmM=",
-        version = "v1.2.1",
     )
     go_repository(
         name = "com_google_cloud_go",
@@ -676,20 +592,6 @@ def go_dependencies():
         importpath = "gvisor.dev/gvisor",
         sum = "h1:AU5+CtCvnBnxdZRNcZt1NfSLqgkXZVT3N/u6u1aXg44=",
         version = "v0.0.0-20260905035102-160fafc42237",
-    )
-    go_repository(
-        name = "ht_sr_git_sbinet_cmpimg",
-        build_file_proto_mode = "disable_global",
-        importpath = "git.sr.ht/~sbinet/cmpimg",
-        sum = "h1:E0zPRk2muWuCqSKSVZIWsgtU9pjsw3eKHi8VmQeScxo=",
-        version = "v0.1.0",
-    )
-    go_repository(
-        name = "ht_sr_git_sbinet_gg",
-        build_file_proto_mode = "disable_global",
-        importpath = "git.sr.ht/~sbinet/gg",
-        sum = "h1:YmNf7YKd7diDMTPm86hZa1EM3pbkOyD/zzjl0LZUdNM=",
-        version = "v0.7.0",
     )
     go_repository(
         name = "in_gopkg_evanphx_json_patch_v4",
@@ -846,55 +748,6 @@ def go_dependencies():
         version = "v1.43.0",
     )
     go_repository(
-        name = "io_rsc_pdf",
-        build_file_proto_mode = "disable_global",
-        importpath = "rsc.io/pdf",
-        sum = "h1:k1MczvYDUvJBe93bYd7wrZLLUEcLZAuF824/I4e5Xr4=",
-        version = "v0.1.1",
-    )
-    go_repository(
-        name = "org_codeberg_go_fonts_dejavu",
-        build_file_proto_mode = "disable_global",
-        importpath = "codeberg.org/go-fonts/dejavu",
-        sum = "h1:2yn58Vkh4CFK3ipacWUAIE3XVBGNa0y1bc95Bmfx91I=",
-        version = "v0.4.0",
-    )
-    go_repository(
-        name = "org_codeberg_go_fonts_latin_modern",
-        build_file_proto_mode = "disable_global",
-        importpath = "codeberg.org/go-fonts/latin-modern",
-        sum = "h1:vkRCc1y3whKA7iL9Ep0fSGVuJfqjix0ica9UflHORO8=",
-        version = "v0.4.0",
-    )
-    go_repository(
-        name = "org_codeberg_go_fonts_liberation",
-        build_file_proto_mode = "disable_global",
-        importpath = "codeberg.org/go-fonts/liberation",
-        sum = "h1:SsKoMO1v1OZmzkG2DY+7ZkCL9U+rrWI09niOLfQ5Bo0=",
-        version = "v0.5.0",
-    )
-    go_repository(
-        name = "org_codeberg_go_fonts_stix",
-        build_file_proto_mode = "disable_global",
-        importpath = "codeberg.org/go-fonts/stix",
-        sum = "h1:vHI1LmLWEcAdcf+5aRMtA1eYKJJ9ZjetVstBD/dRe1Q=",
-        version = "v0.3.0",
-    )
-    go_repository(
-        name = "org_codeberg_go_latex_latex",
-        build_file_proto_mode = "disable_global",
-        importpath = "codeberg.org/go-latex/latex",
-        sum = "h1:Ol/a6VHY06N+5gPfewswymoRb5ZcKDXWVaVegcx4hbI=",
-        version = "v0.2.0",
-    )
-    go_repository(
-        name = "org_codeberg_go_pdf_fpdf",
-        build_file_proto_mode = "disable_global",
-        importpath = "codeberg.org/go-pdf/fpdf",
-        sum = "h1:U8+coOTDVLxHIXZgGvkfQEi/q0hYHYvEHFuGNX2GzGs=",
-        version = "v0.11.1",
-    )
-    go_repository(
         name = "org_golang_google_api",
         build_file_proto_mode = "disable_global",
         importpath = "google.golang.org/api",
@@ -949,13 +802,6 @@ def go_dependencies():
         importpath = "golang.org/x/exp",
         sum = "h1:TS73t7x3KarrNd5qAipmspBDS1rkMcgVG/fS1aRb4Rc=",
         version = "v0.0.0-20250711185948-6ae5c78190dc",
-    )
-    go_repository(
-        name = "org_golang_x_image",
-        build_file_proto_mode = "disable_global",
-        importpath = "golang.org/x/image",
-        sum = "h1:jD5RhkmVAnjqaCUXfbGBrn3lpxbknfN9w2UhHHU+5B4=",
-        version = "v0.30.0",
     )
     go_repository(
         name = "org_golang_x_mod",
@@ -1033,32 +879,4 @@ def go_dependencies():
         importpath = "golang.org/x/tools/go/packages/packagestest",
         sum = "h1:1h2MnaIAIXISqTFKdENegdpAgUXz6NrPEsbIeWaBRvM=",
         version = "v0.1.1-deprecated",
-    )
-    go_repository(
-        name = "org_golang_x_xerrors",
-        build_file_proto_mode = "disable_global",
-        importpath = "golang.org/x/xerrors",
-        sum = "h1:go1bK/D/BFZV2I8cIQd1NKEZ+0owSTG1fDTci4IqFcE=",
-        version = "v0.0.0-20200804184101-5ec99f83aff1",
-    )
-    go_repository(
-        name = "org_gonum_v1_gonum",
-        build_file_proto_mode = "disable_global",
-        importpath = "gonum.org/v1/gonum",
-        sum = "h1:5+ul4Swaf3ESvrOnidPp4GZbzf0mxVQpDCYUQE7OJfk=",
-        version = "v0.16.0",
-    )
-    go_repository(
-        name = "org_gonum_v1_plot",
-        build_file_proto_mode = "disable_global",
-        importpath = "gonum.org/v1/plot",
-        sum = "h1:d0DwPVBe9jnEGqQBoZGl/P2M9WciJbG2CnV59C9QBT4=",
-        version = "v0.17.0",
-    )
-    go_repository(
-        name = "org_gonum_v1_tools",
-        build_file_proto_mode = "disable_global",
-        importpath = "gonum.org/v1/tools",
-        sum = "h1:cJWOvXtcaFSGXz2F4z2AMM0VV7edDDGrxb5GLQH7ayQ=",
-        version = "v0.0.0-20200318103217-c168b003ce8c",
     )

@@ -6,16 +6,9 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
-
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
-	"gonum.org/v1/plot/vg/vgsvg"
 
 	"github.com/netqdisc/netqdisc/lab/measure"
 )
@@ -108,63 +101,41 @@ func JSON(sums []Summary) ([]byte, error) {
 // Chart draws, side by side, goodput against streams (when sums has a
 // throughput suite), the probe's RTT over time under load (when sums has a
 // bufferbloat suite) and on-wire rate over time (the timelines of
-// timeline, with each run's configured rate as a dashed line), to path:
-// .svg or .png.
+// timeline, with each run's configured rate as a dashed line), to path: an
+// .svg file.
 func Chart(path string, sums []Summary, timeline []Summary) error {
-	var plots []*plot.Plot
-	if p, ok := throughputPlot(sums); ok {
-		plots = append(plots, p)
+	if strings.ToLower(filepath.Ext(path)) != ".svg" {
+		return fmt.Errorf("--chart %s: give a .svg file name", path)
 	}
-	if p, ok, err := rttPlot(sums); err != nil {
-		return err
-	} else if ok {
-		plots = append(plots, p)
+	var panels []chartPanel
+	if p, ok := throughputPanel(sums); ok {
+		panels = append(panels, p)
+	}
+	if p, ok := rttPanel(sums); ok {
+		panels = append(panels, p)
 	}
 	if len(timeline) > 0 {
-		p, err := timelinePlot(timeline)
-		if err != nil {
-			return err
-		}
-		plots = append(plots, p)
+		panels = append(panels, timelinePanel(timeline))
 	}
-	if len(plots) == 0 {
+	if len(panels) == 0 {
 		return fmt.Errorf("--chart: nothing to draw")
-	}
-	w, h := vg.Length(len(plots))*6*vg.Inch, 4*vg.Inch
-	var canvas vg.CanvasSizer
-	switch ext := strings.ToLower(filepath.Ext(path)); ext {
-	case ".png":
-		canvas = vgimg.New(w, h)
-	case ".svg":
-		canvas = vgsvg.New(w, h)
-	default:
-		return fmt.Errorf("--chart %s: give a .svg or .png file name", path)
-	}
-	dc := draw.New(canvas)
-	tiles := draw.Tiles{Rows: 1, Cols: len(plots), PadX: vg.Millimeter * 4, PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2}
-	canvases := plot.Align([][]*plot.Plot{plots}, tiles, dc)
-	for i, p := range plots {
-		p.Draw(canvases[0][i])
 	}
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	switch cv := canvas.(type) {
-	case *vgimg.Canvas:
-		_, err = vgimg.PngCanvas{Canvas: cv}.WriteTo(f)
-	case *vgsvg.Canvas:
-		_, err = cv.WriteTo(f)
-	}
-	if err != nil {
+	if err := writeSVG(f, panels); err != nil {
+		f.Close()
 		return err
 	}
 	return f.Close()
 }
 
-func throughputPlot(sums []Summary) (*plot.Plot, bool) {
-	series := map[string]plotter.XYs{}
+// throughputPanel draws the throughput suite's median goodput against the
+// number of streams, a line with markers per candidate, on a log x axis
+// ticked at the stream counts run.
+func throughputPanel(sums []Summary) (chartPanel, bool) {
+	series := map[string][]xy{}
 	var names []string
 	for _, s := range sums {
 		if s.Suite != "throughput" || len(s.Rounds) == 0 {
@@ -175,54 +146,46 @@ func throughputPlot(sums []Summary) (*plot.Plot, bool) {
 			names = append(names, name)
 		}
 		m, _, _ := s.Median(Mbps(Goodput))
-		series[name] = append(series[name], plotter.XY{X: float64(s.Rounds[0].Streams), Y: m})
+		series[name] = append(series[name], xy{X: float64(s.Rounds[0].Streams), Y: m})
 	}
 	if len(names) == 0 {
-		return nil, false
+		return chartPanel{}, false
 	}
-	p := plot.New()
-	p.Title.Text = "Goodput against streams (ceiling 100 Gbit/s)"
-	p.X.Label.Text = "TCP streams"
-	p.Y.Label.Text = "goodput, Mbit/s"
-	p.X.Scale = plot.LogScale{}
-	p.X.Tick.Marker = plot.ConstantTicks(streamTicks(series))
-	p.Y.Min = 0
-	p.Legend.Left = false
+	p := chartPanel{
+		Title: "Goodput against streams (ceiling 100 Gbit/s)",
+		X:     chartAxis{Label: "TCP streams", Log: true, Ticks: streamTicks(series)},
+		Y:     chartAxis{Label: "goodput, Mbit/s", FromZero: true},
+	}
 	for i, name := range names {
-		l, pts, err := plotter.NewLinePoints(series[name])
-		if err != nil {
-			continue
-		}
-		l.Color, pts.Color = plotutil.Color(i), plotutil.Color(i)
-		pts.Shape = plotutil.Shape(i)
-		p.Add(l, pts)
-		p.Legend.Add(name, l, pts)
+		p.Series = append(p.Series, chartSeries{Name: name, Points: series[name], Colour: i, Markers: true})
 	}
 	return p, true
 }
 
-func streamTicks(series map[string]plotter.XYs) []plot.Tick {
+// streamTicks returns the stream counts of series, each once, in order.
+func streamTicks(series map[string][]xy) []float64 {
 	seen := map[float64]bool{}
-	var ticks []plot.Tick
-	for _, xys := range series {
-		for _, xy := range xys {
-			if !seen[xy.X] {
-				seen[xy.X] = true
-				ticks = append(ticks, plot.Tick{Value: xy.X, Label: fmt.Sprint(xy.X)})
+	var ticks []float64
+	for _, pts := range series {
+		for _, pt := range pts {
+			if !seen[pt.X] {
+				seen[pt.X] = true
+				ticks = append(ticks, pt.X)
 			}
 		}
 	}
+	slices.Sort(ticks)
 	return ticks
 }
 
-// rttPlot draws the bufferbloat suite's TCP probe RTT over time at its
+// rttPanel draws the bufferbloat suite's TCP probe RTT over time at its
 // first rate, one line per candidate (first round), on a log scale.
-func rttPlot(sums []Summary) (*plot.Plot, bool, error) {
-	p := plot.New()
-	p.Y.Scale = plot.LogScale{}
-	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
-	p.X.Label.Text = "seconds since the streams started"
-	p.Y.Label.Text = "probe RTT, ms (log scale)"
+func rttPanel(sums []Summary) (chartPanel, bool) {
+	p := chartPanel{
+		X:         chartAxis{Label: "seconds since the streams started"},
+		Y:         chartAxis{Label: "probe RTT, ms (log scale)", Log: true},
+		LegendTop: true,
+	}
 	setting := ""
 	for i, name := range BufferbloatNames {
 		for _, s := range sums {
@@ -230,71 +193,55 @@ func rttPlot(sums []Summary) (*plot.Plot, bool, error) {
 				continue
 			}
 			setting = s.Setting
-			var xys plotter.XYs
+			var pts []xy
 			for _, pt := range s.Rounds[0].ProbeRTTs {
-				xys = append(xys, plotter.XY{X: pt.At.Seconds(), Y: math.Max(float64(pt.RTT)/float64(time.Millisecond), 0.01)})
+				// A log axis has no 0: an RTT under 10 µs is drawn at 0.01 ms.
+				pts = append(pts, xy{X: pt.At.Seconds(), Y: math.Max(float64(pt.RTT)/float64(time.Millisecond), 0.01)})
 			}
-			if len(xys) == 0 {
+			if len(pts) == 0 {
 				continue
 			}
-			l, err := plotter.NewLine(xys)
-			if err != nil {
-				return nil, false, err
-			}
-			l.Color = plotutil.Color(i)
-			p.Add(l)
-			p.Legend.Add(name, l)
+			p.Series = append(p.Series, chartSeries{Name: name, Points: pts, Colour: i})
 		}
 	}
 	if setting == "" {
-		return nil, false, nil
+		return chartPanel{}, false
 	}
-	p.Title.Text = "RTT of a sparse flow under 4 bulk streams, " + setting
-	p.Legend.Top = true
-	return p, true, nil
+	p.Title = "RTT of a sparse flow under 4 bulk streams, " + setting
+	return p, true
 }
 
-func timelinePlot(runs []Summary) (*plot.Plot, error) {
-	p := plot.New()
-	p.Title.Text = "On-wire rate over time"
-	p.X.Label.Text = "seconds since the streams started"
-	p.Y.Label.Text = "Mbit/s (100 ms samples)"
-	p.Y.Min = 0
+// timelinePanel draws each run's on-wire rate over time (first round), and
+// its configured rate, if it has one, as a dashed line in the same colour.
+func timelinePanel(runs []Summary) chartPanel {
+	p := chartPanel{
+		Title: "On-wire rate over time",
+		X:     chartAxis{Label: "seconds since the streams started"},
+		Y:     chartAxis{Label: "Mbit/s (100 ms samples)", FromZero: true},
+	}
 	maxT := 0.0
 	for i, s := range runs {
 		if len(s.Rounds) == 0 {
 			continue
 		}
 		r := s.Rounds[0]
-		xys := make(plotter.XYs, 0, len(r.Timeline))
+		pts := make([]xy, 0, len(r.Timeline))
 		for _, pt := range r.Timeline {
-			xys = append(xys, plotter.XY{X: pt.At.Seconds(), Y: pt.WireBps * 8 / 1e6})
+			pts = append(pts, xy{X: pt.At.Seconds(), Y: pt.WireBps * 8 / 1e6})
 			maxT = math.Max(maxT, pt.At.Seconds())
 		}
-		l, err := plotter.NewLine(xys)
-		if err != nil {
-			return nil, err
-		}
-		l.Color = plotutil.Color(i)
-		p.Add(l)
 		label := s.Candidate.Name()
 		if s.Setting != "" {
 			label += " @ " + s.Setting
 		}
-		p.Legend.Add(label, l)
+		p.Series = append(p.Series, chartSeries{Name: label, Points: pts, Colour: i})
 	}
 	for i, s := range runs {
 		if s.Candidate.Rate == 0 {
 			continue
 		}
 		y := float64(s.Candidate.Rate) * 8 / 1e6
-		l, err := plotter.NewLine(plotter.XYs{{X: 0, Y: y}, {X: maxT, Y: y}})
-		if err != nil {
-			return nil, err
-		}
-		l.Color = plotutil.Color(i)
-		l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
-		p.Add(l)
+		p.Series = append(p.Series, chartSeries{Points: []xy{{X: 0, Y: y}, {X: maxT, Y: y}}, Colour: i, Dashed: true})
 	}
-	return p, nil
+	return p
 }

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime/pprof"
 	"strings"
 	"time"
@@ -73,7 +74,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	rounds := fs.Int("rounds", 0, "rounds, interleaved (default 1; with --compare 2)")
 	cmpDuration := fs.Duration("compare-duration", time.Second, "with --compare: how long to measure each run")
 	jsonPath := fs.String("json", "", "write machine-readable results to this file")
-	chartPath := fs.String("chart", "", "draw throughput against streams and rate over time to this .svg or .png file")
+	chartPath := fs.String("chart", "", "draw throughput against streams and rate over time to this .svg file")
 	quiet := fs.Bool("quiet", false, "no live lines")
 	netns := fs.Bool("netns", false, "measure on a real veth against the Linux kernel in network namespaces the run makes and removes (root; needs ip, tc, iperf, ping, ethtool, socat); with --compare, beside the kernel's tbf and upstream's")
 	runscCmp := fs.Bool("runsc", false, "real runsc sandboxes side by side: upstream runsc and netqdisc's (runsc/build.sh and runsc/build.sh --upstream build them) with the same flags at 10 and 100 Mbit/s, bursts of 2 packets and 10 ms, and fifo; iperf from the sandbox to the kernel on a veth (root); about 2 minutes a round")
@@ -124,6 +125,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 
+	if *chartPath != "" && !strings.EqualFold(filepath.Ext(*chartPath), ".svg") {
+		fmt.Fprintf(stderr, "qdiscbench: --chart %s: give a .svg file name\n", *chartPath)
+		return 2
+	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err == nil {

@@ -29,6 +29,7 @@ func TestBadInputExits2BeforeTraffic(t *testing.T) {
 		{"bad pace", []string{"--pace=lots"}, "--pace"},
 		{"no streams", []string{"--streams=0"}, "--streams"},
 		{"stray argument", []string{"extra"}, "unexpected argument"},
+		{"chart not svg", []string{"--chart", "out.png"}, "give a .svg file name"},
 		{"cri with another mode", []string{"--cri", "--runsc"}, "--cri runs alone: --runsc"},
 		{"cri with an annotation", []string{"--cri", "--annotation", "qdisc-tbf-rate=5mbit"}, "--cri runs alone: --annotation"},
 		{"cri longer than a stream may run", []string{"--cri", "--duration=3m"}, "at most 2m"},
