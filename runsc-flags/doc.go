@@ -50,12 +50,13 @@
 //     the setting given must pass Tighten against the operator's, and the
 //     result is written back as --qdisc-cake's words alone.
 //   - htb (--qdisc-htb, --qdisc-ingress-htb): an annotation is a change
-//     merged into the operator's tree, which must shape every packet at
-//     least as tightly (tightens), and the classes it hangs from a class
-//     share it (splitsFit: rates, bursts and cbursts adding up to the
-//     class's, one borrower), since Linux's htb serves a class within its
-//     own rate without asking its parent. A runtime runs the merged tree
-//     (see runsc.go), never the annotation alone.
+//     merged into the operator's tree, held to it by htb.Script.Tighten
+//     (htb's Kind.Tighten): it must shape every packet at least as
+//     tightly, and the classes it hangs from a class share it (rates,
+//     bursts and cbursts adding up to the class's, one borrower, what it
+//     leaves unset filled in as shares), since Linux's htb serves a class
+//     within its own rate without asking its parent. A runtime runs the
+//     merged tree (see runsc.go), never the annotation alone.
 //   - kubernetes.io/egress-bandwidth and kubernetes.io/ingress-bandwidth
 //     (bits/s, Kubernetes quantities) ask for the same: egress selects tbf
 //     (where htb is in force, the tree is fitted under the bandwidth,

@@ -179,14 +179,17 @@ func (c Config) withDefaults() Config {
 	c.Classes = append([]ClassConfig(nil), c.Classes...)
 	c.Chains = maps.Clone(c.Chains)
 	for i := range c.Classes {
-		c.Classes[i] = c.Classes[i].withDefaults()
+		c.Classes[i] = c.Classes[i].WithDefaults()
 	}
 	return c
 }
 
-// withDefaults fills in tc's defaults for what c leaves 0: a ceil of the
-// rate, and buckets of rate/hz + mtu bytes.
-func (c ClassConfig) withDefaults() ClassConfig {
+// WithDefaults returns c with tc's defaults for what it leaves 0: a ceil
+// of the rate, and buckets of rate/hz + mtu bytes (and a quota of its
+// own). It is the class as the tree runs it, less its quantum, which
+// takes the qdisc's r2q: what a rule comparing classes (Script.Tighten)
+// compares.
+func (c ClassConfig) WithDefaults() ClassConfig {
 	if c.Ceil == 0 {
 		c.Ceil = c.Rate
 	}

@@ -36,10 +36,10 @@ var classMetrics = []struct {
 // fq_codel on gets fq_codel's defaults: a runtime with knobs of its own
 // builds the Config itself, Script.Config), its classes changed in place
 // (Change), its classes' counters as metrics (members the classes, as tc
-// prints them: "1:10") and its quotas' counters kept by a checkpoint. A
-// pod's words have no Tighten here: a runtime holds them to the
-// operator's by a rule of its own (runsc's, in package runscflags), and
-// it has no Fit (Fit fits a tree under a bandwidth).
+// prints them: "1:10"), its quotas' counters kept by a checkpoint, and a
+// pod's script held to the operator's (Tighten: Script.Tighten, the rule
+// runsc's annotations of --qdisc-htb meet). It has no Fit (Fit fits a
+// tree under a bandwidth).
 var Kind = qdisc.Typed[Script, *Discipline]{
 	Name:    "htb",
 	Usage:   "Hierarchical token bucket classes, as a script of tc's statements: qdisc (default, r2q, direct_qlen), class (rate, ceil, burst, cburst, prio, quantum, quota), filter (dst, src, proto, sport, dport, dscp, classid; parent 1:10 for a class's chain), and qdisc parent 1:20 fq_codel on a leaf.",
@@ -59,7 +59,8 @@ var Kind = qdisc.Typed[Script, *Discipline]{
 		}
 		return NewTo(out, link, clock, cfg)
 	},
-	Change: (*Discipline).changeClasses,
+	Change:  (*Discipline).changeClasses,
+	Tighten: Script.Tighten,
 	Metrics: func() []qdisc.Metric {
 		var ms []qdisc.Metric
 		for _, m := range classMetrics {

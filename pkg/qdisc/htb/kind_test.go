@@ -62,16 +62,15 @@ func TestKindParseRoundTrip(t *testing.T) {
 }
 
 // TestKindRegistered: htb is in the registry with what Register requires
-// (a second Register of its name panics), no Tighten (a runtime holds a
-// pod's scripts to the operator's by a rule of its own) and no Fit, and a
-// metric per class counter, each a "class" member's.
+// (a second Register of its name panics), a Tighten (Script.Tighten) and
+// no Fit, and a metric per class counter, each a "class" member's.
 func TestKindRegistered(t *testing.T) {
 	k, ok := qdisc.Lookup("htb")
 	if !ok || k.Name != "htb" || k.Parse == nil || k.New == nil || k.NewTo == nil || k.Change == nil {
 		t.Fatalf("Lookup(htb) = %+v, %v; want htb's Kind", k, ok)
 	}
-	if k.Tighten != nil || k.Fit != nil {
-		t.Error("htb's Kind has a Tighten or Fit; want none")
+	if k.Tighten == nil || k.Fit != nil {
+		t.Error("htb's Kind has no Tighten, or has a Fit; want a Tighten and no Fit")
 	}
 	if k.Save == nil || k.Restore == nil || k.Samples == nil || k.Members == nil {
 		t.Error("htb's Kind lacks Save, Restore, Samples or Members")

@@ -380,7 +380,7 @@ func (t *Tree) ChangeClass(cls ClassConfig, now int64) error {
 	if cls.Leaf != nil && cls.Leaf != cl.leaf {
 		return fmt.Errorf("htb: class %s: a change keeps the class's qdisc", classify.ClassID(cls.ID))
 	}
-	cls = cls.withDefaults()
+	cls = cls.WithDefaults()
 	cls.Leaf = cl.cfg.Leaf
 	next := t.cfg
 	next.Classes = append([]ClassConfig(nil), t.cfg.Classes...)
