@@ -170,6 +170,34 @@ func TestRunscLatency(t *testing.T) {
 	}
 }
 
+// checkRefused starts a sandbox with opts, which runsc must refuse
+// before any sandbox runs: its error says each of wants, no process runs
+// in the sandbox's namespace and the peer received nothing.
+func (r *runscRig) checkRefused(t *testing.T, opts lab.SandboxOptions, wants ...string) {
+	t.Helper()
+	rx0, err := lab.RxBytes(r.NSP, r.VethP1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := r.StartSandbox(opts)
+	if err == nil {
+		s.Close()
+		t.Fatalf("runsc run accepted flags %q with annotations %v; want it refused", opts.Flags, opts.Annotations)
+	}
+	t.Logf("runsc run refused: %v", err)
+	for _, want := range wants {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("runsc's error does not say %q: %v", want, err)
+		}
+	}
+	if pids := r.NetstackPids(); len(pids) != 0 {
+		t.Errorf("processes %v run in the sandbox's namespace", pids)
+	}
+	if rx1, err := lab.RxBytes(r.NSP, r.VethP1); err != nil || rx1 != rx0 {
+		t.Errorf("the peer received %d bytes (%v); want none", rx1-rx0, err)
+	}
+}
+
 // TestRunscAnnotations: a dev.gvisor.flag.qdisc-tbf-rate annotation below
 // the operator's rate shapes the sandbox to it; one above is refused: runsc
 // run exits non-zero, naming the annotation and the ceiling, before any
@@ -189,26 +217,8 @@ func TestRunscAnnotations(t *testing.T) {
 	})
 	t.Run("above the ceiling", func(t *testing.T) {
 		r := newRunscRig(t)
-		rx0, err := lab.RxBytes(r.NSP, r.VethP1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := r.StartSandbox(lab.SandboxOptions{Runsc: r.runsc, Flags: operator, Annotations: map[string]string{"dev.gvisor.flag.qdisc-tbf-rate": "20mbit"}})
-		if err == nil {
-			s.Close()
-			t.Fatal("runsc run accepted a rate annotation above the operator's")
-		}
-		for _, want := range []string{"dev.gvisor.flag.qdisc-tbf-rate", "20mbit", "--qdisc-tbf-rate=1250000 bytes/s (10Mbit)", "--allow-flag-override"} {
-			if !strings.Contains(err.Error(), want) {
-				t.Errorf("runsc's error does not say %q: %v", want, err)
-			}
-		}
-		if pids := r.NetstackPids(); len(pids) != 0 {
-			t.Errorf("processes %v run in the sandbox's namespace", pids)
-		}
-		if rx1, err := lab.RxBytes(r.NSP, r.VethP1); err != nil || rx1 != rx0 {
-			t.Errorf("the peer received %d bytes (%v); want none", rx1-rx0, err)
-		}
+		r.checkRefused(t, lab.SandboxOptions{Runsc: r.runsc, Flags: operator, Annotations: map[string]string{"dev.gvisor.flag.qdisc-tbf-rate": "20mbit"}},
+			"dev.gvisor.flag.qdisc-tbf-rate", "20mbit", "--qdisc-tbf-rate=1250000 bytes/s (10Mbit)", "--allow-flag-override")
 	})
 }
 

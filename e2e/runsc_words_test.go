@@ -65,27 +65,7 @@ func TestRunscWordsFlags(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRunscRig(t)
 			if tc.rate == 0 {
-				rx0, err := lab.RxBytes(r.NSP, r.VethP1)
-				if err != nil {
-					t.Fatal(err)
-				}
-				s, err := r.StartSandbox(lab.SandboxOptions{Runsc: r.runsc, Flags: tc.flags, Annotations: tc.annotations})
-				if err == nil {
-					s.Close()
-					t.Fatalf("runsc run accepted flags %q with annotations %v; want it refused", tc.flags, tc.annotations)
-				}
-				t.Logf("runsc run refused: %v", err)
-				for _, want := range tc.refusal {
-					if !strings.Contains(err.Error(), want) {
-						t.Errorf("runsc's error does not say %q: %v", want, err)
-					}
-				}
-				if pids := r.NetstackPids(); len(pids) != 0 {
-					t.Errorf("processes %v run in the sandbox's namespace", pids)
-				}
-				if rx1, err := lab.RxBytes(r.NSP, r.VethP1); err != nil || rx1 != rx0 {
-					t.Errorf("the peer received %d bytes (%v); want none", rx1-rx0, err)
-				}
+				r.checkRefused(t, lab.SandboxOptions{Runsc: r.runsc, Flags: tc.flags, Annotations: tc.annotations}, tc.refusal...)
 				return
 			}
 			s := r.start(t, lab.SandboxOptions{Flags: append(slices.Clone(tc.flags), "--metric-server="+lab.MetricServer), Annotations: tc.annotations})
