@@ -25,8 +25,8 @@ func (l *Lane) SetGate(g Gate, maxPacketBytes uint32) {
 	if s, ok := g.(Starter); ok {
 		s.Start(l.now())
 	}
-	l.gate = g
-	l.timed = g != nil || l.stamped
+	l.gate = chain(g, l.uplink)
+	l.timed = l.gate != nil || l.stamped
 	l.maxPacket.Store(uint64(maxPacketBytes))
 	l.booked.clear()
 	l.lastWait = 0

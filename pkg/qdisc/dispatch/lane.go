@@ -39,6 +39,9 @@ type Lane struct {
 	// it on a running qdisc).
 	// +checklocks:mu
 	gate Gate
+	// uplink is the lower link's gate (Uplink), nil if it has none: gate
+	// books with it after the qdisc's own.
+	uplink Gate
 	// timed says a pass reads the clock: the lane has a gate, or a
 	// stamped queue.
 	// +checklocks:mu
@@ -164,8 +167,9 @@ func (l *Lane) Init(cfg Config) {
 	if l.alarm == nil {
 		l.alarm = newAlarm(l.clock, cfg.Slack, []*Lane{l})
 	}
+	l.uplink = uplinkOf(cfg.Lower)
 	l.mu.Lock()
-	l.gate = cfg.Gate
+	l.gate = chain(cfg.Gate, l.uplink)
 	l.timed = l.gate != nil || l.stamped
 	l.queue = cfg.Queue
 	l.shaper, _ = cfg.Queue.(qdisc.Shaper)

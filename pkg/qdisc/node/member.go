@@ -59,8 +59,9 @@ type Counters struct {
 // Share publishes what the sandbox's class sent and wants as of now
 // (ns, CLOCK_MONOTONIC) and returns the bytes a second it may send: its
 // leaf's Allocate over the live leaves, never below its rate. A busy
-// class wants its ceil; another wants what it sent since the last call,
-// with room to grow by a quarter.
+// class (a packet waited for its share) wants its ceil; another wants
+// what it sent since the last call and a sixteenth more, so that a class
+// sending steadily below its share is not made to wait by turns.
 func (m *Member) Share(now int64, c Counters) (uint64, error) {
 	if err := m.readTree(); err != nil {
 		return m.class.Rate, err
@@ -93,8 +94,8 @@ func (m *Member) Share(now int64, c Counters) (uint64, error) {
 	return share, nil
 }
 
-// demand is what the class wants: its ceil if busy, else a quarter more
-// than it sent since the last call (0 when it sent nothing).
+// demand is what the class wants: its ceil if busy, else a sixteenth
+// more than it sent since the last call (0 when it sent nothing).
 func (m *Member) demand(now int64, c Counters) uint64 {
 	if c.Busy {
 		return ceilOf(m.class)
@@ -104,7 +105,7 @@ func (m *Member) demand(now int64, c Counters) uint64 {
 		return 0
 	}
 	sent := mulDiv(c.Bytes-m.lastBytes, uint64(time.Second), uint64(dt))
-	return min(sent+sent/4, ceilOf(m.class))
+	return min(sent+sent/16, ceilOf(m.class))
 }
 
 // count moves the counters on: the packets sent since the last call,

@@ -110,7 +110,7 @@ func TestMemberShares(t *testing.T) {
 	})
 	t.Run("light", func(t *testing.T) {
 		// 1:10 sends 5 Mbit/s without waiting: it keeps room for a
-		// quarter more, the rest goes to the busy ones.
+		// sixteenth more, the rest goes to the busy ones.
 		now := int64(time.Second)
 		ms := members(t, [3]uint8{}, now)
 		sent := make([]uint64, 3)
@@ -123,7 +123,7 @@ func TestMemberShares(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if want := []float64{20 + 43.75/2, 30 + 43.75/2}; !near(got, want) {
+		if want := []float64{20 + (50-5*17.0/16)/2, 30 + (50-5*17.0/16)/2}; !near(got, want) {
 			t.Errorf("beside a sandbox sending 5 Mbit/s: %v, want %v", got, want)
 		}
 	})

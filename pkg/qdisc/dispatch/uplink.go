@@ -1,0 +1,54 @@
+package dispatch
+
+// Uplink is a lower link that holds what leaves through it to a rate of
+// its own, above the qdisc's: a sandbox's class of its node's uplink
+// (package node). A lane writing to one books every packet with the
+// link's gate after its own gate, so that whatever the qdisc (fifo,
+// tbf, htb, cake), its packets wait in its queue for the link's tokens,
+// as a child class's wait for their parent's in Linux's htb, and
+// nothing is refused or dropped at the link for want of them.
+type Uplink interface {
+	UplinkGate() Gate
+}
+
+// uplinkOf returns the gate of lower, if it is an Uplink.
+func uplinkOf(lower any) Gate {
+	if u, ok := lower.(Uplink); ok {
+		return u.UplinkGate()
+	}
+	return nil
+}
+
+// chain returns a Gate that books with first, then with then from the
+// departures first gave: a packet leaves when both let it. Either may be
+// nil.
+func chain(first, then Gate) Gate {
+	switch {
+	case then == nil:
+		return first
+	case first == nil:
+		return then
+	}
+	return &chained{first: first, then: then}
+}
+
+// chained is two gates one after the other.
+type chained struct {
+	first, then Gate
+}
+
+// BookAll implements Gate.BookAll: then books each packet from the
+// departure first booked for it.
+func (c *chained) BookAll(seen []int64, sizes []uint32, departures []int64) {
+	c.first.BookAll(seen, sizes, departures)
+	c.then.BookAll(departures, sizes, departures)
+}
+
+// Start implements Starter for the gates that are Starters.
+func (c *chained) Start(now int64) {
+	for _, g := range []Gate{c.first, c.then} {
+		if s, ok := g.(Starter); ok {
+			s.Start(now)
+		}
+	}
+}

@@ -1,0 +1,62 @@
+package node
+
+import (
+	"sync/atomic"
+
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
+
+	"github.com/netqdisc/netqdisc/pkg/qdisc/dispatch"
+)
+
+// UplinkBurst is a class's bucket depth: one host-GSO packet with its
+// Ethernet header, so that every packet a NIC passes fits, and the
+// sandboxes of a node together run ahead of the root by no more than a
+// packet each.
+const UplinkBurst = 65536 + 14
+
+// Uplink is a NIC's link as its qdisc sees it once the sandbox is a
+// class of its node: the link itself (every packet goes on to it), with
+// a gate (dispatch.Uplink) that holds what leaves to the class's share,
+// and counters of what left, which its Member publishes.
+type Uplink struct {
+	stack.LinkEndpoint
+	bucket *Bucket
+	bytes  atomic.Uint64
+	pkts   atomic.Uint64
+}
+
+var _ dispatch.Uplink = (*Uplink)(nil)
+
+// NewUplink returns link as the class's uplink, its share rate bytes a
+// second until its Member sets another.
+func NewUplink(link stack.LinkEndpoint, rate uint64) *Uplink {
+	return &Uplink{LinkEndpoint: link, bucket: NewBucket(rate, UplinkBurst)}
+}
+
+// UplinkGate implements dispatch.Uplink.
+func (u *Uplink) UplinkGate() dispatch.Gate { return u.bucket }
+
+// Bucket returns the class's bucket.
+func (u *Uplink) Bucket() *Bucket { return u.bucket }
+
+// WritePackets writes pkts to the link and counts what it took.
+func (u *Uplink) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) {
+	n, err := u.LinkEndpoint.WritePackets(pkts)
+	var bytes uint64
+	for i, pkt := range pkts.AsSlice() {
+		if i >= n {
+			break
+		}
+		bytes += uint64(pkt.Size())
+	}
+	u.bytes.Add(bytes)
+	u.pkts.Add(uint64(max(n, 0)))
+	return n, err
+}
+
+// Counters returns what left through the uplink and whether a packet
+// waited for the class's share since the last call.
+func (u *Uplink) Counters() Counters {
+	return Counters{Bytes: u.bytes.Load(), Packets: u.pkts.Load(), Busy: u.bucket.Waited(), Tokens: u.bucket.Tokens()}
+}
