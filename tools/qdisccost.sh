@@ -18,8 +18,10 @@
 # repeatable whatever else the machine runs; valgrind runs one thread at
 # a time, so cake's paced producer outruns its dispatcher again there,
 # and its count includes overflow drops).
-#   tools/qdisccost.sh htb|htb-mixed|cake [ROUNDS] [BENCHTIME]
-#   tools/qdisccost.sh htb|htb-mixed|cake --callgrind
+#   node  runsc's fifo as a sandbox's class of a node of 100 busy
+#         sandboxes against a sandbox-local tbf (issue 38: <= 1.3x)
+#   tools/qdisccost.sh htb|htb-mixed|cake|node [ROUNDS] [BENCHTIME]
+#   tools/qdisccost.sh htb|htb-mixed|cake|node --callgrind
 set -euo pipefail
 cd "$(dirname "$0")/.."
 case "${1:-}" in
@@ -35,8 +37,12 @@ cake)
   pkgA=./pkg/qdisc/cake/ benchA='^BenchmarkWritePacketPaced/(unlimited|10Tbit)$' nameA='cake'
   pkgB=./pkg/qdisc/cake/ benchB='^BenchmarkFQCoDelWritePacketPaced$' nameB='fq_codel'
   ;;
+node)
+  pkgA=./pkg/qdisc/node/ benchA='^BenchmarkNodeClass$/^node-100$' nameA='fifo as a class of a node of 100'
+  pkgB=./pkg/qdisc/node/ benchB='^BenchmarkNodeClass$/^local-tbf$' nameB='tbf'
+  ;;
 *)
-  echo "usage: $0 htb|htb-mixed|cake [ROUNDS [BENCHTIME] | --callgrind]" >&2
+  echo "usage: $0 htb|htb-mixed|cake|node [ROUNDS [BENCHTIME] | --callgrind]" >&2
   exit 2
   ;;
 esac

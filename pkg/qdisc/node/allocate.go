@@ -23,7 +23,7 @@ import (
 //
 // classes is a tree (htb.Script's classes, defaults filled in: Ceil,
 // Quantum); an inner class's demand is ignored. Guarantees that do not
-// fit under a parent's rate are taken as given (Validate refuses them).
+// fit under a parent's rate are taken as given (Join refuses them).
 //
 // This is htb's documented sharing, and what sch_htb sends where each
 // sandbox's ceil is the root's (TestAllocateIsHTB). Where ceils below
@@ -31,137 +31,166 @@ import (
 // and borrowing, sch_htb's round robin drifts from the quanta; Allocate
 // keeps to them.
 func Allocate(classes []htb.ClassConfig, demand map[uint32]uint64) map[uint32]uint64 {
-	t := newTree(classes)
-	use := make(map[uint32]uint64, len(classes))
-	for _, l := range t.leaves {
-		c := t.class[l]
-		use[l] = min(c.Rate, c.Ceil, demand[l])
+	d := make([]uint64, len(classes))
+	for i, c := range classes {
+		d[i] = demand[c.ID]
 	}
-	t.sumUp(use)
-	for _, p := range t.bottomUp {
-		c := t.class[p]
-		if used := t.subtreeUse(use, p); used < c.Rate {
-			t.lend(use, demand, p, c.Rate-used)
-		}
-	}
-	out := make(map[uint32]uint64, len(t.leaves))
-	for _, l := range t.leaves {
-		out[l] = use[l]
+	s := index(classes)
+	s.run(d)
+	out := make(map[uint32]uint64, len(classes))
+	for _, l := range s.leaves {
+		out[classes[l].ID] = s.use[l]
 	}
 	return out
 }
 
-// tree is classes indexed: children, leaves, and the inner classes from
-// the deepest up.
-type tree struct {
-	class    map[uint32]htb.ClassConfig
-	children map[uint32][]uint32
-	depth    map[uint32]int
-	leaves   []uint32
-	bottomUp []uint32
+// shares is a tree of classes indexed by position, and what each sends
+// for a demand (run). A Member keeps one while the tree and the live
+// leaves stay as they are.
+type shares struct {
+	classes  []htb.ClassConfig
+	parent   []int // -1: none
+	children [][]int
+	// leaves, the inner classes from the deepest up, and the leaves
+	// under each inner class.
+	leaves, bottomUp []int
+	under            [][]int
+
+	demand, use []uint64
+	// byPrio and ws are run's scratch.
+	byPrio []int
+	ws     []want
 }
 
-// newTree indexes classes.
-func newTree(classes []htb.ClassConfig) *tree {
-	t := &tree{class: map[uint32]htb.ClassConfig{}, children: map[uint32][]uint32{}, depth: map[uint32]int{}}
-	for _, c := range classes {
-		t.class[c.ID] = c
+// index builds the tree of classes.
+func index(classes []htb.ClassConfig) *shares {
+	n := len(classes)
+	s := &shares{classes: classes, parent: make([]int, n), children: make([][]int, n), under: make([][]int, n), use: make([]uint64, n)}
+	pos := make(map[uint32]int, n)
+	for i, c := range classes {
+		pos[c.ID] = i
 	}
-	for _, c := range classes {
-		if _, ok := t.class[c.Parent]; ok {
-			t.children[c.Parent] = append(t.children[c.Parent], c.ID)
+	for i, c := range classes {
+		s.parent[i] = -1
+		if p, ok := pos[c.Parent]; ok && p != i {
+			s.parent[i] = p
+			s.children[p] = append(s.children[p], i)
 		}
 	}
-	var inner []uint32
-	for _, c := range classes {
-		d := 0
-		for p := c.Parent; ; d++ {
-			pc, ok := t.class[p]
-			if !ok || d > len(classes) {
-				break
+	depth := make([]int, n)
+	for i := range classes {
+		for p, d := s.parent[i], 0; p >= 0 && d <= n; p, d = s.parent[p], d+1 {
+			depth[i]++
+			if len(s.children[i]) == 0 {
+				s.under[p] = append(s.under[p], i)
 			}
-			p = pc.Parent
 		}
-		t.depth[c.ID] = d
-		if len(t.children[c.ID]) == 0 {
-			t.leaves = append(t.leaves, c.ID)
+		if len(s.children[i]) == 0 {
+			s.leaves = append(s.leaves, i)
 		} else {
-			inner = append(inner, c.ID)
+			s.bottomUp = append(s.bottomUp, i)
 		}
 	}
-	slices.SortStableFunc(inner, func(a, b uint32) int { return t.depth[b] - t.depth[a] })
-	t.bottomUp = inner
-	return t
-}
-
-// sumUp sets each inner class's use to its leaves' (leaves' given).
-func (t *tree) sumUp(use map[uint32]uint64) {
-	for _, p := range t.bottomUp {
-		use[p] = t.subtreeUse(use, p)
-	}
-}
-
-// subtreeUse is what p's children send.
-func (t *tree) subtreeUse(use map[uint32]uint64, p uint32) uint64 {
-	var s uint64
-	for _, c := range t.children[p] {
-		s += use[c]
-	}
+	slices.SortStableFunc(s.bottomUp, func(a, b int) int { return depth[b] - depth[a] })
 	return s
 }
 
-// lend shares spare bytes a second of class p among the leaves under it
-// that want more, by prio, then by quantum (water-filling: a leaf's
-// share past what it may take goes to the others), and adds what each
-// takes to its use and its ancestors'.
-func (t *tree) lend(use map[uint32]uint64, demand map[uint32]uint64, p uint32, spare uint64) {
-	var under []uint32
-	for _, l := range t.leaves {
-		if t.isUnder(l, p) {
-			under = append(under, l)
-		}
+// run computes what each class sends when leaf i wants demand[i].
+func (s *shares) run(demand []uint64) {
+	s.demand = demand
+	clear(s.use)
+	for _, l := range s.leaves {
+		c := &s.classes[l]
+		s.use[l] = min(c.Rate, c.Ceil, demand[l])
 	}
-	prios := map[uint8]bool{}
-	for _, l := range under {
-		prios[t.class[l].Prio] = true
+	for _, p := range s.bottomUp {
+		s.use[p] = s.subtreeUse(p)
 	}
-	for prio := range uint8(htb.NumPrio) {
-		if !prios[prio] || spare == 0 {
-			continue
+	for _, p := range s.bottomUp {
+		if used := s.subtreeUse(p); used < s.classes[p].Rate {
+			s.lend(p, s.classes[p].Rate-used)
 		}
-		var ls []uint32
-		for _, l := range under {
-			if t.class[l].Prio == prio {
-				ls = append(ls, l)
-			}
-		}
-		spare -= t.fill(use, demand, p, ls, spare)
 	}
 }
 
-// fill shares spare among leaves ls under p by quantum, each to the most
-// it may take (headroom), and returns what they took.
-func (t *tree) fill(use map[uint32]uint64, demand map[uint32]uint64, p uint32, ls []uint32, spare uint64) uint64 {
-	var taken uint64
-	for range len(ls) + 1 {
-		var hungry []uint32
-		var weight uint64
-		for _, l := range ls {
-			if t.headroom(use, demand, p, l) > 0 {
-				hungry = append(hungry, l)
-				weight += uint64(max(t.class[l].Quantum, 1))
+// leaf reports whether class i has no children.
+func (s *shares) leaf(i int) bool { return len(s.children[i]) == 0 }
+
+// subtreeUse is what p's children send.
+func (s *shares) subtreeUse(p int) uint64 {
+	var u uint64
+	for _, c := range s.children[p] {
+		u += s.use[c]
+	}
+	return u
+}
+
+// lend shares spare bytes a second of class p among the leaves under it
+// that want more, by prio, then by quantum, and adds what each takes to
+// its use and its ancestors'.
+func (s *shares) lend(p int, spare uint64) {
+	for prio := range uint8(htb.NumPrio) {
+		if spare == 0 {
+			return
+		}
+		s.byPrio = s.byPrio[:0]
+		for _, l := range s.under[p] {
+			if s.classes[l].Prio == prio {
+				s.byPrio = append(s.byPrio, l)
 			}
 		}
+		if len(s.byPrio) > 0 {
+			spare -= s.fill(p, s.byPrio, spare)
+		}
+	}
+}
+
+// want is a leaf's claim on a lender's spare: the most it may take and
+// its quantum.
+type want struct {
+	leaf    int
+	room, q uint64
+}
+
+// fill shares spare among leaves ls under p by quantum, each to the most
+// it may take (headroom): water-filling, the leaves with the least room
+// per quantum first, each taking its quantum's part of what is left or
+// its room if less. Under p's children that are inner classes, their
+// ceils bound what their leaves take together: those leaves fill again
+// from what the bound left, until nothing moves.
+func (s *shares) fill(p int, ls []int, spare uint64) uint64 {
+	var taken uint64
+	for range len(ls) + 1 {
+		ws := s.ws[:0]
+		var weight uint64
+		for _, l := range ls {
+			if room := s.headroom(p, l); room > 0 {
+				q := uint64(max(s.classes[l].Quantum, 1))
+				ws = append(ws, want{l, room, q})
+				weight += q
+			}
+		}
+		s.ws = ws
 		left := spare - taken
-		if len(hungry) == 0 || left == 0 {
+		if len(ws) == 0 || left == 0 {
 			break
 		}
+		slices.SortFunc(ws, func(a, b want) int {
+			ah, al := bits.Mul64(a.room, b.q)
+			bh, bl := bits.Mul64(b.room, a.q)
+			if ah != bh {
+				return cmpU(ah, bh)
+			}
+			return cmpU(al, bl)
+		})
 		round := uint64(0)
-		for _, l := range hungry {
-			share := mulDiv(left, uint64(max(t.class[l].Quantum, 1)), weight)
-			give := min(share, t.headroom(use, demand, p, l))
-			t.add(use, l, p, give)
+		for _, w := range ws {
+			// room is read again: a leaf before it under the same
+			// inner class may have used the class's ceil.
+			give := min(s.headroom(p, w.leaf), mulDiv(left-round, w.q, weight))
+			s.add(w.leaf, p, give)
 			round += give
+			weight -= w.q
 		}
 		taken += round
 		if round == 0 {
@@ -173,37 +202,35 @@ func (t *tree) fill(use map[uint32]uint64, demand map[uint32]uint64, p uint32, l
 
 // headroom is what leaf l may still take from p: its ceil and demand
 // past its use, and each class between it and p under its ceil.
-func (t *tree) headroom(use map[uint32]uint64, demand map[uint32]uint64, p, l uint32) uint64 {
-	c := t.class[l]
-	h := sub(min(c.Ceil, demand[l]), use[l])
-	for a := c.Parent; a != p; a = t.class[a].Parent {
-		h = min(h, sub(t.class[a].Ceil, use[a]))
+func (s *shares) headroom(p, l int) uint64 {
+	c := &s.classes[l]
+	h := sub(min(c.Ceil, s.demand[l]), s.use[l])
+	for a := s.parent[l]; a >= 0 && a != p; a = s.parent[a] {
+		h = min(h, sub(s.classes[a].Ceil, s.use[a]))
 	}
 	return h
 }
 
 // add gives leaf l n more bytes a second, lent by p: l's use and that of
 // each class from l up to p grow.
-func (t *tree) add(use map[uint32]uint64, l, p uint32, n uint64) {
-	for a := l; ; a = t.class[a].Parent {
-		use[a] += n
+func (s *shares) add(l, p int, n uint64) {
+	for a := l; a >= 0; a = s.parent[a] {
+		s.use[a] += n
 		if a == p {
 			return
 		}
 	}
 }
 
-// isUnder reports whether l is under p (not p itself).
-func (t *tree) isUnder(l, p uint32) bool {
-	for a, d := t.class[l].Parent, 0; d <= len(t.class); a, d = t.class[a].Parent, d+1 {
-		if a == p {
-			return true
-		}
-		if _, ok := t.class[a]; !ok {
-			return false
-		}
+// cmpU compares a and b.
+func cmpU(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
 	}
-	return false
+	return 0
 }
 
 // sub is a-b, or 0 when b > a.

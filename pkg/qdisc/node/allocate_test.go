@@ -154,11 +154,11 @@ func modelSends(t *testing.T, classes []htb.ClassConfig, busy map[uint32]bool, d
 	if err != nil {
 		t.Fatalf("the model refuses %v: %v", describe(classes), err)
 	}
-	tr := newTree(classes)
+	tr := index(classes)
 	var leaves []uint32
 	for _, l := range tr.leaves {
-		if busy[l] {
-			leaves = append(leaves, l)
+		if id := classes[l].ID; busy[id] {
+			leaves = append(leaves, id)
 		}
 	}
 	queued, sent := map[uint32]int{}, map[uint32]uint64{}

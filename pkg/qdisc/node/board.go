@@ -131,6 +131,10 @@ func (b *Board) SetTree(s htb.Script) error {
 	return nil
 }
 
+// TreeGen returns the tree's generation: a Member reads the tree again
+// only when it moved on.
+func (b *Board) TreeGen() uint64 { return atomic.LoadUint64(&b.words[hTreeGen]) }
+
 // Tree returns the operator's tree and its generation (which SetTree
 // moves on), or an error if there is none or it does not parse.
 func (b *Board) Tree() (htb.Script, uint64, error) {

@@ -101,6 +101,44 @@ func (b *Bucket) BookAll(seen []int64, sizes []uint32, departures []int64) {
 	}
 }
 
+// BookAllAt implements dispatch.NowGate.BookAllAt: BookAll with every
+// packet seen at seen, the first ones the tokens let leave at once due
+// (their departures not written), the rest booked as BookAll books them.
+func (b *Bucket) BookAllAt(seen int64, sizes []uint32, departures []int64) (due int) {
+	b.mu.Lock()
+	full := b.burst * 1e9
+	if b.tc == fresh {
+		b.tc, b.tokens = seen, full
+	}
+	if seen >= b.tc {
+		b.tokens = min(full, b.tokens+refill(b.rate, seen-b.tc, full))
+		b.tc = seen
+		for due < len(sizes) {
+			cost := uint64(sizes[due]) * 1e9
+			if b.tokens < cost {
+				break
+			}
+			b.tokens -= cost
+			due++
+		}
+	}
+	b.mu.Unlock()
+	if due == len(sizes) {
+		return due
+	}
+	var seenAll [64]int64
+	rest := sizes[due:]
+	for len(rest) > 0 {
+		n := min(len(rest), len(seenAll))
+		for i := range n {
+			seenAll[i] = seen
+		}
+		b.BookAll(seenAll[:n], rest[:n], departures[len(sizes)-len(rest):][:n])
+		rest = rest[n:]
+	}
+	return due
+}
+
 // refill is the byte-nanoseconds rate brings in dt ns, at most full.
 func refill(rate uint64, dt int64, full uint64) uint64 {
 	if dt <= 0 {

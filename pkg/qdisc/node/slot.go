@@ -169,8 +169,12 @@ func (b *Board) Publish(i int, owner uint64, now int64, p Published) bool {
 
 // Snapshot returns the live leaves: slots held by a sandbox that
 // published within stale ns of now.
-func (b *Board) Snapshot(now, stale int64) []Leaf {
-	var out []Leaf
+func (b *Board) Snapshot(now, stale int64) []Leaf { return b.SnapshotInto(nil, now, stale) }
+
+// SnapshotInto is Snapshot appending to out[:0] (a Member reuses it each
+// Period).
+func (b *Board) SnapshotInto(out []Leaf, now, stale int64) []Leaf {
+	out = out[:0]
 	for i := range b.slots {
 		w := b.slot(i)
 		owner := atomic.LoadUint64(&w[sOwner])

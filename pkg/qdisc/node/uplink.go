@@ -60,3 +60,5 @@ func (u *Uplink) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) {
 func (u *Uplink) Counters() Counters {
 	return Counters{Bytes: u.bytes.Load(), Packets: u.pkts.Load(), Busy: u.bucket.Waited(), Tokens: u.bucket.Tokens()}
 }
+
+var _ dispatch.NowGate = (*Bucket)(nil)
