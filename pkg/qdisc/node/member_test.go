@@ -1,7 +1,9 @@
 package node
 
 import (
+	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"time"
 )
@@ -127,4 +129,48 @@ func TestMemberShares(t *testing.T) {
 			t.Errorf("beside a sandbox sending 5 Mbit/s: %v, want %v", got, want)
 		}
 	})
+}
+
+// TestShow: the node as `tc -s class show` prints an htb's: the root,
+// then each live sandbox's class with what it sent, split as lended
+// (within its rate) and borrowed, its tokens; the root's counters are
+// its sandboxes' sums, and it lends what they borrowed.
+func TestShow(t *testing.T) {
+	now := int64(time.Second)
+	ms := members(t, [3]uint8{}, now)
+	sent := make([]uint64, 3)
+	run(t, ms, &now, time.Second, []bool{true, true, true}, []bool{false, false, false}, sent)
+	for i, m := range ms { // publish the last period's counters too
+		if _, err := m.Share(now, Counters{Bytes: sent[i], Packets: sent[i] / 1500, Busy: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := ms[0].board.Show(now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("\n%s", got)
+	var total uint64
+	for _, s := range sent {
+		total += s
+	}
+	for _, want := range []string{
+		"class htb 1:1 root rate 100Mbit ceil 100Mbit burst 1600b cburst 1600b\n Sent " + fmt.Sprint(total) + " bytes",
+		"class htb 1:a parent 1:1 prio 0 rate 10Mbit ceil 100Mbit burst 1600b cburst 1600b\n Sent " + fmt.Sprint(sent[0]) + " bytes " + fmt.Sprint(sent[0]/1500) + " pkt",
+		"class htb 1:1e parent 1:1 prio 0 rate 30Mbit ceil 100Mbit",
+		" lended: ",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("Show() lacks %q", want)
+		}
+	}
+	// 1:a sent at 19.5 Mbit/s on a rate of 10: about half of its packets
+	// were borrowed.
+	var lended, borrowed uint64
+	if _, err := fmt.Sscanf(got[strings.Index(got, "class htb 1:a "):][strings.Index(got[strings.Index(got, "class htb 1:a "):], " lended:"):], " lended: %d borrowed: %d", &lended, &borrowed); err != nil {
+		t.Fatal(err)
+	}
+	if r := float64(borrowed) / float64(lended+borrowed); r < 0.45 || r > 0.55 {
+		t.Errorf("1:a lended %d borrowed %d packets: %.2f borrowed, want about 0.49 (9.5 of 19.5 Mbit/s)", lended, borrowed, r)
+	}
 }
