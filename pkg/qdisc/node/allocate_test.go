@@ -99,6 +99,7 @@ func TestAllocate(t *testing.T) {
 // excess, the model sends 121 and 76 Mbit/s where the quanta share 86 and
 // 111. TestAllocate's "tenants" holds the documented sharing.
 func TestAllocateIsHTB(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(38, 1))
 	trees := 40
 	if qdisctest.Long() {

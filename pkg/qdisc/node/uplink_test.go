@@ -106,6 +106,7 @@ func drive(t *testing.T, clock *faketime.ManualClock, nics []*sandboxNIC, busy [
 // root's rate), in all no more than the root's; one going idle leaves
 // its share to the others.
 func TestNodeShares(t *testing.T) {
+	t.Parallel()
 	classes := []htb.ClassConfig{
 		{ID: 1<<16 | 10, Parent: 1<<16 | 1, Rate: 10 * mbit, Ceil: 100 * mbit},
 		{ID: 1<<16 | 20, Parent: 1<<16 | 1, Rate: 20 * mbit, Ceil: 100 * mbit},
@@ -154,6 +155,7 @@ func alignedMem(n int) []byte {
 // whose own tbf holds it below its share sends its tbf's rate, and the
 // others take the rest.
 func TestNodeHandover(t *testing.T) {
+	t.Parallel()
 	classes := []htb.ClassConfig{
 		{ID: 1<<16 | 10, Parent: 1<<16 | 1, Rate: 10 * mbit, Ceil: 100 * mbit},
 		{ID: 1<<16 | 20, Parent: 1<<16 | 1, Rate: 20 * mbit, Ceil: 100 * mbit},
