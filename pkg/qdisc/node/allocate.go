@@ -66,13 +66,20 @@ type shares struct {
 func index(classes []htb.ClassConfig) *shares {
 	n := len(classes)
 	s := &shares{classes: classes, parent: make([]int, n), children: make([][]int, n), under: make([][]int, n), use: make([]uint64, n)}
+	// A classid's first class is the one its children hang from (a
+	// board a compromised sandbox wrote may repeat one), and a parent
+	// link that would close a cycle is cut: the walks up the tree end.
 	pos := make(map[uint32]int, n)
 	for i, c := range classes {
-		pos[c.ID] = i
+		if _, ok := pos[c.ID]; !ok {
+			pos[c.ID] = i
+		}
+	}
+	for i := range s.parent {
+		s.parent[i] = -1
 	}
 	for i, c := range classes {
-		s.parent[i] = -1
-		if p, ok := pos[c.Parent]; ok && p != i {
+		if p, ok := pos[c.Parent]; ok && p != i && !s.above(i, p) {
 			s.parent[i] = p
 			s.children[p] = append(s.children[p], i)
 		}
@@ -93,6 +100,17 @@ func index(classes []htb.ClassConfig) *shares {
 	}
 	slices.SortStableFunc(s.bottomUp, func(a, b int) int { return depth[b] - depth[a] })
 	return s
+}
+
+// above reports whether class i is p or above it, by the parent links set
+// so far.
+func (s *shares) above(i, p int) bool {
+	for a, d := p, 0; a >= 0 && d <= len(s.parent); a, d = s.parent[a], d+1 {
+		if a == i {
+			return true
+		}
+	}
+	return false
 }
 
 // run computes what each class sends when leaf i wants demand[i].
