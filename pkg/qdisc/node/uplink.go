@@ -18,9 +18,12 @@ const UplinkBurst = 65536 + 14
 // Uplink is a NIC's link as its qdisc sees it once the sandbox is a
 // class of its node: the link itself (every packet goes on to it), with
 // a gate (dispatch.Uplink) that holds what leaves to the class's share,
-// and counters of what left, which its Member publishes.
+// and counters of what left, which its Member publishes. On the receive
+// path it is the writer that delivers to the sandbox's stack
+// (NewUplinkWriter), with no link.
 type Uplink struct {
 	stack.LinkEndpoint
+	w      stack.LinkWriter
 	bucket *Bucket
 	bytes  atomic.Uint64
 	pkts   atomic.Uint64
@@ -31,7 +34,13 @@ var _ dispatch.Uplink = (*Uplink)(nil)
 // NewUplink returns link as the class's uplink, its share rate bytes a
 // second until its Member sets another.
 func NewUplink(link stack.LinkEndpoint, rate uint64) *Uplink {
-	return &Uplink{LinkEndpoint: link, bucket: NewBucket(rate, UplinkBurst)}
+	return &Uplink{LinkEndpoint: link, w: link, bucket: NewBucket(rate, UplinkBurst)}
+}
+
+// NewUplinkWriter returns w, what the receive path delivers to, as the
+// class's uplink in the receive direction (ingress.NewTo's out).
+func NewUplinkWriter(w stack.LinkWriter, rate uint64) *Uplink {
+	return &Uplink{w: w, bucket: NewBucket(rate, UplinkBurst)}
 }
 
 // UplinkGate implements dispatch.Uplink.
@@ -42,7 +51,7 @@ func (u *Uplink) Bucket() *Bucket { return u.bucket }
 
 // WritePackets writes pkts to the link and counts what it took.
 func (u *Uplink) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) {
-	n, err := u.LinkEndpoint.WritePackets(pkts)
+	n, err := u.w.WritePackets(pkts)
 	var bytes uint64
 	for i, pkt := range pkts.AsSlice() {
 		if i >= n {

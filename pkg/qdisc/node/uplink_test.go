@@ -31,8 +31,9 @@ type sandboxNIC struct {
 }
 
 // newNode formats a board with tree and starts a NIC per class, each
-// with the qdisc build makes over its uplink, on clock.
-func newNode(t *testing.T, clock *faketime.ManualClock, tree string, classes []htb.ClassConfig, build func(stack.LinkEndpoint) qdisc.Discipline) []*sandboxNIC {
+// with the qdisc build makes over its uplink (on the receive path, the
+// uplink writer that delivers to the sandbox), on clock.
+func newNode(t *testing.T, clock *faketime.ManualClock, tree string, classes []htb.ClassConfig, receive bool, build func(stack.LinkEndpoint) qdisc.Discipline) []*sandboxNIC {
 	t.Helper()
 	mem := alignedMem(node.Size(8))
 	board, err := node.Format(mem, 8)
@@ -59,6 +60,9 @@ func newNode(t *testing.T, clock *faketime.ManualClock, tree string, classes []h
 		}
 		n := &sandboxNIC{link: qdisctest.NewLink(clock)}
 		up := node.NewUplink(n.link, c.Rate)
+		if receive {
+			up = node.NewUplinkWriter(n.link, c.Rate)
+		}
 		n.q = build(up)
 		n.runner = node.Run(m, up, clock, now)
 		t.Cleanup(func() { n.runner.Close(); n.q.Close() })
@@ -119,10 +123,16 @@ func TestNodeShares(t *testing.T) {
 	}{
 		{"all busy", []bool{true, true, true}, []float64{10 + 40*5.0/21, 20 + 40*8.0/21, 30 + 40*8.0/21}},
 		{"1:10 idle", []bool{false, true, true}, []float64{0, 45, 55}},
+		{"receive path", []bool{true, true, true}, []float64{10 + 40*5.0/21, 20 + 40*8.0/21, 30 + 40*8.0/21}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clock := faketime.NewManualClock()
-			nics := newNode(t, clock, "class root classid 1:1 rate 100mbit", classes, func(l stack.LinkEndpoint) qdisc.Discipline {
+			nics := newNode(t, clock, "class root classid 1:1 rate 100mbit", classes, tc.name == "receive path", func(l stack.LinkEndpoint) qdisc.Discipline {
+				if tc.name == "receive path" {
+					// What the sandbox receives: fifo's receive path,
+					// delivering through the class's uplink writer.
+					return fifo.NewTo(l.(*node.Uplink), clock, 1, 1000)
+				}
 				return fifo.NewWithClock(l, clock, 1, 1000)
 			})
 			drive(t, clock, nics, tc.busy, 500*time.Millisecond)
@@ -178,7 +188,7 @@ func TestNodeHandover(t *testing.T) {
 	}
 	t.Run("idle and killed", func(t *testing.T) {
 		clock := faketime.NewManualClock()
-		nics := newNode(t, clock, "class root classid 1:1 rate 100mbit", classes, func(l stack.LinkEndpoint) qdisc.Discipline {
+		nics := newNode(t, clock, "class root classid 1:1 rate 100mbit", classes, false, func(l stack.LinkEndpoint) qdisc.Discipline {
 			return fifo.NewWithClock(l, clock, 1, 1000)
 		})
 		all := []bool{true, true, true}
@@ -196,7 +206,7 @@ func TestNodeHandover(t *testing.T) {
 	t.Run("own tbf below the share", func(t *testing.T) {
 		clock := faketime.NewManualClock()
 		i := 0
-		nics := newNode(t, clock, "class root classid 1:1 rate 100mbit", classes, func(l stack.LinkEndpoint) qdisc.Discipline {
+		nics := newNode(t, clock, "class root classid 1:1 rate 100mbit", classes, false, func(l stack.LinkEndpoint) qdisc.Discipline {
 			i++
 			if i == 3 {
 				q, err := tbf.New(l, clock, tbf.Config{Rate: 15 * mbit, Burst: 16000, Limit: 64000})
