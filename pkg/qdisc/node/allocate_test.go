@@ -101,7 +101,7 @@ func TestAllocate(t *testing.T) {
 func TestAllocateIsHTB(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(38, 1))
-	trees := 40
+	trees := 20
 	if qdisctest.Long() {
 		trees = 400
 	}

@@ -105,8 +105,8 @@ func drive(t *testing.T, clock *faketime.ManualClock, nics []*sandboxNIC, busy [
 }
 
 // TestNodeShares: the node, in process: three sandboxes' NICs
-// (fifo; tbf for one) over their classes' uplinks, kept backlogged; the
-// bytes each link takes in 2 s are htb's shares (within 1% of the
+// (fifo) over their classes' uplinks, kept backlogged; the bytes each
+// link takes in 1 s are htb's shares (within 1% of the
 // root's rate), in all no more than the root's; one going idle leaves
 // its share to the others.
 func TestNodeShares(t *testing.T) {
@@ -136,10 +136,10 @@ func TestNodeShares(t *testing.T) {
 				return fifo.NewWithClock(l, clock, 1, 1000)
 			})
 			drive(t, clock, nics, tc.busy, 500*time.Millisecond)
-			got := drive(t, clock, nics, tc.busy, 2*time.Second)
+			got := drive(t, clock, nics, tc.busy, time.Second)
 			var total float64
 			for i, b := range got {
-				r := float64(b) / 2 / mbit
+				r := float64(b) / mbit
 				total += r
 				t.Logf("%s: %.3f Mbit/s", classify.ClassID(classes[i].ID), r)
 				if math.Abs(r-tc.want[i]) > 1 {
@@ -219,7 +219,7 @@ func TestNodeHandover(t *testing.T) {
 		})
 		all := []bool{true, true, true}
 		drive(t, clock, nics, all, 500*time.Millisecond)
-		got := rates(drive(t, clock, nics, all, 2*time.Second), 2*time.Second)
+		got := rates(drive(t, clock, nics, all, time.Second), time.Second)
 		// 1:1e wants what it sends and a sixteenth, under its rate of
 		// 30: the others share the rest.
 		spare := 100 - 30 - 15*17.0/16
