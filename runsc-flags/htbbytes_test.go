@@ -137,43 +137,9 @@ func TestHTBAnnotationSendsNoMore(t *testing.T) {
 // the others idle, and returns the bytes each leaf sent.
 func saturated(t *testing.T, cfg htb.Config, size func(uint32) uint32, dur int64, busy func(uint32) bool) map[uint32]uint64 {
 	t.Helper()
-	for i := range cfg.Classes {
-		cfg.Classes[i].Quota = nil // Linux's htb has none; quota_test holds them
-	}
-	m, err := htbtest.NewModel(cfg, 0)
+	bytes, err := htbtest.Saturate(cfg, size, dur, busy)
 	if err != nil {
-		t.Fatalf("the model refuses %+v: %v", cfg, err)
-	}
-	var leaves []uint32
-	for _, c := range cfg.Classes {
-		if busy(c.ID) && !slices.ContainsFunc(cfg.Classes, func(k htb.ClassConfig) bool { return k.Parent == c.ID }) {
-			leaves = append(leaves, c.ID)
-		}
-	}
-	queued, bytes := map[uint32]int{}, map[uint32]uint64{}
-	seq, seen := uint64(0), 0
-	for now := int64(0); now < dur; {
-		for range 100_000 {
-			for _, l := range leaves {
-				for ; queued[l] < 4; queued[l]++ {
-					m.Enqueue(now, seq, l, size(l))
-					seq++
-				}
-			}
-			m.Dequeue(now)
-			if len(m.Sent) == seen {
-				break
-			}
-			for ; seen < len(m.Sent); seen++ {
-				d := m.Sent[seen]
-				queued[d.Class]--
-				bytes[d.Class] += uint64(d.Size)
-			}
-		}
-		if m.Watchdog <= now {
-			t.Fatalf("the model waits for %d at %d with every leaf backlogged", m.Watchdog, now)
-		}
-		now = m.Watchdog
+		t.Fatalf("%+v: %v", cfg, err)
 	}
 	return bytes
 }

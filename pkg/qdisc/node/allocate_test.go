@@ -151,41 +151,9 @@ func randomNode(rng *rand.Rand) []htb.ClassConfig {
 // bytes each leaf sent.
 func modelSends(t *testing.T, classes []htb.ClassConfig, busy map[uint32]bool, dur int64) map[uint32]uint64 {
 	t.Helper()
-	m, err := htbtest.NewModel(htb.Config{Handle: 1 << 16, Classes: classes}, 0)
+	sent, err := htbtest.Saturate(htb.Config{Handle: 1 << 16, Classes: classes}, func(uint32) uint32 { return 1500 }, dur, func(id uint32) bool { return busy[id] })
 	if err != nil {
-		t.Fatalf("the model refuses %v: %v", describe(classes), err)
-	}
-	tr := index(classes)
-	var leaves []uint32
-	for _, l := range tr.leaves {
-		if id := classes[l].ID; busy[id] {
-			leaves = append(leaves, id)
-		}
-	}
-	queued, sent := map[uint32]int{}, map[uint32]uint64{}
-	seq, seen := uint64(0), 0
-	for now := int64(0); now < dur; {
-		for range 100_000 {
-			for _, l := range leaves {
-				for ; queued[l] < 4; queued[l]++ {
-					m.Enqueue(now, seq, l, 1500)
-					seq++
-				}
-			}
-			m.Dequeue(now)
-			if len(m.Sent) == seen {
-				break
-			}
-			for ; seen < len(m.Sent); seen++ {
-				d := m.Sent[seen]
-				queued[d.Class]--
-				sent[d.Class] += uint64(d.Size)
-			}
-		}
-		if len(leaves) == 0 || m.Watchdog <= now {
-			break
-		}
-		now = m.Watchdog
+		t.Fatalf("%v: %v", describe(classes), err)
 	}
 	return sent
 }

@@ -104,6 +104,14 @@ func drive(t *testing.T, clock *faketime.ManualClock, nics []*sandboxNIC, busy [
 	return out
 }
 
+// issueClasses are the issue's three sandboxes under a root of 100
+// Mbit/s: guaranteed 10, 20 and 30 Mbit/s, each with a ceil of 100.
+var issueClasses = []htb.ClassConfig{
+	{ID: 1<<16 | 10, Parent: 1<<16 | 1, Rate: 10 * mbit, Ceil: 100 * mbit},
+	{ID: 1<<16 | 20, Parent: 1<<16 | 1, Rate: 20 * mbit, Ceil: 100 * mbit},
+	{ID: 1<<16 | 30, Parent: 1<<16 | 1, Rate: 30 * mbit, Ceil: 100 * mbit},
+}
+
 // TestNodeShares: the issue's node, in process: three sandboxes' NICs
 // (fifo) over their classes' uplinks, kept backlogged; the bytes each
 // link takes in 1 s are htb's shares (within 1% of the
@@ -111,11 +119,7 @@ func drive(t *testing.T, clock *faketime.ManualClock, nics []*sandboxNIC, busy [
 // its share to the others.
 func TestNodeShares(t *testing.T) {
 	t.Parallel()
-	classes := []htb.ClassConfig{
-		{ID: 1<<16 | 10, Parent: 1<<16 | 1, Rate: 10 * mbit, Ceil: 100 * mbit},
-		{ID: 1<<16 | 20, Parent: 1<<16 | 1, Rate: 20 * mbit, Ceil: 100 * mbit},
-		{ID: 1<<16 | 30, Parent: 1<<16 | 1, Rate: 30 * mbit, Ceil: 100 * mbit},
-	}
+	classes := issueClasses
 	for _, tc := range []struct {
 		name string
 		busy []bool
@@ -166,11 +170,7 @@ func alignedMem(n int) []byte {
 // others take the rest.
 func TestNodeHandover(t *testing.T) {
 	t.Parallel()
-	classes := []htb.ClassConfig{
-		{ID: 1<<16 | 10, Parent: 1<<16 | 1, Rate: 10 * mbit, Ceil: 100 * mbit},
-		{ID: 1<<16 | 20, Parent: 1<<16 | 1, Rate: 20 * mbit, Ceil: 100 * mbit},
-		{ID: 1<<16 | 30, Parent: 1<<16 | 1, Rate: 30 * mbit, Ceil: 100 * mbit},
-	}
+	classes := issueClasses
 	rates := func(b []uint64, d time.Duration) []float64 {
 		out := make([]float64, len(b))
 		for i := range b {
