@@ -9,10 +9,9 @@ import (
 // uplink's counters, computes the class's share and sets the uplink's
 // bucket to it. Close stops it; it starts no goroutine of its own.
 type Runner struct {
-	m     *Member
-	up    *Uplink
-	now   func() int64
-	clock tcpip.Clock
+	m   *Member
+	up  *Uplink
+	now func() int64
 
 	mu sync.Mutex
 	// +checklocks:mu
@@ -27,7 +26,7 @@ type Runner struct {
 // time (CLOCK_MONOTONIC in a sandbox, which every sandbox of the node
 // shares).
 func Run(m *Member, up *Uplink, clock tcpip.Clock, now func() int64) *Runner {
-	r := &Runner{m: m, up: up, now: now, clock: clock}
+	r := &Runner{m: m, up: up, now: now}
 	r.step()
 	r.mu.Lock()
 	if !r.closed {
@@ -49,9 +48,8 @@ func (r *Runner) tick() {
 
 // step computes the share and puts it in force.
 func (r *Runner) step() {
-	lanes := int64(r.clock.NowMonotonic().Sub(tcpip.MonotonicTime{})) // the lanes' time, as dispatch reads it
-	share, err := r.m.Share(r.now(), r.up.Counters(lanes))
-	r.up.Bucket().SetRate(lanes, share)
+	share, err := r.m.Share(r.now(), r.up.Counters())
+	r.up.Bucket().SetRate(share)
 	r.mu.Lock()
 	r.err = err
 	r.mu.Unlock()

@@ -64,11 +64,10 @@ func (u *Uplink) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) {
 	return n, err
 }
 
-// Counters returns what left through the uplink, whether a packet
-// waited for the class's share since the last call, and the bucket's
-// tokens at now (ns on the lanes' clock).
-func (u *Uplink) Counters(now int64) Counters {
-	return Counters{Bytes: u.bytes.Load(), Packets: u.pkts.Load(), Busy: u.bucket.Waited(), Tokens: u.bucket.Tokens(now)}
+// Counters returns what left through the uplink and whether a packet
+// waited for the class's share since the last call.
+func (u *Uplink) Counters() Counters {
+	return Counters{Bytes: u.bytes.Load(), Packets: u.pkts.Load(), Busy: u.bucket.Waited(), Tokens: u.bucket.Tokens()}
 }
 
 var _ dispatch.NowGate = (*Bucket)(nil)
