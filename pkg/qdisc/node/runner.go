@@ -1,6 +1,8 @@
 package node
 
 import (
+	"time"
+
 	"gvisor.dev/gvisor/pkg/sync"
 	"gvisor.dev/gvisor/pkg/tcpip"
 )
@@ -8,6 +10,12 @@ import (
 // Runner steps a Member every Period on a clock's timer: it reads its
 // uplink's counters, computes the class's share and sets the uplink's
 // bucket to it. Close stops it; it starts no goroutine of its own.
+//
+// A class that sent nothing and had nothing wait for ParkAfter parks:
+// the timer stops (an idle sandbox wakes up no one), its bucket goes
+// back to the class's rate, and it stops publishing, so that the others
+// count it idle after Stale. The next packet its uplink writes unparks
+// it (Uplink.WritePackets): it steps at once and every Period again.
 type Runner struct {
 	m   *Member
 	up  *Uplink
@@ -20,40 +28,79 @@ type Runner struct {
 	closed bool
 	// +checklocks:mu
 	err error
+	// idle counts the steps since the class last sent or waited;
+	// lastBytes is what it had sent at the last step.
+	// +checklocks:mu
+	idle int
+	// +checklocks:mu
+	lastBytes uint64
 }
+
+// ParkAfter is how long a class must stay idle before its Runner parks.
+const ParkAfter = 100 * time.Millisecond
 
 // Run starts stepping m for up on clock's timers; now gives the board's
 // time (CLOCK_MONOTONIC in a sandbox, which every sandbox of the node
 // shares).
 func Run(m *Member, up *Uplink, clock tcpip.Clock, now func() int64) *Runner {
 	r := &Runner{m: m, up: up, now: now}
-	r.step()
 	r.mu.Lock()
-	if !r.closed {
-		r.timer = clock.AfterFunc(Period, r.tick)
-	}
-	r.mu.Unlock()
+	defer r.mu.Unlock()
+	r.stepLocked()
+	r.timer = clock.AfterFunc(Period, r.tick)
+	up.wake = r.unpark
 	return r
 }
 
-// tick steps and re-arms the timer.
+// tick steps, then re-arms the timer or parks.
 func (r *Runner) tick() {
-	r.step()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if !r.closed {
+	if r.closed {
+		return
+	}
+	r.stepLocked()
+	if time.Duration(r.idle)*Period < ParkAfter {
+		r.timer.Reset(Period)
+		return
+	}
+	r.up.Bucket().SetRate(r.m.class.Rate)
+	r.up.parked.Store(true)
+	// A packet written as it parked did not see it parked: unpark.
+	if r.up.bytes.Load() != r.lastBytes && r.up.parked.CompareAndSwap(true, false) {
 		r.timer.Reset(Period)
 	}
 }
 
-// step computes the share and puts it in force.
-func (r *Runner) step() {
-	share, err := r.m.Share(r.now(), r.up.Counters())
-	r.up.Bucket().SetRate(share)
+// unpark steps at once and re-arms the timer: the uplink wrote a packet
+// while the class was parked.
+func (r *Runner) unpark() {
 	r.mu.Lock()
-	r.err = err
-	r.mu.Unlock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return
+	}
+	r.stepLocked()
+	r.timer.Reset(Period)
 }
+
+// stepLocked computes the share and puts it in force.
+// +checklocks:r.mu
+func (r *Runner) stepLocked() {
+	c := r.up.Counters()
+	share, err := r.m.Share(r.now(), c)
+	r.up.Bucket().SetRate(share)
+	r.err = err
+	if c.Bytes == r.lastBytes && !c.Busy {
+		r.idle++
+	} else {
+		r.idle = 0
+	}
+	r.lastBytes = c.Bytes
+}
+
+// Parked reports whether the runner is parked (the class idle).
+func (r *Runner) Parked() bool { return r.up.parked.Load() }
 
 // Err returns the last step's error (no tree on the board; the slot
 // reclaimed), nil if it went well: the class then holds its rate.

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sync/atomic"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/netqdisc/netqdisc/pkg/qdisc/classify"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/htb"
 )
@@ -28,6 +30,7 @@ const (
 	sLended          // packets sent within its rate (tc's lended)
 	sBorrowed        // packets sent past its rate (tc's borrowed)
 	sTokens          // its rate bucket's tokens, bytes
+	sPid             // the sandbox's process on the host; 0: none given
 )
 
 // Leaf is a sandbox's class as a board holds it, with what it published.
@@ -56,6 +59,15 @@ func (b *Board) slot(i int) []uint64 {
 // under the parent's rate with its other children's. The runtime calls
 // it holding the board file's lock, so that two joins do not both fit.
 func (b *Board) Join(c htb.ClassConfig, owner uint64, now, stale int64) (int, error) {
+	return b.JoinProcess(c, owner, 0, now, stale)
+}
+
+// JoinProcess is Join for a sandbox whose process on the host is pid: a
+// slot silent for stale ns is reclaimed only once that process is gone,
+// so a sandbox idle long enough to stop publishing (Runner parks) keeps
+// its slot. A silent slot still counts for no share meanwhile: to the
+// others an idle sandbox and a dead one are alike.
+func (b *Board) JoinProcess(c htb.ClassConfig, owner uint64, pid int, now, stale int64) (int, error) {
 	if owner == 0 {
 		return 0, fmt.Errorf("node: a slot's owner token must not be 0")
 	}
@@ -69,7 +81,7 @@ func (b *Board) Join(c htb.ClassConfig, owner uint64, now, stale int64) (int, er
 	for i := range b.slots {
 		w := b.slot(i)
 		old := atomic.LoadUint64(&w[sOwner])
-		if old != 0 && atomic.LoadUint64(&w[sBeat])+uint64(stale) >= uint64(now) {
+		if old != 0 && (atomic.LoadUint64(&w[sBeat])+uint64(stale) >= uint64(now) || processAlive(int(atomic.LoadUint64(&w[sPid])))) {
 			continue
 		}
 		if !atomic.CompareAndSwapUint64(&w[sOwner], old, owner) {
@@ -83,6 +95,7 @@ func (b *Board) Join(c htb.ClassConfig, owner uint64, now, stale int64) (int, er
 		atomic.StoreUint64(&w[sCeil], c.Ceil)
 		atomic.StoreUint64(&w[sPrio], uint64(c.Prio)<<32|uint64(c.Quantum))
 		atomic.StoreUint64(&w[sShare], c.Rate)
+		atomic.StoreUint64(&w[sPid], uint64(max(pid, 0)))
 		atomic.StoreUint64(&w[sBeat], uint64(now))
 		return i, nil
 	}
@@ -128,6 +141,15 @@ func fits(tree htb.Script, live []Leaf, c htb.ClassConfig) error {
 		return fmt.Errorf("node: class %s guarantees %d bytes/s of its %d to its children; a guarantee of %d does not fit (%d left)", pid, sum, parent.Rate, c.Rate, parent.Rate-min(sum, parent.Rate))
 	}
 	return nil
+}
+
+// processAlive reports whether process pid exists (0: none was given).
+func processAlive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	err := unix.Kill(pid, 0)
+	return err == nil || err == unix.EPERM
 }
 
 // Leave frees slot i, if owner still holds it.

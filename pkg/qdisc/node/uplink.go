@@ -27,6 +27,11 @@ type Uplink struct {
 	bucket *Bucket
 	bytes  atomic.Uint64
 	pkts   atomic.Uint64
+
+	// parked says the class's Runner is parked; wake unparks it (set
+	// once, by Run, before the uplink carries packets).
+	parked atomic.Bool
+	wake   func()
 }
 
 var _ dispatch.Uplink = (*Uplink)(nil)
@@ -61,6 +66,9 @@ func (u *Uplink) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) {
 	}
 	u.bytes.Add(bytes)
 	u.pkts.Add(uint64(max(n, 0)))
+	if u.parked.Load() && u.parked.CompareAndSwap(true, false) {
+		u.wake()
+	}
 	return n, err
 }
 

@@ -1,0 +1,155 @@
+package node_test
+
+import (
+	"os"
+	"os/exec"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/faketime"
+
+	"github.com/netqdisc/netqdisc/pkg/qdisc/fifo"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/htb"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/node"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/qdisctest"
+)
+
+// countingClock is a ManualClock that counts the timer callbacks it
+// runs.
+type countingClock struct {
+	*faketime.ManualClock
+	fired atomic.Int64
+}
+
+// AfterFunc implements tcpip.Clock.AfterFunc, counting each run of f.
+func (c *countingClock) AfterFunc(d time.Duration, f func()) tcpip.Timer {
+	return c.ManualClock.AfterFunc(d, func() { c.fired.Add(1); f() })
+}
+
+// TestRunnerParks: an idle class stops its timer after node.ParkAfter
+// (no wake-ups while the sandbox is idle) and stops publishing, so the
+// others count it idle after node.Stale; its next packet wakes it at
+// once, and it steps every Period again.
+func TestRunnerParks(t *testing.T) {
+	clock := &countingClock{ManualClock: faketime.NewManualClock()}
+	mem := alignedMem(node.Size(2))
+	board, err := node.Format(mem, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree, err := htb.ParseScript("class root classid 1:1 rate 100mbit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := board.SetTree(tree); err != nil {
+		t.Fatal(err)
+	}
+	now := func() int64 { return int64(clock.NowMonotonic().Sub(tcpip.MonotonicTime{})) }
+	c := issueClasses[0]
+	slot, err := board.Join(c, 1, now(), int64(node.Stale))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := node.NewMember(board, slot, 1, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := qdisctest.NewLink(clock)
+	up := node.NewUplink(link, c.Rate)
+	q := fifo.New(up, 1, 1000)
+	r := node.Run(m, up, clock, now)
+	defer func() { r.Close(); q.Close() }()
+	send := func() {
+		pkt := qdisctest.MakePacket(1500, 0, 1)
+		q.WritePacket(pkt)
+		pkt.DecRef()
+		qdisctest.WaitQuiescent(t, q)
+	}
+	advance := func(d time.Duration) {
+		for range int(d / time.Millisecond) {
+			clock.Advance(time.Millisecond)
+		}
+	}
+
+	send()
+	advance(node.ParkAfter / 2)
+	if r.Parked() {
+		t.Fatalf("parked %v after a packet, before %v idle", node.ParkAfter/2, node.ParkAfter)
+	}
+	advance(node.ParkAfter)
+	if !r.Parked() {
+		t.Fatalf("not parked after %v idle", node.ParkAfter*3/2)
+	}
+	fired := clock.fired.Load()
+	advance(time.Second)
+	if n := clock.fired.Load() - fired; n != 0 || !r.Parked() {
+		t.Errorf("parked and idle for 1 s: %d timer wake-ups (parked %v), want 0", n, r.Parked())
+	}
+	if got := board.Snapshot(now(), int64(node.Stale)); len(got) != 0 {
+		t.Errorf("a class parked for 1 s still counts as live: %+v", got)
+	}
+
+	send()
+	if r.Parked() {
+		t.Fatal("a packet did not wake the parked class")
+	}
+	if got := board.Snapshot(now(), int64(node.Stale)); len(got) != 1 || got[0].Beat != now() {
+		t.Errorf("woken by a packet: the board has %+v, want the class published as of now (%d)", got, now())
+	}
+	fired = clock.fired.Load()
+	advance(5 * node.Period)
+	if n := clock.fired.Load() - fired; n != 5 {
+		t.Errorf("woken: %d steps in 5 periods, want 5", n)
+	}
+	if err := r.Err(); err != nil {
+		t.Errorf("woken runner: %v", err)
+	}
+}
+
+// TestJoinKeepsAParkedSandbox: a slot silent past Stale whose process
+// is alive (a parked sandbox) is not reclaimed; once no process has its
+// pid, it is.
+func TestJoinKeepsAParkedSandbox(t *testing.T) {
+	mem := alignedMem(node.Size(1))
+	board, err := node.Format(mem, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree, err := htb.ParseScript("class root classid 1:1 rate 100mbit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := board.SetTree(tree); err != nil {
+		t.Fatal(err)
+	}
+	stale := int64(node.Stale)
+	if _, err := board.JoinProcess(issueClasses[0], 1, os.Getpid(), 1, stale); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := board.JoinProcess(issueClasses[1], 2, 0, 2+stale, stale); err == nil {
+		t.Fatal("a live process's silent slot was reclaimed")
+	}
+	dead := deadPid(t)
+	board2, _ := node.Format(alignedMem(node.Size(1)), 1)
+	if err := board2.SetTree(tree); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := board2.JoinProcess(issueClasses[0], 1, dead, 1, stale); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := board2.JoinProcess(issueClasses[1], 2, 0, 2+stale, stale); err != nil {
+		t.Errorf("the silent slot of a process that is gone was not reclaimed: %v", err)
+	}
+}
+
+// deadPid returns the pid of a process that has exited and been reaped.
+func deadPid(t *testing.T) int {
+	t.Helper()
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Skipf("no process to reap: %v", err)
+	}
+	return cmd.Process.Pid
+}
