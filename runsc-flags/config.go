@@ -85,6 +85,16 @@ type Config struct {
 	// sandbox receives: "" for the one the flags above imply (tbf with a
 	// rate, htb, cake, or none), or any registered kind (kinds.go).
 	IngressQDisc string
+	// Node is --qdisc-node, the file of the node's class tree (package
+	// node), "" for none; NodeParent the class the sandbox's hangs from
+	// ("" for the tree's root), NodeRate and NodeCeil its rate and ceil
+	// (bytes/s; ceil 0: the parent's), NodePrio its prio. The Ingress
+	// ones are the same for what the sandbox receives.
+	Node, NodeParent                 string
+	NodeRate, NodeCeil, NodePrio     uint64
+	IngressNode, IngressNodeParent   string
+	IngressNodeRate, IngressNodeCeil uint64
+	IngressNodePrio                  uint64
 	// Words are the registered kinds' words flags (--qdisc-fifo,
 	// --qdisc-ingress-fq-codel, a kind of another package's), by flag
 	// name; nil for none. Set and Get read and write them; a Config
@@ -163,6 +173,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.validateFQCoDel(); err != nil {
+		return err
+	}
+	if err := c.validateNode(); err != nil {
 		return err
 	}
 	if c.QDisc == QDiscTBF {

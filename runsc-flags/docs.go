@@ -26,6 +26,8 @@ func (f *Flag) unitDoc() string {
 		return codeList(qdiscChoices(), ", ")
 	case KindName:
 		return "a qdisc's name (`" + f.Example + "`)"
+	case KindText:
+		return "`" + f.Example + "`"
 	case KindWords:
 		return f.words.Name + "'s words (`" + f.Example + "`)"
 	case KindAliasWords:

@@ -107,57 +107,109 @@ func (c *Config) NewQueueingDiscipline(lower stack.LinkEndpoint, clock tcpip.Clo
 // until a ceiling is set in place (ingress.Endpoint.Change, runsc qdisc
 // change). An error names the flag to change.
 func (c *Config) NewIngress(child stack.LinkEndpoint, clock tcpip.Clock) (*ingress.Endpoint, error) {
+	return c.newIngress(child, clock, nil)
+}
+
+// NewIngressIn is NewIngress for a NIC whose receive direction is nc's
+// class of its node: the shaper delivers through the class's uplink,
+// which holds what goes up to the class's share. Where the flags give
+// the direction no shaper of its own, a fifo holds what waits.
+func (c *Config) NewIngressIn(child stack.LinkEndpoint, clock tcpip.Clock, nc *NodeClass) (*ingress.Endpoint, error) {
+	return c.newIngress(child, clock, nc)
+}
+
+// newIngress is NewIngress, through nc's class if not nil.
+func (c *Config) newIngress(child stack.LinkEndpoint, clock tcpip.Clock, nc *NodeClass) (*ingress.Endpoint, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	if in, ok, err := c.kindOf(IngressCeiling); ok || err != nil {
-		if err != nil {
-			return nil, err
-		}
-		e, err := ingress.NewWhole(child, clock, func(out stack.LinkWriter, link stack.LinkEndpoint, clock tcpip.Clock) (ingress.Whole, error) {
-			return in.kind.NewTo(out, link, clock, in.opts)
-		})
-		if err != nil {
-			return nil, fmt.Errorf("--%s: %w", in.flag, err)
-		}
-		return e, nil
-	}
-	if c.IngressHTB != "" {
-		cfg, err := c.htbConfig(FlagIngressHTB, c.IngressHTB, classify.Ingress, child.MTU()+uint32(child.MaxHeaderLength()))
-		if err != nil {
-			return nil, err
-		}
-		e, err := ingress.NewWhole(child, clock, func(out stack.LinkWriter, link stack.LinkEndpoint, clock tcpip.Clock) (ingress.Whole, error) {
-			return whole(htb.NewTo(out, link, clock, cfg))
-		})
-		if err != nil {
-			return nil, fmt.Errorf("--%s: %w", FlagIngressHTB, err)
-		}
-		return e, nil
-	}
-	if c.IngressCake != "" {
-		cfg, err := c.IngressCakeConfig()
-		if err != nil {
-			return nil, err
-		}
-		e, err := ingress.NewWhole(child, clock, func(out stack.LinkWriter, link stack.LinkEndpoint, clock tcpip.Clock) (ingress.Whole, error) {
-			return whole(cake.NewTo(out, link, clock, cfg))
-		})
-		if err != nil {
-			return nil, fmt.Errorf("--%s: %w", FlagIngressCake, err)
-		}
-		return e, nil
-	}
-	e, err := ingress.New(child, clock, c.IngressConfig())
+	build, flag, err := c.ingressBuild(child, nc != nil)
 	if err != nil {
-		return nil, flagError(err, ingressFlags)
+		return nil, err
+	}
+	if build == nil {
+		e, err := ingress.New(child, clock, c.IngressConfig())
+		if err != nil {
+			return nil, flagError(err, ingressFlags)
+		}
+		return e, nil
+	}
+	if nc != nil {
+		inner := build
+		build = func(out stack.LinkWriter, link stack.LinkEndpoint, clock tcpip.Clock) (ingress.Whole, error) {
+			up, err := nc.uplink(nil, out, clock)
+			if err != nil {
+				return nil, err
+			}
+			return inner(up, link, clock)
+		}
+	}
+	e, err := ingress.NewWhole(child, clock, build)
+	if err != nil {
+		if flag == "" {
+			return nil, flagError(err, ingressFlags)
+		}
+		return nil, fmt.Errorf("--%s: %w", flag, err)
 	}
 	return e, nil
 }
 
-// whole returns what a qdisc's NewTo returned as an ingress.Whole: nil
+// ingressBuild returns what builds the receive direction's shaper as a
+// whole, and its flag: a registered kind's, htb's or cake's; with
+// whole, the tbf or (where the direction is not shaped) a fifo too. It
+// returns nil where ingress.New builds the direction's tbf itself.
+func (c *Config) ingressBuild(child stack.LinkEndpoint, whole bool) (ingress.BuildWhole, string, error) {
+	if in, ok, err := c.kindOf(IngressCeiling); ok || err != nil {
+		if err != nil {
+			return nil, "", err
+		}
+		return func(out stack.LinkWriter, link stack.LinkEndpoint, clock tcpip.Clock) (ingress.Whole, error) {
+			return in.kind.NewTo(out, link, clock, in.opts)
+		}, in.flag, nil
+	}
+	if c.IngressHTB != "" {
+		cfg, err := c.htbConfig(FlagIngressHTB, c.IngressHTB, classify.Ingress, child.MTU()+uint32(child.MaxHeaderLength()))
+		if err != nil {
+			return nil, "", err
+		}
+		return func(out stack.LinkWriter, link stack.LinkEndpoint, clock tcpip.Clock) (ingress.Whole, error) {
+			return asWhole(htb.NewTo(out, link, clock, cfg))
+		}, FlagIngressHTB, nil
+	}
+	if c.IngressCake != "" {
+		cfg, err := c.IngressCakeConfig()
+		if err != nil {
+			return nil, "", err
+		}
+		return func(out stack.LinkWriter, link stack.LinkEndpoint, clock tcpip.Clock) (ingress.Whole, error) {
+			return asWhole(cake.NewTo(out, link, clock, cfg))
+		}, FlagIngressCake, nil
+	}
+	switch {
+	case !whole:
+		return nil, "", nil
+	case c.IngressShaped():
+		cfg := c.IngressConfig()
+		return func(out stack.LinkWriter, link stack.LinkEndpoint, clock tcpip.Clock) (ingress.Whole, error) {
+			return asWhole(tbf.NewTo(out, link, clock, cfg))
+		}, "", nil
+	}
+	k, ok := qdisc.Lookup("fifo")
+	if !ok {
+		return nil, "", fmt.Errorf("no fifo qdisc registered to hold what the node's class holds back")
+	}
+	opts, err := k.Parse("")
+	if err != nil {
+		return nil, "", err
+	}
+	return func(out stack.LinkWriter, link stack.LinkEndpoint, clock tcpip.Clock) (ingress.Whole, error) {
+		return k.NewTo(out, link, clock, opts)
+	}, "", nil
+}
+
+// asWhole returns what a qdisc's NewTo returned as an ingress.Whole: nil
 // (not a nil *Discipline) with an error.
-func whole[Q ingress.Whole](q Q, err error) (ingress.Whole, error) {
+func asWhole[Q ingress.Whole](q Q, err error) (ingress.Whole, error) {
 	if err != nil {
 		return nil, err
 	}

@@ -138,7 +138,7 @@ func (c *Config) applyKube(op *Config, key, value string, r uint64) {
 	if key == AnnotationKubeIngress {
 		d = IngressCeiling
 	}
-	if c.applyKubeHTB(key, value, r) || c.applyKubeCake(key, r) || c.applyKubeKind(d, r) {
+	if c.applyKubeNode(op, key, value, r) || c.applyKubeHTB(key, value, r) || c.applyKubeCake(key, r) || c.applyKubeKind(d, r) {
 		return
 	}
 	s := c.kubeShaperOf(key)

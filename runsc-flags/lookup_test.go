@@ -85,7 +85,12 @@ var roundTripSamples = map[string]string{
 	FlagCakeBandwidth: "50mbit", FlagCakeIsolation: "dual-srchost", FlagCakeDiffserv: "besteffort", FlagCakeAckFilter: "ack-filter-aggressive",
 	FlagCakeRTT: "50ms", FlagCakeOverhead: "overhead 38 mpu 84", FlagCakeMemlimit: "16mb", FlagCakeWash: "true", FlagCakeSplitGSO: "false",
 	FlagIngressQDisc: "tbf",
+	FlagNode:         nodeSample, FlagNodeParent: "1:10", FlagNodeRate: "10mbit", FlagNodeCeil: "100mbit", FlagNodePrio: "1",
+	FlagIngressNode: nodeSample, FlagIngressNodeParent: "1:10", FlagIngressNodeRate: "10mbit", FlagIngressNodeCeil: "100mbit", FlagIngressNodePrio: "1",
 }
+
+// nodeSample is a node's tree file; Validate does not read it.
+const nodeSample = "/run/netqdisc/node.htb"
 
 // cakeSample is cake for a server: 100 Mbit/s, fair between its clients.
 const cakeSample = "bandwidth 100mbit diffserv4 dual-dsthost ack-filter"
@@ -105,6 +110,12 @@ var sampleBase = map[string][]string{
 	FlagCakeAckFilter: {FlagQDisc, "cake"}, FlagCakeRTT: {FlagQDisc, "cake"}, FlagCakeOverhead: {FlagQDisc, "cake"},
 	FlagCakeMemlimit: {FlagQDisc, "cake"}, FlagCakeWash: {FlagQDisc, "cake"}, FlagCakeSplitGSO: {FlagQDisc, "cake"},
 	FlagIngressCake: {FlagIngressRate, "0", FlagIngressBurst, "0", FlagIngressPacketRate, "0", FlagIngressPacketBurst, "0"},
+	FlagNode:        {FlagNodeRate, "10mbit"}, FlagNodeRate: {FlagNode, nodeSample},
+	FlagNodeParent: {FlagNode, nodeSample, FlagNodeRate, "10mbit"}, FlagNodeCeil: {FlagNode, nodeSample, FlagNodeRate, "10mbit"},
+	FlagNodePrio:    {FlagNode, nodeSample, FlagNodeRate, "10mbit"},
+	FlagIngressNode: {FlagIngressNodeRate, "10mbit"}, FlagIngressNodeRate: {FlagIngressNode, nodeSample},
+	FlagIngressNodeParent: {FlagIngressNode, nodeSample, FlagIngressNodeRate, "10mbit"}, FlagIngressNodeCeil: {FlagIngressNode, nodeSample, FlagIngressNodeRate, "10mbit"},
+	FlagIngressNodePrio: {FlagIngressNode, nodeSample, FlagIngressNodeRate, "10mbit"},
 }
 
 // TestRoundTrip: for every flag of the table, Set(Get()) changes nothing,

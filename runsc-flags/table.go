@@ -198,7 +198,7 @@ func lowerDefault[T uint64 | time.Duration](def T) Rule {
 
 // Flags is the table, in the order Args gives them. It is read-only by
 // convention.
-var Flags = slices.Concat(shapingRows, fqCoDelRows, classRows)
+var Flags = slices.Concat(shapingRows, fqCoDelRows, classRows, nodeRows)
 
 // aliasFlags are the words flags of the kinds whose knobs are flags of
 // the table (aliases.go): after it in AllFlags.

@@ -126,6 +126,9 @@ const (
 	// KindAliasWords is the words of a kind whose knobs are flags
 	// (Flag.alias): held in those flags.
 	KindAliasWords
+	// KindText is text Validate reads as the flag's Example shows: a
+	// file's path, a class's major:minor.
+	KindText
 )
 
 // parse reads flag text s as a value of the kind, of the field's type.
@@ -168,7 +171,7 @@ func (k Kind) parse(s string) (any, error) {
 		return parseCakeWords(s)
 	case KindCakeKnob:
 		return strings.TrimSpace(s), nil
-	case KindName:
+	case KindName, KindText:
 		return strings.TrimSpace(s), nil
 	}
 	return nil, fmt.Errorf("unknown kind %d", k)

@@ -25,7 +25,7 @@ func (l *Lane) SetGate(g Gate, maxPacketBytes uint32) {
 	if s, ok := g.(Starter); ok {
 		s.Start(l.now())
 	}
-	l.gate = chain(g, l.uplink)
+	l.gate, l.ownGate = chain(g, l.uplink), g
 	l.timed = l.gate != nil || l.stamped
 	l.maxPacket.Store(uint64(maxPacketBytes))
 	l.booked.clear()
@@ -84,12 +84,13 @@ func (g *Group) SetLimits(maxPackets int, maxBytes uint64) {
 	}
 }
 
-// Gate returns the lanes' gate (nil: none).
+// Gate returns the lanes' own gate, the one SetGate set (nil: none),
+// without the lower link's (Uplink).
 func (g *Group) Gate() Gate {
 	l := &g.Lanes[0]
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.gate
+	return l.ownGate
 }
 
 // Wake makes a lane waiting on the Alarm look at its queue again at once:

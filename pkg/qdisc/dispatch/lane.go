@@ -39,6 +39,10 @@ type Lane struct {
 	// it on a running qdisc).
 	// +checklocks:mu
 	gate Gate
+	// ownGate is the qdisc's own gate, gate without the uplink's: what Gate
+	// shows as its ceiling.
+	// +checklocks:mu
+	ownGate Gate
 	// uplink is the lower link's gate (Uplink), nil if it has none: gate
 	// books with it after the qdisc's own.
 	uplink Gate
@@ -169,7 +173,7 @@ func (l *Lane) Init(cfg Config) {
 	}
 	l.uplink = uplinkOf(cfg.Lower)
 	l.mu.Lock()
-	l.gate = chain(cfg.Gate, l.uplink)
+	l.gate, l.ownGate = chain(cfg.Gate, l.uplink), cfg.Gate
 	l.timed = l.gate != nil || l.stamped
 	l.queue = cfg.Queue
 	l.shaper, _ = cfg.Queue.(qdisc.Shaper)

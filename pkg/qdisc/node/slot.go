@@ -56,8 +56,9 @@ func (b *Board) slot(i int) []uint64 {
 // a free slot, or one whose sandbox has not published for stale ns (it
 // died without leaving). It refuses a classid another live sandbox
 // holds, a parent the tree lacks, and a guarantee that does not fit
-// under the parent's rate with its other children's. The runtime calls
-// it holding the board file's lock, so that two joins do not both fit.
+// under the parent's rate with its other children's. A class whose
+// minor is 0 gets AutoMinor plus its slot's index. The runtime calls it
+// holding the board file's lock, so that two joins do not both fit.
 func (b *Board) Join(c htb.ClassConfig, owner uint64, now, stale int64) (int, error) {
 	return b.JoinProcess(c, owner, 0, now, stale)
 }
@@ -75,17 +76,20 @@ func (b *Board) JoinProcess(c htb.ClassConfig, owner uint64, pid int, now, stale
 	if err != nil {
 		return 0, err
 	}
-	if err := fits(tree, b.Snapshot(now, stale), c); err != nil {
-		return 0, err
-	}
 	for i := range b.slots {
 		w := b.slot(i)
 		old := atomic.LoadUint64(&w[sOwner])
 		if old != 0 && (atomic.LoadUint64(&w[sBeat])+uint64(stale) >= uint64(now) || processAlive(int(atomic.LoadUint64(&w[sPid])))) {
 			continue
 		}
+		if c.ID&0xffff == 0 {
+			c.ID |= AutoMinor + uint32(i)
+		}
+		if err := fits(tree, b.Snapshot(now, stale), c); err != nil {
+			return 0, err
+		}
 		if !atomic.CompareAndSwapUint64(&w[sOwner], old, owner) {
-			continue
+			return 0, fmt.Errorf("node: slot %d was taken as it was joined: join holding the board file's lock", i)
 		}
 		for j := sClass; j < slotWords; j++ {
 			atomic.StoreUint64(&w[j], 0)
@@ -99,8 +103,15 @@ func (b *Board) JoinProcess(c htb.ClassConfig, owner uint64, pid int, now, stale
 		atomic.StoreUint64(&w[sBeat], uint64(now))
 		return i, nil
 	}
-	return 0, fmt.Errorf("node: every one of the board's %d slots holds a live sandbox; format a larger board", b.slots)
+	if err := fits(tree, b.Snapshot(now, stale), c); err != nil {
+		return 0, err
+	}
+	return 0, fmt.Errorf("node: every one of the board's %d slots holds a sandbox; format a larger board", b.slots)
 }
+
+// AutoMinor is the first minor of the classids a board gives: a class
+// joined with minor 0 gets AutoMinor plus its slot.
+const AutoMinor = 0x8000
 
 // fits refuses c, a sandbox's class joining under tree beside the live
 // leaves, where its classid is taken, its parent missing, or its rate
