@@ -198,31 +198,74 @@ func (c *Config) JoinNode(pid int) ([]NodeSeat, []*os.File, error) {
 	return seats, files, nil
 }
 
-// joinNode is JoinNode for direction d.
-func (c *Config) joinNode(d Ceiling, pid int) (NodeSeat, *os.File, error) {
-	path := *c.nodeOf(d).path
+// openNode opens the board of the node whose tree file is path (made if
+// new), takes its lock, and reads the tree file into it where it
+// changed. The caller unlocks and closes the board.
+func openNode(path string) (*node.File, htb.Script, error) {
 	text, err := os.ReadFile(path)
 	if err != nil {
-		return NodeSeat{}, nil, fmt.Errorf("reading the node's tree: %w", err)
+		return nil, htb.Script{}, fmt.Errorf("reading the node's tree: %w", err)
 	}
 	tree, err := htb.ParseScript(string(text))
 	if err != nil {
-		return NodeSeat{}, nil, fmt.Errorf("the node's tree: %w", err)
+		return nil, htb.Script{}, fmt.Errorf("the node's tree: %w", err)
 	}
 	bf, err := node.OpenFile(path+BoardSuffix, BoardSlots)
+	if err != nil {
+		return nil, htb.Script{}, err
+	}
+	if err := bf.Lock(); err != nil {
+		bf.Close()
+		return nil, htb.Script{}, err
+	}
+	if old, _, err := bf.Tree(); err != nil || old.String() != tree.String() {
+		if err := bf.SetTree(tree); err != nil {
+			bf.Unlock()
+			bf.Close()
+			return nil, htb.Script{}, err
+		}
+	}
+	return bf, tree, nil
+}
+
+// ShowNodes reads the tree of each node the Config gives into its board
+// where the file changed (the running sandboxes take it at their next
+// step) and prints the node's classes as `tc -s class show` prints an
+// htb's: for `runsc qdisc node`.
+func (c *Config) ShowNodes() (string, error) {
+	var out strings.Builder
+	for _, d := range []Ceiling{EgressCeiling, IngressCeiling} {
+		if !c.InNode(d) {
+			continue
+		}
+		path := *c.nodeOf(d).path
+		bf, _, err := openNode(path)
+		if err != nil {
+			return "", fmt.Errorf("--%s=%s: %w", nodeFlagNames[d].path, path, err)
+		}
+		show, err := bf.Show(node.Now())
+		bf.Unlock()
+		bf.Close()
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(&out, "node %s:\n%s", path, show)
+	}
+	if out.Len() == 0 {
+		return "", fmt.Errorf("no node: give --%s or --%s", FlagNode, FlagIngressNode)
+	}
+	return out.String(), nil
+}
+
+// joinNode is JoinNode for direction d.
+func (c *Config) joinNode(d Ceiling, pid int) (NodeSeat, *os.File, error) {
+	path := *c.nodeOf(d).path
+	bf, tree, err := openNode(path)
 	if err != nil {
 		return NodeSeat{}, nil, err
 	}
 	defer bf.Close()
-	if err := bf.Lock(); err != nil {
-		return NodeSeat{}, nil, err
-	}
 	defer bf.Unlock()
-	if old, _, err := bf.Tree(); err != nil || old.String() != tree.String() {
-		if err := bf.SetTree(tree); err != nil {
-			return NodeSeat{}, nil, err
-		}
-	}
 	cls, err := c.nodeClass(d, tree, 0)
 	if err != nil {
 		return NodeSeat{}, nil, err
