@@ -33,14 +33,14 @@ func nodeRowsOf(d Ceiling) []Flag {
 			Name: n.path, Kind: KindText, field: func(c *Config) any { return c.nodeOf(d).path },
 			Default: "", Unset: "no node: the sandbox's shaping is its own", Example: "/run/netqdisc/node.htb",
 			Usage:      "node: the file of the node's class tree over " + what + ", in --qdisc-htb's words (class root classid 1:1 rate 10gbit; class parent 1:1 classid 1:10 rate 4gbit), the same for every sandbox of the node. The sandbox joins it as a class with --" + n.rate + " guaranteed, borrowing up to --" + n.ceil + " what the node's other sandboxes leave idle, as Linux's htb classes do. runsc keeps the node's shared state in the file's path plus .board.",
-			Annotation: Rule{Permit: Never, Note: "the node's file is the operator's"},
+			Annotation: Rule{Permit: OperatorOnly, Note: "the node's file is the operator's"},
 			Linux:      Linux{Qdisc: linux, Param: "(node tree)"},
 		},
 		{
 			Name: n.parent, Kind: KindText, field: func(c *Config) any { return c.nodeOf(d).parent },
 			Default: "", Unset: "the tree's root class", Example: "1:10",
 			Usage:      "node: the class of the node's tree the sandbox's class hangs from (a tenant's), tc's major:minor.",
-			Annotation: Rule{Permit: Never, Note: "the tenant is the operator's"},
+			Annotation: Rule{Permit: OperatorOnly, Note: "the tenant is the operator's"},
 			Linux:      Linux{Qdisc: linux, Param: "parent"},
 		},
 		{
