@@ -175,6 +175,9 @@ func (l *Lane) bookLocked(now int64) bool {
 		l.arrivals = false
 		return false
 	}
+	if h, ok := l.uplink.(Horizon); ok {
+		b.n = withinBytes(b.sizes[:b.n], h.BookBytes())
+	}
 	seen := b.seen[:b.n]
 	if g, ok := l.gate.(NowGate); ok && !l.arrivals && !l.stamped {
 		// None carries its arrival: all are seen now. Far from the
@@ -189,6 +192,19 @@ func (l *Lane) bookLocked(now int64) bool {
 	}
 	l.gate.BookAll(seen, b.sizes[:b.n], b.departures[:b.n])
 	return true
+}
+
+// withinBytes returns how many of the packets of sizes, from the first,
+// fit in limit bytes: one at least.
+func withinBytes(sizes []uint32, limit uint64) int {
+	var sum uint64
+	for i, s := range sizes {
+		sum += uint64(s)
+		if sum > limit {
+			return max(i, 1)
+		}
+	}
+	return len(sizes)
 }
 
 // passTimeLocked reads the clock for a pass; for a pass the alarm

@@ -11,6 +11,15 @@ type Uplink interface {
 	UplinkGate() Gate
 }
 
+// Horizon is an Uplink's gate whose rate changes as the lanes run (a
+// node's share, every few ms): it bounds how far ahead a lane books with
+// it, BookBytes bytes of packets at once (one packet at least), so that
+// a new rate holds from the next booking rather than after a batch
+// booked at the old one.
+type Horizon interface {
+	BookBytes() uint64
+}
+
 // uplinkOf returns the gate of lower, if it is an Uplink.
 func uplinkOf(lower any) Gate {
 	if u, ok := lower.(Uplink); ok {

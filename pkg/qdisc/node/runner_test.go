@@ -9,7 +9,9 @@ import (
 
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/faketime"
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
 
+	"github.com/netqdisc/netqdisc/pkg/qdisc"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/fifo"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/htb"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/node"
@@ -58,7 +60,7 @@ func TestRunnerParks(t *testing.T) {
 	}
 	link := qdisctest.NewLink(clock)
 	up := node.NewUplink(link, c.Rate)
-	q := fifo.New(up, 1, 1000)
+	q := fifo.NewWithClock(up, clock, 1, 1000)
 	r := node.Run(m, up, clock, now)
 	defer func() { r.Close(); q.Close() }()
 	send := func() {
@@ -152,4 +154,33 @@ func deadPid(t *testing.T) int {
 		t.Skipf("no process to reap: %v", err)
 	}
 	return cmd.Process.Pid
+}
+
+// TestDeepBacklogTakesItsShare: a class whose qdisc holds a deep backlog
+// (a batch of bookings is seconds of its rate) takes its share as soon
+// as the share is computed, not after the packets its qdisc booked at
+// its rate: alone on the node, it sends its ceil within 2% over its
+// first second.
+func TestDeepBacklogTakesItsShare(t *testing.T) {
+	clock := faketime.NewManualClock()
+	nics := newNode(t, clock, "class root classid 1:1 rate 100mbit", issueClasses[:1], false, func(l stack.LinkEndpoint) qdisc.Discipline {
+		return fifo.NewWithClock(l, clock, 1, 1000)
+	})
+	n := nics[0]
+	var sent uint64
+	for range 1000 {
+		for n.q.Stats().BacklogPackets < 400 {
+			pkt := qdisctest.MakePacket(1500, 0, n.seq)
+			n.seq++
+			n.q.WritePacket(pkt)
+			pkt.DecRef()
+		}
+		qdisctest.WaitQuiescent(t, n.q)
+		clock.Advance(time.Millisecond)
+	}
+	_, sent = n.link.Count()
+	t.Logf("%.3f Mbit in the first second", float64(sent)*8/1e6)
+	if got, want := float64(sent), float64(100*mbit); got < 0.98*want || got > 1.01*want {
+		t.Errorf("alone, backlogged 400 packets deep: %.3f Mbit in its first second, want its ceil, 100 (within [0.98, 1.01])", got*8/1e6)
+	}
 }
