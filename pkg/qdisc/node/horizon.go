@@ -18,3 +18,12 @@ func (b *Bucket) BookBytes() uint64 {
 }
 
 var _ dispatch.Horizon = (*Bucket)(nil)
+
+// bookedUntil returns the time (ns, on the lanes' clock) the last packet
+// booked with the bucket departs at: later than now, a packet is waiting
+// for the class's share.
+func (b *Bucket) bookedUntil() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.tc
+}
