@@ -1,12 +1,15 @@
 package runscflags_test
 
 import (
+	"os"
+	"path/filepath"
 	"runtime"
 	"testing"
 
 	"gvisor.dev/gvisor/pkg/tcpip/faketime"
 
 	"github.com/netqdisc/netqdisc/pkg/qdisc/qdisctest"
+	runscflags "github.com/netqdisc/netqdisc/runsc-flags"
 )
 
 // idleBudget is the most heap an idle shaped NIC may hold per direction,
@@ -106,4 +109,57 @@ func heapPer(n int, build func() func()) uint64 {
 		return 0
 	}
 	return (after.HeapAlloc - before.HeapAlloc) / uint64(n)
+}
+
+// TestIdleHeapNode: a NIC whose sandbox is a class of its node (runsc's
+// fifo under the class, each direction) holds at most idleBudget of heap
+// while idle too; the board itself is the node's file, mapped, not heap.
+func TestIdleHeapNode(t *testing.T) {
+	const n = 40
+	tree := filepath.Join(t.TempDir(), "node.htb")
+	if err := os.WriteFile(tree, []byte("class root classid 1:1 rate 10gbit"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []struct {
+		name string
+		args []string
+	}{
+		{"egress", []string{"--qdisc-node=" + tree, "--qdisc-node-rate=10mbit", "--qdisc-node-ceil=1gbit"}},
+		{"ingress", []string{"--qdisc-ingress-node=" + tree, "--qdisc-ingress-node-rate=10mbit", "--qdisc-ingress-node-ceil=1gbit"}},
+	} {
+		per := heapPer(n, func() func() {
+			cfg, err := parseArgs(d.args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			seats, files, err := cfg.JoinNode(os.Getpid())
+			if err != nil || len(seats) != 1 {
+				t.Fatalf("JoinNode: %v (%d seats)", err, len(seats))
+			}
+			nc, err := runscflags.AttachNode(seats[0], files[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			clock := faketime.NewManualClock()
+			closeNIC := func() {}
+			if d.name == "egress" {
+				q, err := cfg.NewQueueingDisciplineIn(qdisctest.NewLink(clock), clock, nc)
+				if err != nil {
+					t.Fatal(err)
+				}
+				closeNIC = q.Close
+			} else {
+				in, err := cfg.NewIngressIn(qdisctest.NewLink(clock), clock, nc)
+				if err != nil {
+					t.Fatal(err)
+				}
+				closeNIC = in.Close
+			}
+			return func() { closeNIC(); nc.Close() }
+		})
+		t.Logf("fifo in a node        %-7s %6.1f KiB", d.name, float64(per)/1024)
+		if per > idleBudget {
+			t.Errorf("a node's class, %s: an idle NIC holds %.1f KiB of heap, over %d KiB", d.name, float64(per)/1024, idleBudget>>10)
+		}
+	}
 }
