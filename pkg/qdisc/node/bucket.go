@@ -25,6 +25,10 @@ type Bucket struct {
 	// +checklocks:mu
 	tokens uint64
 
+	// inForce is rate, for Rate: the lanes read it every booking
+	// (BookBytes), without the lock. It is written with rate, under mu.
+	inForce atomic.Uint64
+
 	// waited says a packet had to wait for tokens since Waited last
 	// read it: the class wants more than its share.
 	waited atomic.Bool
@@ -39,6 +43,7 @@ func NewBucket(rate, burst uint64) *Bucket {
 	b := &Bucket{}
 	b.mu.Lock()
 	b.rate, b.burst, b.tc = max(rate, 1), burst, fresh
+	b.inForce.Store(b.rate)
 	b.mu.Unlock()
 	return b
 }
@@ -47,15 +52,12 @@ func NewBucket(rate, burst uint64) *Bucket {
 func (b *Bucket) SetRate(rate uint64) {
 	b.mu.Lock()
 	b.rate = max(rate, 1)
+	b.inForce.Store(b.rate)
 	b.mu.Unlock()
 }
 
 // Rate returns the rate in force.
-func (b *Bucket) Rate() uint64 {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.rate
-}
+func (b *Bucket) Rate() uint64 { return b.inForce.Load() }
 
 // Waited reports whether a packet had to wait for tokens since the last
 // call.
@@ -72,32 +74,36 @@ func (b *Bucket) Tokens() uint64 {
 // tokens suffice, not before it was seen nor before the packet booked
 // before it.
 func (b *Bucket) BookAll(seen []int64, sizes []uint32, departures []int64) {
+	seen, departures = seen[:len(sizes)], departures[:len(sizes)] // no bounds checks in the loop
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	full := b.burst * 1e9
+	full, rate := b.burst*1e9, b.rate
+	tc, tokens := b.tc, b.tokens
+	var k quotient
 	waited := false
 	for i, size := range sizes {
-		start := seen[i]
-		if b.tc == fresh {
-			b.tc, b.tokens = start, full
+		s := seen[i]
+		if tc == fresh {
+			tc, tokens = s, full
 		}
-		start = max(start, b.tc)
-		b.tokens = min(full, b.tokens+refill(b.rate, start-b.tc, full))
+		start := max(s, tc)
+		tokens = min(full, tokens+refill(rate, start-tc, full))
 		cost := uint64(size) * 1e9
 		dep := start
-		if b.tokens >= cost {
-			b.tokens -= cost
+		if tokens >= cost {
+			tokens -= cost
 		} else {
-			wait := ceilDiv(cost-b.tokens, b.rate)
+			var wait uint64
+			wait, tokens = k.wait(cost, tokens, size, rate)
 			dep = start + int64(wait)
-			b.tokens = b.tokens + wait*b.rate - cost
 		}
-		waited = waited || dep > seen[i]
-		b.tc = dep
+		waited = waited || dep > s
+		tc = dep
 		departures[i] = dep
 	}
+	b.tc, b.tokens = tc, tokens
+	b.mu.Unlock()
 	if waited {
-		b.waited.Store(true)
+		b.setWaited()
 	}
 }
 
@@ -111,32 +117,82 @@ func (b *Bucket) BookAllAt(seen int64, sizes []uint32, departures []int64) (due 
 		b.tc, b.tokens = seen, full
 	}
 	if seen >= b.tc {
-		b.tokens = min(full, b.tokens+refill(b.rate, seen-b.tc, full))
-		b.tc = seen
+		tokens := min(full, b.tokens+refill(b.rate, seen-b.tc, full))
 		for due < len(sizes) {
 			cost := uint64(sizes[due]) * 1e9
-			if b.tokens < cost {
+			if tokens < cost {
 				break
 			}
-			b.tokens -= cost
+			tokens -= cost
 			due++
 		}
+		b.tc, b.tokens = seen, tokens
 	}
-	b.mu.Unlock()
 	if due == len(sizes) {
+		b.mu.Unlock()
 		return due
 	}
-	var seenAll [64]int64
-	rest := sizes[due:]
-	for len(rest) > 0 {
-		n := min(len(rest), len(seenAll))
-		for i := range n {
-			seenAll[i] = seen
+	// The rest are booked as BookAll books them. The tokens' time is now
+	// at or past seen, so each departs at the last departure, once the
+	// tokens suffice (no tokens come in between).
+	rest, departures := sizes[due:], departures[due:len(sizes)] // no bounds checks in the loop
+	full, rate := b.burst*1e9, b.rate
+	tc, tokens := b.tc, b.tokens
+	var k quotient
+	for i, size := range rest {
+		tokens = min(full, tokens)
+		if cost := uint64(size) * 1e9; tokens >= cost {
+			tokens -= cost
+		} else {
+			var wait uint64
+			wait, tokens = k.wait(cost, tokens, size, rate)
+			tc += int64(wait)
 		}
-		b.BookAll(seenAll[:n], rest[:n], departures[len(sizes)-len(rest):][:n])
-		rest = rest[n:]
+		departures[i] = tc
+	}
+	b.tc, b.tokens = tc, tokens
+	b.mu.Unlock()
+	if tc > seen { // departures only grow
+		b.setWaited()
 	}
 	return due
+}
+
+// setWaited records that a packet waited. The flag is written only if
+// the Runner has read it since it was last set.
+func (b *Bucket) setWaited() {
+	if !b.waited.Load() {
+		b.waited.Store(true)
+	}
+}
+
+// quotient is the quotient and remainder by the rate of the cost of the
+// last size that waited (0: none yet; a packet of none never waits), with
+// which the packets of that size that wait one after another are booked
+// with one division, not one each.
+type quotient struct {
+	size uint32
+	q, r uint64
+}
+
+// wait returns how long a packet of size bytes, costing cost, waits with
+// tokens < cost (⌈(cost-tokens)/rate⌉ ns) and the tokens it leaves
+// (tokens+wait·rate-cost). With cost = q·rate + r (r < rate) and tokens
+// < r+rate, as a packet that waited leaves them (less than a rate's
+// worth), that is q if tokens >= r, else q+1.
+func (k *quotient) wait(cost, tokens uint64, size uint32, rate uint64) (wait, left uint64) {
+	if size != k.size {
+		k.q, k.r = bits.Div64(0, cost, rate)
+		k.size = size
+	}
+	switch {
+	case tokens >= k.r && tokens-k.r < rate:
+		return k.q, tokens - k.r
+	case tokens < k.r:
+		return k.q + 1, tokens + rate - k.r
+	}
+	wait = ceilDiv(cost-tokens, rate)
+	return wait, tokens + wait*rate - cost
 }
 
 // refill is the byte-nanoseconds rate brings in dt ns, at most full.
