@@ -291,11 +291,14 @@ func (c *Config) joinNode(d Ceiling, pid int) (NodeSeat, *os.File, error) {
 // sandbox: the board mapped from the file runsc handed it, and the
 // uplink and runner of the NIC it shapes.
 type NodeClass struct {
-	seat   NodeSeat
-	file   *node.File
-	member *node.Member
+	seat NodeSeat
 
 	mu sync.Mutex
+	// file and member are unmapped and left by Close.
+	// +checklocks:mu
+	file *node.File
+	// +checklocks:mu
+	member *node.Member
 	// +checklocks:mu
 	up *node.Uplink
 	// +checklocks:mu

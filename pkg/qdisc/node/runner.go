@@ -17,10 +17,11 @@ import (
 // count it idle after Stale. The next packet its uplink writes unparks
 // it (Uplink.WritePackets): it steps at once and every Period again.
 type Runner struct {
-	m     *Member
-	up    *Uplink
-	now   func() int64
-	clock tcpip.Clock
+	// m, up, now and clock are set by Run, then only read.
+	m     *Member      // +checklocksignore
+	up    *Uplink      // +checklocksignore
+	now   func() int64 // +checklocksignore
+	clock tcpip.Clock  // +checklocksignore
 
 	mu sync.Mutex
 	// +checklocks:mu
