@@ -58,11 +58,31 @@ type SandboxOptions struct {
 	// Mounts are host directories bound read-only into the container at
 	// the same path.
 	Mounts []string
+	// Net, if not nil, puts the sandbox on another veth than the Lab's
+	// netstack veth (VethN in NSN, NetstackAddr): a Node's.
+	Net *SandboxNet
+}
+
+// SandboxNet is where a sandbox's network is: the namespace whose veth,
+// address and routes runsc takes as it starts, and where it is pinged
+// from to see that it is up.
+type SandboxNet struct {
+	// NS is the namespace and Dev its veth.
+	NS  string
+	Dev string
+	// Addr is the sandbox's address with its prefix length
+	// ("10.80.1.1/24"); Gateway, if set, the next hop of its default
+	// route.
+	Addr    string
+	Gateway string
+	// PingFrom is the namespace that pings Addr until the sandbox answers.
+	PingFrom string
 }
 
 // Sandbox is a runsc container in the Lab's netstack namespace (NSN), in
 // place of the in-process netstack: runsc takes VethN and NetstackAddr
-// from the namespace. Its root is the host's "/", read-only, so it runs
+// from the namespace (or, with SandboxOptions.Net, another namespace's
+// veth and address). Its root is the host's "/", read-only, so it runs
 // the host's programs (iperf, socat); its first process sleeps until the
 // sandbox is closed, and Exec runs the workload. Its cgroup (cgroupsPath,
 // named after its ID) gives its CPU time.
@@ -79,6 +99,8 @@ type Sandbox struct {
 	// flags are runsc's flags the sandbox was started with, to restore
 	// it with (see Restore).
 	flags []string
+	// net is where the sandbox's network is.
+	net SandboxNet
 
 	mu sync.Mutex
 	// +checklocks:mu
@@ -93,7 +115,11 @@ func (l *Lab) StartSandbox(o SandboxOptions) (_ *Sandbox, err error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Sandbox{lab: l, runsc: o.Runsc, dir: dir, root: filepath.Join(dir, "root"), id: filepath.Base(dir), debugLog: filepath.Join(dir, "logs") + "/", flags: o.Flags}
+	net := SandboxNet{NS: l.NSN, Dev: l.VethN, Addr: NetstackAddr + "/24", PingFrom: l.NSP}
+	if o.Net != nil {
+		net = *o.Net
+	}
+	s := &Sandbox{lab: l, runsc: o.Runsc, dir: dir, root: filepath.Join(dir, "root"), id: filepath.Base(dir), debugLog: filepath.Join(dir, "logs") + "/", flags: o.Flags, net: net}
 	l.mu.Lock()
 	l.closers = append(l.closers, s.Close)
 	l.mu.Unlock()
@@ -114,9 +140,14 @@ func (l *Lab) StartSandbox(o SandboxOptions) (_ *Sandbox, err error) {
 // launch runs runsc with the sandbox's flags and the command given (run,
 // or restore), and waits until the sandbox answers ping.
 func (s *Sandbox) launch(command ...string) error {
-	// runsc takes the namespace's address off the veth as it starts (and
-	// a previous sandbox took it): put it back.
-	Run(s.lab.NSN, "ip", "addr", "replace", NetstackAddr+"/24", "dev", s.lab.VethN)
+	// runsc takes the namespace's address and routes off the veth as it
+	// starts (and a previous sandbox took them): put them back.
+	Run(s.net.NS, "ip", "addr", "replace", s.net.Addr, "dev", s.net.Dev)
+	if s.net.Gateway != "" {
+		if _, err := Run(s.net.NS, "ip", "route", "replace", "default", "via", s.net.Gateway, "dev", s.net.Dev); err != nil {
+			return err
+		}
+	}
 	args := append([]string{"--root", s.root, "--network", "sandbox", "--debug", "--debug-log", s.debugLog}, s.flags...)
 	args = append(args, command...)
 	// The sandbox keeps runsc's stdout and stderr as the container's: a
@@ -163,7 +194,7 @@ func (s *Sandbox) writeBundle(o SandboxOptions) error {
 	linux["cgroupsPath"] = "/" + s.id
 	for _, n := range linux["namespaces"].([]any) {
 		if ns := n.(map[string]any); ns["type"] == "network" {
-			ns["path"] = "/var/run/netns/" + s.lab.NSN
+			ns["path"] = "/var/run/netns/" + s.net.NS
 		}
 	}
 	mounts, _ := spec["mounts"].([]any)
@@ -180,9 +211,10 @@ func (s *Sandbox) writeBundle(o SandboxOptions) error {
 
 // waitAnswers waits until the sandbox's netstack answers ping from the peer.
 func (s *Sandbox) waitAnswers(timeout time.Duration) error {
+	addr, _, _ := strings.Cut(s.net.Addr, "/")
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
-		if _, err := Run(s.lab.NSP, "ping", "-n", "-c", "1", "-W", "1", NetstackAddr); err == nil {
+		if _, err := Run(s.net.PingFrom, "ping", "-n", "-c", "1", "-W", "1", addr); err == nil {
 			return nil
 		}
 	}
@@ -230,14 +262,17 @@ func (s *Sandbox) State() (status string, pid int, err error) {
 	return st.Status, st.Pid, nil
 }
 
-// Pids returns the host processes of the sandbox: those in the Lab's
-// netstack namespace (the sandbox and its gofer).
-func (s *Sandbox) Pids() []int { return s.lab.NetstackPids() }
+// Pids returns the host processes of the sandbox: those in its network
+// namespace (the sandbox and its gofer).
+func (s *Sandbox) Pids() []int { return nsPids(s.net.NS) }
 
 // NetstackPids returns the processes in the Lab's netstack namespace
 // (NSN): a sandbox's, when one runs there.
-func (l *Lab) NetstackPids() []int {
-	out, _ := exec.Command("ip", "netns", "pids", l.NSN).Output()
+func (l *Lab) NetstackPids() []int { return nsPids(l.NSN) }
+
+// nsPids returns the processes in network namespace ns.
+func nsPids(ns string) []int {
+	out, _ := exec.Command("ip", "netns", "pids", ns).Output()
 	var pids []int
 	for _, f := range strings.Fields(string(out)) {
 		if pid, err := strconv.Atoi(f); err == nil {

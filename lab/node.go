@@ -1,0 +1,593 @@
+package lab
+
+// This file holds a node's topology (issue 38): runsc sandboxes, each in
+// a namespace of its own, routed by one router namespace to a peer over
+// one uplink, as the pods of a host share its NIC; and a run's window:
+// what the peer received for each sandbox, and what the uplink sent.
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/netqdisc/netqdisc/lab/measure"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/htb"
+)
+
+// Addresses of a Node: sandbox i (from 1) is NodeSandboxAddr(i) on
+// 10.80.i.0/24, the router 10.80.i.2 on its link and NodeRouterAddr on
+// the uplink's 10.81.0.0/24, the peer NodePeerAddr there and one address
+// per sandbox, NodePeerAddrOf(i), which sandbox i's load goes to.
+const (
+	NodeRouterAddr = "10.81.0.1"
+	NodePeerAddr   = "10.81.0.2"
+)
+
+// NodeSandboxAddr is sandbox i's address (i from 1): 10.80.i.1.
+func NodeSandboxAddr(i int) string { return fmt.Sprintf("10.80.%d.1", i) }
+
+// NodePeerAddrOf is the peer's address for sandbox i (i from 1):
+// 10.81.0.(10+i).
+func NodePeerAddrOf(i int) string { return fmt.Sprintf("10.81.0.%d", 10+i) }
+
+// NodeHost is one sandbox's place on a Node.
+type NodeHost struct {
+	// NS is the sandbox's namespace, Veth its veth there and RouterVeth
+	// the router's end of it.
+	NS         string
+	Veth       string
+	RouterVeth string
+	// Addr is the sandbox's address, Gateway the router's on their link.
+	Addr    string
+	Gateway string
+	// PeerAddr is the peer's address the sandbox's load goes to, on
+	// PeerDev, a macvlan of the peer's end of the uplink with MAC
+	// PeerMAC.
+	PeerAddr string
+	PeerDev  string
+	PeerMAC  string
+}
+
+// Node is a node's uplink shared by its sandboxes, in network namespaces
+// made for one run, with unique names:
+//
+//	sandbox 1 (runsc, its own ns)  10.80.1.1 ─┐
+//	sandbox 2                      10.80.2.1 ─┤ router ns ── uplink ── peer ns
+//	sandbox 3                      10.80.3.1 ─┘ 10.81.0.1             10.81.0.2
+//	                                                                   macvlans .11 .12 .13
+//
+// The router forwards; its uplink is the node's NIC, where the kernel's
+// htb goes for the control (KernelHTB). The peer has each sandbox's
+// address on a macvlan of its end of the uplink, with a MAC of its own,
+// so that the macvlan's receive counter is what the uplink carried for
+// that sandbox: its frames, as htb counts them (Counters). GSO, TSO and
+// GRO are off on the router's and the peer's veths, as New turns them
+// off on the peer's, so that every packet is a frame of the wire; start
+// the sandboxes with --gso=false for the same.
+//
+// The embedded Lab's NSN and NSK are the router's namespace and its NSP
+// the peer's: its Start and Close work on them. Close (the
+// Lab's) stops the sandboxes and removes every namespace; Sweep removes
+// what an interrupted run left.
+type Node struct {
+	*Lab
+	// Router is the router's namespace (the Lab's NSN and NSK), Uplink
+	// its veth to the peer, PeerUplink the peer's end (in the Lab's NSP).
+	Router     string
+	Uplink     string
+	PeerUplink string
+	// Hosts are the sandboxes' places, sandbox i+1's at i.
+	Hosts []NodeHost
+
+	sandboxesMu sync.Mutex
+	// sandboxes are those started on the node, closed before their
+	// namespaces are removed.
+	// +checklocks:sandboxesMu
+	sandboxes []*Sandbox
+}
+
+// NewNode makes a Node with n sandbox places (1 to 200). On error,
+// whatever it made is removed.
+func NewNode(n int) (*Node, error) {
+	if err := Check(); err != nil {
+		return nil, err
+	}
+	if n < 1 || n > 200 {
+		return nil, fmt.Errorf("a node of %d sandboxes: want 1 to 200", n)
+	}
+	var b [3]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return nil, err
+	}
+	id := hex.EncodeToString(b[:])
+	// The PID in the names lets Sweep leave other processes' nodes alone.
+	base := fmt.Sprintf("%s-%d-%s", Prefix, os.Getpid(), id)
+	nd := &Node{Router: base + "-r", Uplink: "nqu" + id, PeerUplink: "nqv" + id}
+	for i := 1; i <= n; i++ {
+		nd.Hosts = append(nd.Hosts, NodeHost{
+			NS: fmt.Sprintf("%s-s%d", base, i),
+			// Interface names are at most 15 bytes.
+			Veth: fmt.Sprintf("nqs%s%d", id, i), RouterVeth: fmt.Sprintf("nqr%s%d", id, i),
+			Addr: NodeSandboxAddr(i), Gateway: fmt.Sprintf("10.80.%d.2", i),
+			PeerAddr: NodePeerAddrOf(i), PeerDev: fmt.Sprintf("nqm%s%d", id, i),
+			// Locally administered, unique to the node.
+			PeerMAC: fmt.Sprintf("02:%02x:%02x:%02x:00:%02x", b[0], b[1], b[2], i),
+		})
+	}
+	l := &Lab{NSN: nd.Router, NSP: base + "-p", NSK: nd.Router, VethP1: nd.PeerUplink}
+	nd.Lab = l
+	// The Lab's closers run first at its Close, before it kills what runs
+	// in the router's and the peer's namespaces: this one stops the
+	// sandboxes, then removes their namespaces.
+	l.mu.Lock()
+	l.closers = append(l.closers, nd.closeSandboxes)
+	l.mu.Unlock()
+	labsMu.Lock()
+	labs[l] = true
+	labsMu.Unlock()
+	peer, r := l.NSP, nd.Router
+	in := func(ns string, args ...string) []string { return append([]string{"ip", "netns", "exec", ns}, args...) }
+	quiet := func(ns string) [][]string {
+		return [][]string{
+			in(ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"),
+			in(ns, "sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1"),
+			in(ns, "ip", "link", "set", "lo", "up"),
+		}
+	}
+	offloadsOff := func(ns, dev string) []string {
+		return in(ns, "ethtool", "-K", dev, "tso", "off", "gso", "off", "gro", "off")
+	}
+	steps := [][]string{
+		{"ip", "netns", "add", r},
+		{"ip", "netns", "add", peer},
+		{"ip", "link", "add", nd.Uplink, "netns", r, "type", "veth", "peer", "name", nd.PeerUplink, "netns", peer},
+	}
+	steps = append(steps, quiet(r)...)
+	steps = append(steps, quiet(peer)...)
+	steps = append(steps,
+		in(r, "sysctl", "-qw", "net.ipv4.ip_forward=1"),
+		in(r, "ip", "addr", "add", NodeRouterAddr+"/24", "dev", nd.Uplink),
+		in(r, "ip", "link", "set", nd.Uplink, "up"),
+		offloadsOff(r, nd.Uplink),
+		// The peer answers ARP for an address only on the device that
+		// has it (a macvlan's own MAC), and takes a sandbox's packets on
+		// its macvlan though its replies leave by the uplink.
+		in(peer, "sysctl", "-qw", "net.ipv4.conf.all.arp_ignore=1"),
+		in(peer, "sysctl", "-qw", "net.ipv4.conf.all.rp_filter=0"),
+		in(peer, "sysctl", "-qw", "net.ipv4.conf.default.rp_filter=0"),
+		in(peer, "ip", "addr", "add", NodePeerAddr+"/24", "dev", nd.PeerUplink),
+		in(peer, "ip", "link", "set", nd.PeerUplink, "up"),
+		in(peer, "ip", "route", "add", "10.80.0.0/16", "via", NodeRouterAddr, "dev", nd.PeerUplink),
+		offloadsOff(peer, nd.PeerUplink),
+	)
+	for _, h := range nd.Hosts {
+		steps = append(steps, []string{"ip", "netns", "add", h.NS})
+		steps = append(steps, quiet(h.NS)...)
+		steps = append(steps,
+			[]string{"ip", "link", "add", h.Veth, "netns", h.NS, "type", "veth", "peer", "name", h.RouterVeth, "netns", r},
+			// The sandbox's namespace has no address until a sandbox
+			// starts (launch puts it there for runsc to take): its
+			// kernel must stay silent.
+			in(h.NS, "ip", "link", "set", h.Veth, "up"),
+			in(r, "ip", "addr", "add", h.Gateway+"/24", "dev", h.RouterVeth),
+			in(r, "ip", "link", "set", h.RouterVeth, "up"),
+			offloadsOff(r, h.RouterVeth),
+			in(peer, "ip", "link", "add", h.PeerDev, "link", nd.PeerUplink, "address", h.PeerMAC, "type", "macvlan", "mode", "private"),
+			in(peer, "ip", "addr", "add", h.PeerAddr+"/32", "dev", h.PeerDev),
+			in(peer, "ip", "link", "set", h.PeerDev, "up"),
+			// The router knows the macvlan's MAC without asking: a
+			// macvlan takes broadcasts (ARP) through a work queue, which
+			// a loaded machine delays. (Once, before this, a sandbox's
+			// streams reached nothing through a whole window, on a
+			// machine loaded to 5 on its 2 cores: the likeliest cause.)
+			in(r, "ip", "neigh", "replace", h.PeerAddr, "lladdr", h.PeerMAC, "dev", nd.Uplink, "nud", "permanent"),
+		)
+	}
+	for _, s := range steps {
+		if out, err := exec.Command(s[0], s[1:]...).CombinedOutput(); err != nil {
+			l.Close()
+			return nil, fmt.Errorf("%s: %v: %s", strings.Join(s, " "), err, out)
+		}
+	}
+	return nd, nil
+}
+
+// closeSandboxes stops the sandboxes started on the node and removes the
+// sandboxes' namespaces (and so their veths).
+func (nd *Node) closeSandboxes() {
+	nd.sandboxesMu.Lock()
+	sandboxes := nd.sandboxes
+	nd.sandboxes = nil
+	nd.sandboxesMu.Unlock()
+	for _, s := range sandboxes {
+		s.Close()
+	}
+	for _, h := range nd.Hosts {
+		killAll(h.NS)
+		exec.Command("ip", "netns", "del", h.NS).Run()
+	}
+}
+
+// Namespaces are the node's network namespaces: the router's, the
+// peer's and the sandboxes'.
+func (nd *Node) Namespaces() []string {
+	ns := []string{nd.Router, nd.NSP}
+	for _, h := range nd.Hosts {
+		ns = append(ns, h.NS)
+	}
+	return ns
+}
+
+// StartSandbox starts a runsc sandbox (Lab.StartSandbox) in place i (from
+// 0) of the node: on its veth, with its address and a default route via
+// the router, answering ping from the peer. The node's Close stops it;
+// Sandbox.Close stops it before.
+func (nd *Node) StartSandbox(i int, o SandboxOptions) (*Sandbox, error) {
+	if i < 0 || i >= len(nd.Hosts) {
+		return nil, fmt.Errorf("no sandbox place %d on a node of %d", i, len(nd.Hosts))
+	}
+	h := nd.Hosts[i]
+	o.Net = &SandboxNet{NS: h.NS, Dev: h.Veth, Addr: h.Addr + "/24", Gateway: h.Gateway, PingFrom: nd.NSP}
+	s, err := nd.Lab.StartSandbox(o)
+	if err != nil {
+		return nil, err
+	}
+	nd.sandboxesMu.Lock()
+	nd.sandboxes = append(nd.sandboxes, s)
+	nd.sandboxesMu.Unlock()
+	return s, nil
+}
+
+// KernelHTB puts cfg on the router's uplink as Linux's sch_htb (KernelHTB)
+// and returns what tc warned; DeleteKernelHTB removes it.
+func (nd *Node) KernelHTB(cfg htb.Config) ([]string, error) {
+	return KernelHTB(nd.Router, nd.Uplink, cfg)
+}
+
+// DeleteKernelHTB removes the root qdisc KernelHTB put on the uplink.
+func (nd *Node) DeleteKernelHTB() error {
+	_, err := Run(nd.Router, "tc", "qdisc", "del", "dev", nd.Uplink, "root")
+	return err
+}
+
+// KernelClasses is `tc -s class show` of the router's uplink.
+func (nd *Node) KernelClasses() (string, error) {
+	return Run(nd.Router, "tc", "-s", "class", "show", "dev", nd.Uplink)
+}
+
+// NodeCounters are the node's counters at one time.
+type NodeCounters struct {
+	// At is when they were read.
+	At time.Time
+	// Uplink is the bytes the router's uplink has sent (its tx_bytes):
+	// every frame, headers and all, as htb counts it.
+	Uplink uint64
+	// Peer is what the peer has received for each sandbox's peer
+	// address, host i's at i: the rx_bytes of the address's macvlan,
+	// which counts each frame, headers and all.
+	Peer []uint64
+}
+
+// Counters reads the node's counters, all at once: from this process, on
+// a thread that enters the router's and then the peer's namespace and
+// reads the interfaces' counters there (/proc/thread-self/net/dev), in
+// well under a millisecond. (A command started in a namespace takes from
+// ms to half a second on a loaded machine: a window's ends would not be
+// read alike.)
+func (nd *Node) Counters() (NodeCounters, error) {
+	var c NodeCounters
+	devs, at, err := netDevs(nd.Router, nd.NSP)
+	if err != nil {
+		return c, err
+	}
+	c.At = at
+	up := devs[0][nd.Uplink]
+	if !up.ok {
+		return c, fmt.Errorf("no %s in the router's /proc/net/dev", nd.Uplink)
+	}
+	c.Uplink = up.tx
+	c.Peer = make([]uint64, len(nd.Hosts))
+	for i, h := range nd.Hosts {
+		d := devs[1][h.PeerDev]
+		if !d.ok {
+			return c, fmt.Errorf("no %s in the peer's /proc/net/dev", h.PeerDev)
+		}
+		c.Peer[i] = d.rx
+	}
+	return c, nil
+}
+
+// devBytes are an interface's byte counters; ok says it was listed.
+type devBytes struct {
+	rx, tx uint64
+	ok     bool
+}
+
+// netDevs reads /proc/net/dev as each of the namespaces nss sees it, in
+// turn, on one thread, and returns each interface's byte counters in
+// each, and the time in the middle of the reading. The thread goes back
+// to its own namespace before it is unlocked: the runtime may run any
+// goroutine on it after, and if it is the process's main thread, the
+// process is listed in the namespace it is in (ip netns pids), which a
+// Lab's Close kills.
+func netDevs(nss ...string) ([]map[string]devBytes, time.Time, error) {
+	type result struct {
+		devs []map[string]devBytes
+		at   time.Time
+		err  error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		var r result
+		defer func() { ch <- r }()
+		runtime.LockOSThread()
+		own, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			runtime.UnlockOSThread()
+			r.err = fmt.Errorf("this thread's namespace: %v", err)
+			return
+		}
+		defer unix.Close(own)
+		defer func() {
+			// Left locked if it cannot go back, the thread ends with
+			// the goroutine (or, the main thread, never runs another).
+			if unix.Setns(own, unix.CLONE_NEWNET) == nil {
+				runtime.UnlockOSThread()
+			}
+		}()
+		fds := make([]int, len(nss))
+		for i, ns := range nss {
+			fd, err := unix.Open("/run/netns/"+ns, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+			if err != nil {
+				r.err = fmt.Errorf("namespace %s: %v", ns, err)
+				return
+			}
+			defer unix.Close(fd)
+			fds[i] = fd
+		}
+		texts := make([][]byte, len(nss))
+		t0 := time.Now()
+		for i, fd := range fds {
+			if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
+				r.err = fmt.Errorf("entering namespace %s: %v", nss[i], err)
+				return
+			}
+			if texts[i], r.err = os.ReadFile("/proc/thread-self/net/dev"); r.err != nil {
+				return
+			}
+		}
+		r.at = t0.Add(time.Since(t0) / 2)
+		for i, text := range texts {
+			devs, err := parseNetDev(string(text))
+			if err != nil {
+				r.err = fmt.Errorf("namespace %s: %v", nss[i], err)
+				return
+			}
+			r.devs = append(r.devs, devs)
+		}
+	}()
+	r := <-ch
+	return r.devs, r.at, r.err
+}
+
+// parseNetDev reads /proc/net/dev: after two lines of headings, a line
+// per interface, "name: " and its receive counters (bytes first), then
+// its transmit counters (bytes first), 8 of each.
+func parseNetDev(text string) (map[string]devBytes, error) {
+	devs := map[string]devBytes{}
+	for _, line := range strings.Split(text, "\n") {
+		name, counters, ok := strings.Cut(line, ":")
+		f := strings.Fields(counters)
+		if !ok || len(f) < 16 {
+			continue
+		}
+		rx, err1 := strconv.ParseUint(f[0], 10, 64)
+		tx, err2 := strconv.ParseUint(f[8], 10, 64)
+		if err1 != nil || err2 != nil {
+			return nil, fmt.Errorf("/proc/net/dev: %q", line)
+		}
+		devs[strings.TrimSpace(name)] = devBytes{rx: rx, tx: tx, ok: true}
+	}
+	return devs, nil
+}
+
+// NodeResult is a node run's window.
+type NodeResult struct {
+	Elapsed time.Duration
+	// Bps is what the peer received for each sandbox's peer address, per
+	// second, as the wire carried it (NodeCounters.Peer): host i's at i.
+	Bps []float64
+	// UplinkBps is what the router's uplink sent, per second, in frames
+	// (NodeCounters.Uplink): every sandbox's, and ARP's.
+	UplinkBps float64
+	// CPU is the CPU time each sandbox used over the window (0 for an
+	// idle place, or where its cgroup has no CPU accounting).
+	CPU []time.Duration
+}
+
+// Measure runs streams[i] bulk TCP streams (iperf's client, to a socat
+// sink at the peer) from sandboxes[i] (in place i, or nil where
+// streams[i] is 0: idle) to its peer address, and
+// reads what the peer received for each address and what the uplink sent
+// over o.Window after o.Warmup. Then it kills each iperf in its sandbox
+// and the sink, which resets the streams (startSink), and waits for the
+// iperfs to end, so that a next run on the same sandboxes starts from
+// quiet.
+func (nd *Node) Measure(sandboxes []*Sandbox, streams []int, o measure.Options) (NodeResult, error) {
+	var r NodeResult
+	if len(sandboxes) != len(nd.Hosts) || len(streams) != len(nd.Hosts) {
+		return r, fmt.Errorf("%d sandboxes and %d loads on a node of %d", len(sandboxes), len(streams), len(nd.Hosts))
+	}
+	stopSink, err := nd.startSink()
+	if err != nil {
+		return r, err
+	}
+	// The streams are killed after the window: their time only bounds
+	// them should a kill fail.
+	secs := int(math.Ceil((o.Warmup + o.Window).Seconds())) + 2
+	outs := make([]strings.Builder, len(nd.Hosts))
+	var clients []*exec.Cmd
+	var kills []func()
+	defer func() {
+		for _, kill := range kills {
+			kill()
+		}
+		stopSink()
+		waitEnded(clients, 10*time.Second)
+	}()
+	for i, n := range streams {
+		if n == 0 {
+			continue
+		}
+		if sandboxes[i] == nil {
+			return r, fmt.Errorf("load %d: %d streams and no sandbox", i+1, n)
+		}
+		c, kill, err := sandboxes[i].execKillable(&outs[i], "iperf", "-c", nd.Hosts[i].PeerAddr, "-p", fmt.Sprint(sinkPort), "-P", fmt.Sprint(n), "-t", fmt.Sprint(secs))
+		if err != nil {
+			return r, err
+		}
+		clients, kills = append(clients, c), append(kills, kill)
+	}
+	cpu := func() []time.Duration {
+		d := make([]time.Duration, len(sandboxes))
+		for i, s := range sandboxes {
+			if s != nil {
+				d[i], _ = s.CPU()
+			}
+		}
+		return d
+	}
+	time.Sleep(o.Warmup)
+	cpu0 := cpu()
+	c0, err := nd.Counters()
+	if err != nil {
+		return r, err
+	}
+	time.Sleep(o.Window)
+	c1, err := nd.Counters()
+	if err != nil {
+		return r, err
+	}
+	cpu1 := cpu()
+	r.CPU = make([]time.Duration, len(sandboxes))
+	for i := range cpu1 {
+		r.CPU[i] = cpu1[i] - cpu0[i]
+	}
+	r.Elapsed = c1.At.Sub(c0.At)
+	secsIn := r.Elapsed.Seconds()
+	r.UplinkBps = float64(c1.Uplink-c0.Uplink) / secsIn
+	r.Bps = make([]float64, len(nd.Hosts))
+	for i := range c0.Peer {
+		r.Bps[i] = float64(c1.Peer[i]-c0.Peer[i]) / secsIn
+	}
+	// A busy sandbox's streams carry far more than a thousandth of the
+	// uplink; below it (a SYN or two), they did not run.
+	for i, n := range streams {
+		if n > 0 && r.Bps[i] <= r.UplinkBps/1000 {
+			outMu.Lock()
+			said := outs[i].String()
+			outMu.Unlock()
+			return r, fmt.Errorf("next to nothing reached the peer from sandbox %d (%s): %.0f bytes/s; iperf in it said: %s", i+1, nd.Hosts[i].Addr, r.Bps[i], said)
+		}
+	}
+	return r, nil
+}
+
+// execKillable starts a program in the sandbox as Exec does, and returns
+// a kill that kills it in the sandbox (runsc kill --pid), by the PID in
+// the sandbox runsc exec writes to a file, and kills runsc exec: killing
+// runsc exec alone leaves the program running in the sandbox.
+func (s *Sandbox) execKillable(out *strings.Builder, args ...string) (*exec.Cmd, func(), error) {
+	f, err := os.CreateTemp(s.dir, "exec-*.pid")
+	if err != nil {
+		return nil, nil, err
+	}
+	pidFile := f.Name()
+	f.Close()
+	os.Remove(pidFile) // runsc exec makes it
+	c := exec.Command(s.runsc, append([]string{"--root", s.root, "exec", "--internal-pid-file", pidFile, s.id}, args...)...)
+	if out != nil {
+		c.Stdout, c.Stderr = &syncWriter{b: out}, &syncWriter{b: out}
+	}
+	c.WaitDelay = 2 * time.Second
+	if err := c.Start(); err != nil {
+		return nil, nil, err
+	}
+	s.lab.mu.Lock()
+	s.lab.procs = append(s.lab.procs, c)
+	s.lab.mu.Unlock()
+	kill := func() {
+		if b, err := os.ReadFile(pidFile); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+				RunBounded(exec.Command(s.runsc, "--root", s.root, "kill", "--pid", strconv.Itoa(pid), s.id, "KILL"), 10*time.Second)
+			}
+		}
+		c.Process.Kill()
+	}
+	return c, kill, nil
+}
+
+// startSink starts the peer's TCP sink, socat (a process a connection,
+// discarding), and waits until it listens; stop kills it, with every
+// process in the peer's namespace, which are its. Its sockets then close
+// with data unread, and the peer's kernel resets their streams: a stream
+// whose iperf was killed in its sandbox would otherwise go on sending
+// what its socket holds, megabytes, into the next run. (iperf's own
+// server, killed and started for each run, once did not listen within
+// WaitListening's 5 s on a loaded machine, and kept for every run, now
+// and then stopped taking connections.)
+func (nd *Node) startSink() (stop func(), err error) {
+	var out strings.Builder
+	srv, err := nd.Start(nd.NSP, &out, "socat", "-u", fmt.Sprintf("TCP-LISTEN:%d,reuseaddr,fork", sinkPort), "OPEN:/dev/null")
+	if err != nil {
+		return nil, err
+	}
+	stop = func() {
+		srv.Process.Kill()
+		killAll(nd.NSP)
+	}
+	if err := WaitListening(nd.NSP, sinkPort); err != nil {
+		stop()
+		outMu.Lock()
+		defer outMu.Unlock()
+		return nil, fmt.Errorf("%v; socat said: %s", err, out.String())
+	}
+	return stop, nil
+}
+
+// waitEnded waits until every command in cmds has exited, for at most d
+// in all, and kills those still running then.
+func waitEnded(cmds []*exec.Cmd, d time.Duration) {
+	done := make(chan struct{}, len(cmds))
+	for _, c := range cmds {
+		go func() {
+			c.Wait()
+			done <- struct{}{}
+		}()
+	}
+	timeout := time.After(d)
+	for left := len(cmds); left > 0; left-- {
+		select {
+		case <-done:
+		case <-timeout:
+			for _, c := range cmds {
+				c.Process.Kill()
+			}
+			// Killed, each Wait returns within the command's WaitDelay.
+			for ; left > 0; left-- {
+				<-done
+			}
+			return
+		}
+	}
+}
