@@ -44,6 +44,8 @@ type Member struct {
 	lastBytes, lastPackets uint64
 	lended, borrowed       uint64
 	share                  uint64
+	// wanted is the demand last published.
+	wanted uint64
 }
 
 // NewMember returns the member of board for slot, which the runtime
@@ -133,17 +135,27 @@ func (m *Member) allocate(leaves []Leaf, demand uint64) uint64 {
 }
 
 // demand is what the class wants: its ceil if busy, else a sixteenth
-// more than it sent since the last call (0 when it sent nothing).
+// more than it sent since the last call, never less than half what it
+// wanted at the last call (a quarter, if it sent nothing).
+//
+// The others lend what a class does not want, and a class may take back
+// its rate at any time without asking (its guarantee): what it takes
+// back within a Period, before the others know, is more than the root
+// has. So a class that stops wanting gives its share back over a few
+// Periods, not at once, and a pause of its TCP's (a loss, an RTT) does
+// not swing the node. An idle class still leaves its share within 100
+// ms: from its ceil, 4^-10 of it.
 func (m *Member) demand(now int64, c Counters) uint64 {
-	if c.Busy {
-		return ceilOf(m.class)
+	d := m.wanted / 4
+	switch dt := now - m.lastAt; {
+	case c.Busy:
+		d = ceilOf(m.class)
+	case m.lastAt != 0 && dt > 0 && c.Bytes > m.lastBytes:
+		sent := mulDiv(c.Bytes-m.lastBytes, uint64(time.Second), uint64(dt))
+		d = max(m.wanted/2, sent+sent/16)
 	}
-	dt := now - m.lastAt
-	if m.lastAt == 0 || dt <= 0 || c.Bytes <= m.lastBytes {
-		return 0
-	}
-	sent := mulDiv(c.Bytes-m.lastBytes, uint64(time.Second), uint64(dt))
-	return min(sent+sent/16, ceilOf(m.class))
+	m.wanted = min(d, ceilOf(m.class))
+	return m.wanted
 }
 
 // count moves the counters on: the packets sent since the last call,
