@@ -3,6 +3,7 @@ package node_test
 import (
 	"os"
 	"os/exec"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -36,18 +37,7 @@ func (c *countingClock) AfterFunc(d time.Duration, f func()) tcpip.Timer {
 // once, and it steps every Period again.
 func TestRunnerParks(t *testing.T) {
 	clock := &countingClock{ManualClock: faketime.NewManualClock()}
-	mem := alignedMem(node.Size(2))
-	board, err := node.Format(mem, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tree, err := htb.ParseScript("class root classid 1:1 rate 100mbit")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := board.SetTree(tree); err != nil {
-		t.Fatal(err)
-	}
+	board := rootBoard(t, 2)
 	now := func() int64 { return int64(clock.NowMonotonic().Sub(tcpip.MonotonicTime{})) }
 	c := issueClasses[0]
 	slot, err := board.Join(c, 1, now(), int64(node.Stale))
@@ -110,12 +100,11 @@ func TestRunnerParks(t *testing.T) {
 	}
 }
 
-// TestJoinKeepsAParkedSandbox: a slot silent past Stale whose process
-// is alive (a parked sandbox) is not reclaimed; once no process has its
-// pid, it is.
-func TestJoinKeepsAParkedSandbox(t *testing.T) {
-	mem := alignedMem(node.Size(1))
-	board, err := node.Format(mem, 1)
+// rootBoard returns a board of slots slots whose tree is a 100 Mbit/s
+// root class, 1:1.
+func rootBoard(t *testing.T, slots int) *node.Board {
+	t.Helper()
+	board, err := node.Format(alignedMem(node.Size(slots)), slots)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,23 +115,56 @@ func TestJoinKeepsAParkedSandbox(t *testing.T) {
 	if err := board.SetTree(tree); err != nil {
 		t.Fatal(err)
 	}
+	return board
+}
+
+// TestJoinKeepsAParkedSandbox: a slot silent past Stale whose process
+// is alive (a parked sandbox) is not reclaimed, and its guarantee stays
+// reserved: a newcomer's must fit beside it, or the parked sandbox would
+// not get its rate when it wakes. Once no process has its pid, the slot
+// and its guarantee are free.
+func TestJoinKeepsAParkedSandbox(t *testing.T) {
 	stale := int64(node.Stale)
+	silentSince := func(pid int) *node.Board {
+		board := rootBoard(t, 2)
+		// 30 Mbit/s of the root's 100 guaranteed, silent since 1.
+		if _, err := board.JoinProcess(issueClasses[2], 1, pid, 1, stale); err != nil {
+			t.Fatal(err)
+		}
+		return board
+	}
+	newcomer := func(rate uint64) htb.ClassConfig {
+		return htb.ClassConfig{ID: 1<<16 | 40, Parent: 1<<16 | 1, Rate: rate * mbit, Ceil: 100 * mbit}
+	}
+	for _, tc := range []struct {
+		name    string
+		pid     int
+		rate    uint64 // the newcomer's, Mbit/s
+		refused string // what the refusal says; "": it joins
+	}{
+		{"parked: its guarantee is kept", os.Getpid(), 71, "a guarantee of 71Mbit does not fit (70Mbit left)"},
+		{"parked: the rest is free", os.Getpid(), 70, ""},
+		{"gone: its guarantee is free", deadPid(t), 100, ""},
+	} {
+		board := silentSince(tc.pid)
+		_, err := board.JoinProcess(newcomer(tc.rate), 2, 0, 2+stale, stale)
+		switch {
+		case tc.refused == "" && err != nil:
+			t.Errorf("%s: a %d Mbit/s guarantee refused: %v", tc.name, tc.rate, err)
+		case tc.refused != "" && (err == nil || !strings.Contains(err.Error(), tc.refused)):
+			t.Errorf("%s: a %d Mbit/s guarantee: %v, want a refusal saying %q", tc.name, tc.rate, err, tc.refused)
+		}
+		if live := board.Snapshot(2+stale, stale); err == nil && len(live) != 1 {
+			t.Errorf("%s: %d live leaves, want the newcomer alone (a silent class has no share)", tc.name, len(live))
+		}
+	}
+	// A board of one slot: a parked sandbox's slot is not reclaimed.
+	board := rootBoard(t, 1)
 	if _, err := board.JoinProcess(issueClasses[0], 1, os.Getpid(), 1, stale); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := board.JoinProcess(issueClasses[1], 2, 0, 2+stale, stale); err == nil {
-		t.Fatal("a live process's silent slot was reclaimed")
-	}
-	dead := deadPid(t)
-	board2, _ := node.Format(alignedMem(node.Size(1)), 1)
-	if err := board2.SetTree(tree); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := board2.JoinProcess(issueClasses[0], 1, dead, 1, stale); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := board2.JoinProcess(issueClasses[1], 2, 0, 2+stale, stale); err != nil {
-		t.Errorf("the silent slot of a process that is gone was not reclaimed: %v", err)
+	if _, err := board.JoinProcess(issueClasses[1], 2, 0, 2+stale, stale); err == nil || !strings.Contains(err.Error(), "slots") {
+		t.Errorf("a live process's silent slot: %v, want it kept (every slot taken)", err)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/netqdisc/netqdisc/pkg/qdisc/classify"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/htb"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/rate"
 )
 
 // A slot is one sandbox's class on a board, 16 words. The runtime writes
@@ -66,8 +67,9 @@ func (b *Board) Join(c htb.ClassConfig, owner uint64, now, stale int64) (int, er
 // JoinProcess is Join for a sandbox whose process on the host is pid: a
 // slot silent for stale ns is reclaimed only once that process is gone,
 // so a sandbox idle long enough to stop publishing (Runner parks) keeps
-// its slot. A silent slot still counts for no share meanwhile: to the
-// others an idle sandbox and a dead one are alike.
+// its slot and its guarantee: a join must fit beside it. It counts for
+// no share meanwhile: to the others' sharing, an idle sandbox and a dead
+// one are alike.
 func (b *Board) JoinProcess(c htb.ClassConfig, owner uint64, pid int, now, stale int64) (int, error) {
 	if owner == 0 {
 		return 0, fmt.Errorf("node: a slot's owner token must not be 0")
@@ -85,7 +87,7 @@ func (b *Board) JoinProcess(c htb.ClassConfig, owner uint64, pid int, now, stale
 		if c.ID&0xffff == 0 {
 			c.ID |= AutoMinor + uint32(i)
 		}
-		if err := fits(tree, b.Snapshot(now, stale), c); err != nil {
+		if err := fits(tree, b.held(now, stale), c); err != nil {
 			return 0, err
 		}
 		if !atomic.CompareAndSwapUint64(&w[sOwner], old, owner) {
@@ -103,7 +105,7 @@ func (b *Board) JoinProcess(c htb.ClassConfig, owner uint64, pid int, now, stale
 		atomic.StoreUint64(&w[sBeat], uint64(now))
 		return i, nil
 	}
-	if err := fits(tree, b.Snapshot(now, stale), c); err != nil {
+	if err := fits(tree, b.held(now, stale), c); err != nil {
 		return 0, err
 	}
 	return 0, fmt.Errorf("node: every one of the board's %d slots holds a sandbox; format a larger board", b.slots)
@@ -149,7 +151,7 @@ func fits(tree htb.Script, live []Leaf, c htb.ClassConfig) error {
 		}
 	}
 	if sum+c.Rate > parent.Rate {
-		return fmt.Errorf("node: class %s guarantees %d bytes/s of its %d to its children; a guarantee of %d does not fit (%d left)", pid, sum, parent.Rate, c.Rate, parent.Rate-min(sum, parent.Rate))
+		return fmt.Errorf("node: class %s guarantees %s of its rate %s to its children; a guarantee of %s does not fit (%s left)", pid, rate.FormatRate(sum), rate.FormatRate(parent.Rate), rate.FormatRate(c.Rate), rate.FormatRate(parent.Rate-min(sum, parent.Rate)))
 	}
 	return nil
 }
@@ -207,15 +209,29 @@ func (b *Board) Snapshot(now, stale int64) []Leaf { return b.SnapshotInto(nil, n
 // SnapshotInto is Snapshot appending to out[:0] (a Member reuses it each
 // Period).
 func (b *Board) SnapshotInto(out []Leaf, now, stale int64) []Leaf {
-	out = out[:0]
+	return b.collect(out[:0], func(w []uint64) bool {
+		return atomic.LoadUint64(&w[sBeat])+uint64(stale) >= uint64(now)
+	})
+}
+
+// held returns the leaves a join must leave room for: the live ones and
+// the silent ones whose process is alive (parked sandboxes, which take
+// their guarantee back with their next packet). Sharing counts only the
+// live (Snapshot); admission counts these, so that a sandbox parked
+// while another joins still gets its rate once it wakes.
+func (b *Board) held(now, stale int64) []Leaf {
+	return b.collect(nil, func(w []uint64) bool {
+		return atomic.LoadUint64(&w[sBeat])+uint64(stale) >= uint64(now) || processAlive(int(atomic.LoadUint64(&w[sPid])))
+	})
+}
+
+// collect appends to out the leaves of the held slots for which keep is
+// true.
+func (b *Board) collect(out []Leaf, keep func(w []uint64) bool) []Leaf {
 	for i := range b.slots {
 		w := b.slot(i)
 		owner := atomic.LoadUint64(&w[sOwner])
-		if owner == 0 {
-			continue
-		}
-		beat := atomic.LoadUint64(&w[sBeat])
-		if beat+uint64(stale) < uint64(now) {
+		if owner == 0 || !keep(w) {
 			continue
 		}
 		cls, prio := atomic.LoadUint64(&w[sClass]), atomic.LoadUint64(&w[sPrio])
@@ -226,7 +242,7 @@ func (b *Board) SnapshotInto(out []Leaf, now, stale int64) []Leaf {
 				Rate: atomic.LoadUint64(&w[sRate]), Ceil: atomic.LoadUint64(&w[sCeil]),
 				Prio: uint8(min(prio>>32, htb.NumPrio-1)), Quantum: uint32(prio),
 			},
-			Beat:     int64(beat),
+			Beat:     int64(atomic.LoadUint64(&w[sBeat])),
 			Demand:   atomic.LoadUint64(&w[sDemand]),
 			Share:    atomic.LoadUint64(&w[sShare]),
 			Bytes:    atomic.LoadUint64(&w[sBytes]),
