@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"sync/atomic"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/netqdisc/netqdisc/pkg/qdisc/classify"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/htb"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/rate"
@@ -31,7 +29,7 @@ const (
 	sLended          // packets sent within its rate (tc's lended)
 	sBorrowed        // packets sent past its rate (tc's borrowed)
 	sTokens          // its rate bucket's tokens, bytes
-	sPid             // the sandbox's process on the host; 0: none given
+	sPid             // the sandbox's process on the host (processID); 0: none given
 )
 
 // Leaf is a sandbox's class as a board holds it, with what it published.
@@ -65,7 +63,8 @@ func (b *Board) Join(c htb.ClassConfig, owner uint64, now, stale int64) (int, er
 }
 
 // JoinProcess is Join for a sandbox whose process on the host is pid: a
-// slot silent for stale ns is reclaimed only once that process is gone,
+// slot silent for stale ns is reclaimed only once that process is gone
+// (exited, a zombie, or its pid since another process's: processAlive),
 // so a sandbox idle long enough to stop publishing (Runner parks) keeps
 // its slot and its guarantee: a join must fit beside it. It counts for
 // no share meanwhile: to the others' sharing, an idle sandbox and a dead
@@ -81,7 +80,7 @@ func (b *Board) JoinProcess(c htb.ClassConfig, owner uint64, pid int, now, stale
 	for i := range b.slots {
 		w := b.slot(i)
 		old := atomic.LoadUint64(&w[sOwner])
-		if old != 0 && (atomic.LoadUint64(&w[sBeat])+uint64(stale) >= uint64(now) || processAlive(int(atomic.LoadUint64(&w[sPid])))) {
+		if old != 0 && (atomic.LoadUint64(&w[sBeat])+uint64(stale) >= uint64(now) || processAlive(atomic.LoadUint64(&w[sPid]))) {
 			continue
 		}
 		if c.ID&0xffff == 0 {
@@ -101,7 +100,7 @@ func (b *Board) JoinProcess(c htb.ClassConfig, owner uint64, pid int, now, stale
 		atomic.StoreUint64(&w[sCeil], c.Ceil)
 		atomic.StoreUint64(&w[sPrio], uint64(c.Prio)<<32|uint64(c.Quantum))
 		atomic.StoreUint64(&w[sShare], c.Rate)
-		atomic.StoreUint64(&w[sPid], uint64(max(pid, 0)))
+		atomic.StoreUint64(&w[sPid], processID(pid))
 		atomic.StoreUint64(&w[sBeat], uint64(now))
 		return i, nil
 	}
@@ -154,15 +153,6 @@ func fits(tree htb.Script, live []Leaf, c htb.ClassConfig) error {
 		return fmt.Errorf("node: class %s guarantees %s of its rate %s to its children; a guarantee of %s does not fit (%s left)", pid, rate.FormatRate(sum), rate.FormatRate(parent.Rate), rate.FormatRate(c.Rate), rate.FormatRate(parent.Rate-min(sum, parent.Rate)))
 	}
 	return nil
-}
-
-// processAlive reports whether process pid exists (0: none was given).
-func processAlive(pid int) bool {
-	if pid <= 0 {
-		return false
-	}
-	err := unix.Kill(pid, 0)
-	return err == nil || err == unix.EPERM
 }
 
 // Leave frees slot i, if owner still holds it.
@@ -221,7 +211,7 @@ func (b *Board) SnapshotInto(out []Leaf, now, stale int64) []Leaf {
 // while another joins still gets its rate once it wakes.
 func (b *Board) held(now, stale int64) []Leaf {
 	return b.collect(nil, func(w []uint64) bool {
-		return atomic.LoadUint64(&w[sBeat])+uint64(stale) >= uint64(now) || processAlive(int(atomic.LoadUint64(&w[sPid])))
+		return atomic.LoadUint64(&w[sBeat])+uint64(stale) >= uint64(now) || processAlive(atomic.LoadUint64(&w[sPid]))
 	})
 }
 
