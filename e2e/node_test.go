@@ -172,16 +172,7 @@ func (r *nodeRig) startAll(t *testing.T, flags func(i int) []string) []*lab.Sand
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s, err := r.StartSandbox(i, lab.SandboxOptions{Runsc: r.runsc, Flags: flags(i)})
-			if err != nil {
-				errs[i] = fmt.Errorf("sandbox %d: %v", i+1, err)
-				return
-			}
-			sandboxes[i] = s
-			r.mu.Lock()
-			r.pids = append(r.pids, s.Pids()...)
-			r.ids = append(r.ids, s.ID())
-			r.mu.Unlock()
+			sandboxes[i], errs[i] = r.start(i, lab.SandboxOptions{Flags: flags(i)})
 		}()
 	}
 	wg.Wait()
@@ -191,6 +182,21 @@ func (r *nodeRig) startAll(t *testing.T, flags func(i int) []string) []*lab.Sand
 		}
 	}
 	return sandboxes
+}
+
+// start starts a sandbox in place i of the node with o (runsc is the
+// rig's), and keeps its processes and cgroup for the checks at the end.
+func (r *nodeRig) start(i int, o lab.SandboxOptions) (*lab.Sandbox, error) {
+	o.Runsc = r.runsc
+	s, err := r.StartSandbox(i, o)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox %d: %v", i+1, err)
+	}
+	r.mu.Lock()
+	r.pids = append(r.pids, s.Pids()...)
+	r.ids = append(r.ids, s.ID())
+	r.mu.Unlock()
+	return s, nil
 }
 
 // closeAll closes the sandboxes at once.

@@ -415,49 +415,80 @@ type NodeResult struct {
 	CPU []time.Duration
 }
 
-// Measure runs streams[i] bulk TCP streams (iperf's client, to a socat
-// sink at the peer) from sandboxes[i] (in place i, or nil where
-// streams[i] is 0: idle) to its peer address, and
-// reads what the peer received for each address and what the uplink sent
-// over o.Window after o.Warmup. Then it kills each iperf in its sandbox
-// and the sink, which resets the streams (startSink), and waits for the
-// iperfs to end, so that a next run on the same sandboxes starts from
-// quiet.
-func (nd *Node) Measure(sandboxes []*Sandbox, streams []int, o measure.Options) (NodeResult, error) {
-	var r NodeResult
+// NodeLoad is bulk TCP load running from a node's sandboxes to the
+// peer (StartLoad); Stop ends it.
+type NodeLoad struct {
+	outs    []strings.Builder
+	clients []*exec.Cmd
+	kills   []func()
+	stop    func()
+}
+
+// StartLoad starts streams[i] bulk TCP streams (iperf's client, to a
+// socat sink at the peer) from sandboxes[i] (in place i, or nil where
+// streams[i] is 0: idle) to its peer address, for at most d: Stop ends
+// them before.
+func (nd *Node) StartLoad(sandboxes []*Sandbox, streams []int, d time.Duration) (_ *NodeLoad, err error) {
 	if len(sandboxes) != len(nd.Hosts) || len(streams) != len(nd.Hosts) {
-		return r, fmt.Errorf("%d sandboxes and %d loads on a node of %d", len(sandboxes), len(streams), len(nd.Hosts))
+		return nil, fmt.Errorf("%d sandboxes and %d loads on a node of %d", len(sandboxes), len(streams), len(nd.Hosts))
 	}
 	stopSink, err := nd.startSink()
 	if err != nil {
-		return r, err
+		return nil, err
 	}
-	// The streams are killed after the window: their time only bounds
-	// them should a kill fail.
-	secs := int(math.Ceil((o.Warmup + o.Window).Seconds())) + 2
-	outs := make([]strings.Builder, len(nd.Hosts))
-	var clients []*exec.Cmd
-	var kills []func()
+	l := &NodeLoad{outs: make([]strings.Builder, len(nd.Hosts)), stop: stopSink}
 	defer func() {
-		for _, kill := range kills {
-			kill()
+		if err != nil {
+			l.Stop()
 		}
-		stopSink()
-		waitEnded(clients, 10*time.Second)
 	}()
+	// The streams are killed by Stop: their time only bounds them should
+	// a kill fail.
+	secs := int(math.Ceil(d.Seconds())) + 2
 	for i, n := range streams {
 		if n == 0 {
 			continue
 		}
 		if sandboxes[i] == nil {
-			return r, fmt.Errorf("load %d: %d streams and no sandbox", i+1, n)
+			return nil, fmt.Errorf("load %d: %d streams and no sandbox", i+1, n)
 		}
-		c, kill, err := sandboxes[i].execKillable(&outs[i], "iperf", "-c", nd.Hosts[i].PeerAddr, "-p", fmt.Sprint(sinkPort), "-P", fmt.Sprint(n), "-t", fmt.Sprint(secs))
+		c, kill, err := sandboxes[i].execKillable(&l.outs[i], "iperf", "-c", nd.Hosts[i].PeerAddr, "-p", fmt.Sprint(sinkPort), "-P", fmt.Sprint(n), "-t", fmt.Sprint(secs))
 		if err != nil {
-			return r, err
+			return nil, err
 		}
-		clients, kills = append(clients, c), append(kills, kill)
+		l.clients, l.kills = append(l.clients, c), append(l.kills, kill)
 	}
+	return l, nil
+}
+
+// Said is what load i's iperf has printed so far.
+func (l *NodeLoad) Said(i int) string {
+	outMu.Lock()
+	defer outMu.Unlock()
+	return l.outs[i].String()
+}
+
+// Stop kills each iperf in its sandbox and the sink, which resets the
+// streams (startSink), and waits for the iperfs to end, so that a next
+// load on the same sandboxes starts from quiet.
+func (l *NodeLoad) Stop() {
+	for _, kill := range l.kills {
+		kill()
+	}
+	l.stop()
+	waitEnded(l.clients, 10*time.Second)
+}
+
+// Measure runs a load (StartLoad) and reads what the peer received for
+// each address and what the uplink sent over o.Window after o.Warmup,
+// then stops it.
+func (nd *Node) Measure(sandboxes []*Sandbox, streams []int, o measure.Options) (NodeResult, error) {
+	var r NodeResult
+	load, err := nd.StartLoad(sandboxes, streams, o.Warmup+o.Window)
+	if err != nil {
+		return r, err
+	}
+	defer load.Stop()
 	cpu := func() []time.Duration {
 		d := make([]time.Duration, len(sandboxes))
 		for i, s := range sandboxes {
@@ -494,10 +525,7 @@ func (nd *Node) Measure(sandboxes []*Sandbox, streams []int, o measure.Options) 
 	// uplink; below it (a SYN or two), they did not run.
 	for i, n := range streams {
 		if n > 0 && r.Bps[i] <= r.UplinkBps/1000 {
-			outMu.Lock()
-			said := outs[i].String()
-			outMu.Unlock()
-			return r, fmt.Errorf("next to nothing reached the peer from sandbox %d (%s): %.0f bytes/s; iperf in it said: %s", i+1, nd.Hosts[i].Addr, r.Bps[i], said)
+			return r, fmt.Errorf("next to nothing reached the peer from sandbox %d (%s): %.0f bytes/s; iperf in it said: %s", i+1, nd.Hosts[i].Addr, r.Bps[i], load.Said(i))
 		}
 	}
 	return r, nil
