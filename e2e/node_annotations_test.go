@@ -24,13 +24,17 @@ const nodeOperatorRate = 30
 // second's Kubernetes bandwidth lowers its ceil to 30 (its rate with
 // it: 30); the third's asks for 1 Gbit/s, above the operator's ceil,
 // and gets the operator's.
+//
+// Each sandbox's own qdisc sits under its class: fq_codel, cake and
+// runsc's fifo.
 var nodePods = []struct {
+	qdisc []string
 	ann   map[string]string
 	class nodeClass // what the class becomes
 }{
-	{map[string]string{runscflags.AnnotationPrefix + runscflags.FlagNodeRate: "10mbit"}, nodeClass{10, 100, 0}},
-	{map[string]string{runscflags.AnnotationKubeEgress: "30M"}, nodeClass{30, 30, 0}},
-	{map[string]string{runscflags.AnnotationKubeEgress: "1G"}, nodeClass{30, 100, 0}},
+	{[]string{"--qdisc=fq_codel"}, map[string]string{runscflags.AnnotationPrefix + runscflags.FlagNodeRate: "10mbit"}, nodeClass{10, 100, 0}},
+	{[]string{"--qdisc=cake", "--qdisc-cake=unlimited"}, map[string]string{runscflags.AnnotationKubeEgress: "30M"}, nodeClass{30, 30, 0}},
+	{nil, map[string]string{runscflags.AnnotationKubeEgress: "1G"}, nodeClass{30, 100, 0}},
 }
 
 // htbSteady returns htb's steady state, in Mbit/s, for busy classes
@@ -128,7 +132,7 @@ func TestNodeAnnotationsAndKill(t *testing.T) {
 		classes[i] = p.class
 		go func() {
 			var err error
-			sandboxes[i], err = r.start(i, lab.SandboxOptions{Flags: operator(nodeOperatorRate), Annotations: p.ann})
+			sandboxes[i], err = r.start(i, lab.SandboxOptions{Flags: append(operator(nodeOperatorRate), p.qdisc...), Annotations: p.ann})
 			errs <- err
 		}()
 	}
