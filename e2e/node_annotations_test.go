@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"github.com/netqdisc/netqdisc/lab"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/htb"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/rate"
 	runscflags "github.com/netqdisc/netqdisc/runsc-flags"
 )
 
@@ -38,12 +41,12 @@ var nodePods = []struct {
 }
 
 // htbSteady returns htb's steady state, in Mbit/s, for busy classes
-// (busy[i]) of one prio under a root of nodeRoot Mbit/s: each its rate,
+// (busy[i]) of one prio under a root of root Mbit/s: each its rate,
 // then what is left shared by tc's default quanta (rate/10 in bytes,
 // clamped to 200000) among those below their ceil, round by round.
-func htbSteady(classes []nodeClass, busy []bool) []float64 {
+func htbSteady(root uint64, classes []nodeClass, busy []bool) []float64 {
 	got := make([]float64, len(classes))
-	left := float64(nodeRoot)
+	left := float64(root)
 	for i, c := range classes {
 		if busy[i] {
 			got[i] = float64(c.rate)
@@ -86,6 +89,9 @@ func htbSteady(classes []nodeClass, busy []bool) []float64 {
 //     (kept at the operator's 100), all busy, each get htb's steady
 //     state for those classes within [0.97, 1.03], and the node's uplink
 //     no more than 1.005 of the root;
+//   - the operator lowers the node's root to 80 Mbit/s (`runsc qdisc
+//     node PATH`): the running sandboxes share the new root as htb
+//     would, the uplink no more than 1.005 of it;
 //   - a sandbox SIGKILLed in mid-flight gives its share back: the other
 //     busy sandbox reaches 90% of its ceil within a second, and a new
 //     sandbox whose guarantee fits only in the dead one's room joins,
@@ -153,7 +159,15 @@ func TestNodeAnnotationsAndKill(t *testing.T) {
 		}
 	}
 	busy := []bool{true, true, true}
-	measureSteady(t, r, "annotated, all busy", sandboxes, classes, busy)
+	measureSteady(t, r, "annotated, all busy", nodeRoot, sandboxes, classes, busy)
+
+	// The operator lowers the node's root to 80 Mbit/s: `runsc qdisc
+	// node` reads the tree into the board, and the running sandboxes
+	// share the new root from their next step.
+	const lowered = 80
+	retree(t, r, tree, fmt.Sprintf("class root classid 1:1 rate %dmbit ceil %dmbit", lowered, lowered))
+	measureSteady(t, r, "the root lowered to 80 by runsc qdisc node", lowered, sandboxes, classes, busy)
+	retree(t, r, tree, nodeTree)
 
 	// SIGKILL the third in mid-flight: the first, alone busy, takes the
 	// root (its ceil) within a second.
@@ -180,7 +194,7 @@ func TestNodeAnnotationsAndKill(t *testing.T) {
 		t.Fatalf("the killed sandbox's guarantee did not come back: %v", err)
 	}
 	classes[2] = nodeClass{left, nodeRoot, 0}
-	measureSteady(t, r, "after the kill, a newcomer in its room", sandboxes, classes, []bool{true, false, true})
+	measureSteady(t, r, "after the kill, a newcomer in its room", nodeRoot, sandboxes, classes, []bool{true, false, true})
 	closeAll(sandboxes)
 	t.Logf("the test took %v", time.Since(start).Round(time.Millisecond))
 }
@@ -194,11 +208,11 @@ const nodeSteadyTries = 3
 
 // measureSteady measures the busy sandboxes' shares of the node (again,
 // up to nodeSteadyTries windows, where they miss) and checks each against htb's steady
-// state for classes within [0.97, 1.03], and the uplink against the
-// root's rate.
-func measureSteady(t *testing.T, r *nodeRig, name string, sandboxes []*lab.Sandbox, classes []nodeClass, busy []bool) {
+// state for classes under a root of root Mbit/s within [0.97, 1.03],
+// and the uplink against the root's rate.
+func measureSteady(t *testing.T, r *nodeRig, name string, root uint64, sandboxes []*lab.Sandbox, classes []nodeClass, busy []bool) {
 	t.Helper()
-	steady := htbSteady(classes, busy)
+	steady := htbSteady(root, classes, busy)
 	streams := make([]int, len(busy))
 	for i, b := range busy {
 		if b {
@@ -211,7 +225,7 @@ func measureSteady(t *testing.T, r *nodeRig, name string, sandboxes []*lab.Sandb
 		if res, err = r.Measure(sandboxes, streams, nodeOptions); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		checkRate(t, name+": the node's uplink of the root's rate", res.UplinkBps/(nodeRoot*mbit), 0, 1.005)
+		checkRate(t, name+": the node's uplink of the root's rate", res.UplinkBps/float64(root*mbit), 0, 1.005)
 		if offSteady(res.Bps, steadyOf(steady, busy)) <= 0.03 || try+1 == nodeSteadyTries {
 			break
 		}
@@ -226,12 +240,34 @@ func measureSteady(t *testing.T, r *nodeRig, name string, sandboxes []*lab.Sandb
 		}
 		fmt.Fprintf(&table, "%-8d %5d %5d %12.2f %12.2f %7s\n", i+1, c.rate, c.ceil, steady[i], res.Bps[i]*8/1e6, ratio)
 	}
-	fmt.Fprintf(&table, "%-20s %12d %12.2f", "uplink (all)", nodeRoot, res.UplinkBps*8/1e6)
+	fmt.Fprintf(&table, "%-20s %12d %12.2f", "uplink (all)", root, res.UplinkBps*8/1e6)
 	t.Logf("\n%s", table.String())
 	for i, c := range classes {
 		if busy[i] {
 			checkRate(t, fmt.Sprintf("%s: sandbox %d (rate %d ceil %d) of htb's steady state", name, i+1, c.rate, c.ceil), res.Bps[i]*8/1e6/steady[i], 0.97, 1.03)
 		}
+	}
+}
+
+// retree writes the node's tree file and has `runsc qdisc node` read it
+// into the board, as an operator changes a running node's tree: what it
+// prints must show the new root.
+func retree(t *testing.T, r *nodeRig, tree, text string) {
+	t.Helper()
+	if err := os.WriteFile(tree, []byte(text+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(r.runsc, "qdisc", "node", tree).CombinedOutput()
+	if err != nil {
+		t.Fatalf("runsc qdisc node: %v: %s", err, out)
+	}
+	script, err := htb.ParseScript(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("class htb 1:1 root rate %s", rate.FormatRate(script.Classes[0].Rate))
+	if !strings.Contains(string(out), want) {
+		t.Errorf("runsc qdisc node after the tree became %q printed no %q:\n%s", text, want, out)
 	}
 }
 

@@ -228,33 +228,42 @@ func openNode(path string) (*node.File, htb.Script, error) {
 	return bf, tree, nil
 }
 
-// ShowNodes reads the tree of each node the Config gives into its board
-// where the file changed (the running sandboxes take it at their next
-// step) and prints the node's classes as `tc -s class show` prints an
-// htb's: for `runsc qdisc node`.
+// ShowNodes is ShowNode for each node the Config gives (--qdisc-node,
+// --qdisc-ingress-node): for `runsc qdisc node` with no path.
 func (c *Config) ShowNodes() (string, error) {
 	var out strings.Builder
 	for _, d := range []Ceiling{EgressCeiling, IngressCeiling} {
 		if !c.InNode(d) {
 			continue
 		}
-		path := *c.nodeOf(d).path
-		bf, _, err := openNode(path)
+		show, err := ShowNode(*c.nodeOf(d).path)
 		if err != nil {
-			return "", fmt.Errorf("--%s=%s: %w", nodeFlagNames[d].path, path, err)
+			return "", fmt.Errorf("--%s: %w", nodeFlagNames[d].path, err)
 		}
-		show, err := bf.Show(node.Now())
-		bf.Unlock()
-		bf.Close()
-		if err != nil {
-			return "", err
-		}
-		fmt.Fprintf(&out, "node %s:\n%s", path, show)
+		out.WriteString(show)
 	}
 	if out.Len() == 0 {
-		return "", fmt.Errorf("no node: give --%s or --%s", FlagNode, FlagIngressNode)
+		return "", fmt.Errorf("no node: give the node's tree file (runsc qdisc node PATH), or --%s or --%s", FlagNode, FlagIngressNode)
 	}
 	return out.String(), nil
+}
+
+// ShowNode reads the tree file path into its node's board where it
+// changed (the running sandboxes take it at their next step) and prints
+// the node's classes as `tc -s class show` prints an htb's: `runsc qdisc
+// node PATH`, which needs none of a sandbox's flags.
+func ShowNode(path string) (string, error) {
+	bf, _, err := openNode(path)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	show, err := bf.Show(node.Now())
+	bf.Unlock()
+	bf.Close()
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("node %s:\n%s", path, show), nil
 }
 
 // joinNode is JoinNode for direction d.

@@ -185,8 +185,17 @@ func TestJoinNode(t *testing.T) {
 	// A changed tree is read into the board by `runsc qdisc node` and at
 	// the next join, and the running sandboxes take it.
 	write("class root classid 1:1 rate 200mbit; class parent 1:1 classid 1:10 rate 120mbit ceil 200mbit")
-	if nodeShow, err := (&Config{Node: tree}).ShowNodes(); err != nil || !strings.Contains(nodeShow, "class htb 1:10 parent 1:1 rate 120Mbit") {
+	if nodeShow, err := ShowNode(tree); err != nil || !strings.Contains(nodeShow, "class htb 1:10 parent 1:1 rate 120Mbit") {
 		t.Errorf("runsc qdisc node did not read the changed tree: %v\n%s", err, nodeShow)
+	}
+	if nodeShow, err := (&Config{Node: tree}).ShowNodes(); err != nil || !strings.Contains(nodeShow, "node "+tree+":") {
+		t.Errorf("runsc --qdisc-node=PATH qdisc node: %v\n%s", err, nodeShow)
+	}
+	if _, err := (&Config{}).ShowNodes(); err == nil || !strings.Contains(err.Error(), "runsc qdisc node PATH") {
+		t.Errorf("runsc qdisc node with no node: %v, want an error saying to give the tree file", err)
+	}
+	if _, err := ShowNode(tree + ".missing"); err == nil || !strings.Contains(err.Error(), "reading the node's tree") {
+		t.Errorf("runsc qdisc node of a missing file: %v", err)
 	}
 	if _, err := join("--qdisc-node-rate=30mbit", "--qdisc-node-parent=1:10"); err != nil {
 		t.Errorf("a third guarantee under the new tree's 120mbit: %v", err)
