@@ -91,7 +91,14 @@ func (l *Lane) takeLocked() (n int, wait, now int64) {
 			// gate is asked once a batch.
 			if l.booked.next >= l.booked.due {
 				if l.booked.next == l.booked.n && !l.bookLocked(now) {
-					break // empty
+					// Empty, or a queue that shapes on its own (htb,
+					// cake) holds its packets back: the lane waits for
+					// its next event, as without a gate, not idle
+					// until the next packet comes.
+					if n == 0 {
+						return 0, l.shaperWaitLocked(now), now
+					}
+					break
 				}
 				if l.booked.next >= l.booked.due { // not known to be due
 					d := l.booked.departures[l.booked.next]
