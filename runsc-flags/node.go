@@ -250,20 +250,30 @@ func (c *Config) ShowNodes() (string, error) {
 
 // ShowNode reads the tree file path into its node's board where it
 // changed (the running sandboxes take it at their next step) and prints
-// the node's classes as `tc -s class show` prints an htb's: `runsc qdisc
-// node PATH`, which needs none of a sandbox's flags.
+// the node's classes as `tc -s class show` prints an htb's, after a
+// warning for each class whose children are guaranteed more than its
+// rate: `runsc qdisc node PATH`, which needs none of a sandbox's flags.
 func ShowNode(path string) (string, error) {
 	bf, _, err := openNode(path)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", path, err)
 	}
-	show, err := bf.Show(node.Now())
+	now := node.Now()
+	show, err := bf.Show(now)
+	var over []string
+	if err == nil {
+		over, err = bf.Overcommitted(now, int64(node.Stale))
+	}
 	bf.Unlock()
 	bf.Close()
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("node %s:\n%s", path, show), nil
+	var warn strings.Builder
+	for _, o := range over {
+		fmt.Fprintf(&warn, "warning: %s\n", o)
+	}
+	return fmt.Sprintf("node %s:\n%s%s", path, warn.String(), show), nil
 }
 
 // joinNode is JoinNode for direction d.

@@ -194,6 +194,16 @@ func TestJoinNode(t *testing.T) {
 	if _, err := (&Config{}).ShowNodes(); err == nil || !strings.Contains(err.Error(), "runsc qdisc node PATH") {
 		t.Errorf("runsc qdisc node with no node: %v, want an error saying to give the tree file", err)
 	}
+	// 1:10 lowered under its two sandboxes' 40mbit: they keep their
+	// rates, and runsc qdisc node says so.
+	write("class root classid 1:1 rate 200mbit; class parent 1:1 classid 1:10 rate 30mbit ceil 200mbit")
+	if nodeShow, err := ShowNode(tree); err != nil || !strings.Contains(nodeShow, "warning: class 1:10 guarantees 40Mbit to its children, past its rate 30Mbit") || strings.Contains(nodeShow, "warning: class 1:1 ") {
+		t.Errorf("runsc qdisc node of a class lowered under its children's guarantees: %v\n%s", err, nodeShow)
+	}
+	write("class root classid 1:1 rate 200mbit; class parent 1:1 classid 1:10 rate 120mbit ceil 200mbit")
+	if nodeShow, err := ShowNode(tree); err != nil || strings.Contains(nodeShow, "warning") {
+		t.Errorf("runsc qdisc node of a tree the guarantees fit: %v\n%s", err, nodeShow)
+	}
 	if _, err := ShowNode(tree + ".missing"); err == nil || !strings.Contains(err.Error(), "reading the node's tree") {
 		t.Errorf("runsc qdisc node of a missing file: %v", err)
 	}

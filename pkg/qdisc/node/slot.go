@@ -155,6 +155,33 @@ func fits(tree htb.Script, live []Leaf, c htb.ClassConfig) error {
 	return nil
 }
 
+// Overcommitted says, for each class of the tree whose children are
+// guaranteed more than its rate (the operator lowered it under running
+// sandboxes, or gave the tree such classes), by how much, in tc's words.
+// Each child still gets its rate, as in Linux's htb, where a class with
+// tokens of its own sends without asking its parent: the class then
+// sends past its rate until sandboxes leave.
+func (b *Board) Overcommitted(now, stale int64) ([]string, error) {
+	tree, _, err := b.Tree()
+	if err != nil {
+		return nil, err
+	}
+	sums := map[uint32]uint64{}
+	for _, k := range tree.Classes {
+		sums[k.Parent] += k.Rate
+	}
+	for _, l := range b.held(now, stale) {
+		sums[l.Class.Parent] += l.Class.Rate
+	}
+	var out []string
+	for _, k := range tree.Classes {
+		if sum := sums[k.ID]; sum > k.Rate {
+			out = append(out, fmt.Sprintf("class %s guarantees %s to its children, past its rate %s: each still gets its rate, so it may send %s until sandboxes leave", classify.ClassID(k.ID), rate.FormatRate(sum), rate.FormatRate(k.Rate), rate.FormatRate(sum)))
+		}
+	}
+	return out, nil
+}
+
 // Leave frees slot i, if owner still holds it.
 func (b *Board) Leave(i int, owner uint64) bool {
 	if i < 0 || i >= b.slots {
