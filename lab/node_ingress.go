@@ -1,0 +1,446 @@
+package lab
+
+// This file holds a node's receive direction (issue 38): bulk TCP from
+// the peer to each of the node's sandboxes, what the wire carried to
+// each, and the kernel's htb for that direction on the one link all of
+// it crosses, the peer's end of the uplink.
+
+import (
+	"fmt"
+	"math"
+	"net"
+	"os"
+	"os/exec"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/netqdisc/netqdisc/lab/measure"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/htb"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/node"
+)
+
+// nodeSinkPortRx is where each sandbox's iperf server takes the peer's
+// streams.
+const nodeSinkPortRx = 5005
+
+// IngressKernelHTB puts cfg on the peer's end of the uplink (PeerUplink,
+// in the peer's namespace) as Linux's sch_htb (KernelHTB), and returns
+// what tc warned: every byte the peer sends to the node's sandboxes
+// leaves by it, so a class keyed by a sandbox's address (filter dst)
+// shapes what that sandbox receives, as an ifb's htb on the node's NIC
+// would. DeleteIngressKernelHTB removes it.
+func (nd *Node) IngressKernelHTB(cfg htb.Config) ([]string, error) {
+	return KernelHTB(nd.NSP, nd.PeerUplink, cfg)
+}
+
+// DeleteIngressKernelHTB removes the root qdisc IngressKernelHTB put on
+// the peer's end of the uplink.
+func (nd *Node) DeleteIngressKernelHTB() error {
+	_, err := Run(nd.NSP, "tc", "qdisc", "del", "dev", nd.PeerUplink, "root")
+	return err
+}
+
+// IngressKernelClasses is `tc -s class show` of the peer's end of the
+// uplink.
+func (nd *Node) IngressKernelClasses() (string, error) {
+	return Run(nd.NSP, "tc", "-s", "class", "show", "dev", nd.PeerUplink)
+}
+
+// NodeIngressCounters are the node's receive-direction counters at one
+// time.
+type NodeIngressCounters struct {
+	// At is when they were read.
+	At time.Time
+	// Uplink is the bytes the router's uplink has received (its
+	// rx_bytes): every frame the peer sent, headers and all.
+	Uplink uint64
+	// Hosts is what the router has sent toward each sandbox, host i's
+	// at i: the tx_bytes of its veth to the sandbox (RouterVeth), each
+	// frame, headers and all, whether the sandbox then keeps it or its
+	// receive queue drops it.
+	Hosts []uint64
+}
+
+// IngressCounters reads the node's receive-direction counters, all at
+// once, in the router's namespace, as Counters reads the send
+// direction's.
+func (nd *Node) IngressCounters() (NodeIngressCounters, error) {
+	var c NodeIngressCounters
+	devs, at, err := netDevs(nd.Router)
+	if err != nil {
+		return c, err
+	}
+	c.At = at
+	up := devs[0][nd.Uplink]
+	if !up.ok {
+		return c, fmt.Errorf("no %s in the router's /proc/net/dev", nd.Uplink)
+	}
+	c.Uplink = up.rx
+	c.Hosts = make([]uint64, len(nd.Hosts))
+	for i, h := range nd.Hosts {
+		d := devs[0][h.RouterVeth]
+		if !d.ok {
+			return c, fmt.Errorf("no %s in the router's /proc/net/dev", h.RouterVeth)
+		}
+		c.Hosts[i] = d.tx
+	}
+	return c, nil
+}
+
+// NodeIngressLoad is bulk TCP load running from the peer to a node's
+// sandboxes (StartIngressLoad); Stop ends it.
+type NodeIngressLoad struct {
+	// souts are what each sandbox's iperf server printed, couts what
+	// each load's iperf client at the peer printed.
+	souts, couts []strings.Builder
+	// servers are the runsc execs of the servers, kills what kills each
+	// in its sandbox; clients are the iperf clients at the peer.
+	servers []*exec.Cmd
+	kills   []func()
+	clients []*exec.Cmd
+}
+
+// StartIngressLoad starts iperf's server in each sandboxes[i] whose
+// streams[i] is not 0 (nil where it is 0: idle), waits until each
+// answers at its address, then starts streams[i] bulk TCP streams
+// (iperf's client, in the peer's namespace) to it, for at most d: Stop
+// ends them before.
+func (nd *Node) StartIngressLoad(sandboxes []*Sandbox, streams []int, d time.Duration) (_ *NodeIngressLoad, err error) {
+	if len(sandboxes) != len(nd.Hosts) || len(streams) != len(nd.Hosts) {
+		return nil, fmt.Errorf("%d sandboxes and %d loads on a node of %d", len(sandboxes), len(streams), len(nd.Hosts))
+	}
+	l := &NodeIngressLoad{souts: make([]strings.Builder, len(nd.Hosts)), couts: make([]strings.Builder, len(nd.Hosts))}
+	defer func() {
+		if err != nil {
+			l.Stop()
+		}
+	}()
+	for i, n := range streams {
+		if n == 0 {
+			continue
+		}
+		if sandboxes[i] == nil {
+			return nil, fmt.Errorf("load %d: %d streams and no sandbox", i+1, n)
+		}
+		c, kill, err := sandboxes[i].execKillable(&l.souts[i], "iperf", "-s", "-p", fmt.Sprint(nodeSinkPortRx))
+		if err != nil {
+			return nil, err
+		}
+		l.servers, l.kills = append(l.servers, c), append(l.kills, kill)
+	}
+	// ss in a sandbox's namespace cannot see the sandbox's sockets: the
+	// peer connects to each server until it answers.
+	for i, n := range streams {
+		if n == 0 {
+			continue
+		}
+		if err := dialUntil(nd.NSP, net.JoinHostPort(nd.Hosts[i].Addr, fmt.Sprint(nodeSinkPortRx)), 10*time.Second); err != nil {
+			outMu.Lock()
+			defer outMu.Unlock()
+			return nil, fmt.Errorf("sandbox %d's iperf server: %v; it said: %s", i+1, err, l.souts[i].String())
+		}
+	}
+	// The streams are killed by Stop: their time only bounds them should
+	// a kill fail.
+	secs := int(math.Ceil(d.Seconds())) + 2
+	for i, n := range streams {
+		if n == 0 {
+			continue
+		}
+		c, err := nd.Start(nd.NSP, &l.couts[i], "iperf", "-c", nd.Hosts[i].Addr, "-p", fmt.Sprint(nodeSinkPortRx), "-P", fmt.Sprint(n), "-t", fmt.Sprint(secs))
+		if err != nil {
+			return nil, err
+		}
+		l.clients = append(l.clients, c)
+	}
+	return l, nil
+}
+
+// Said is what load i's iperf client at the peer and its server in the
+// sandbox have printed so far.
+func (l *NodeIngressLoad) Said(i int) string {
+	outMu.Lock()
+	defer outMu.Unlock()
+	return fmt.Sprintf("at the peer: %s; in the sandbox: %s", l.couts[i].String(), l.souts[i].String())
+}
+
+// Stop kills each iperf server in its sandbox, whose sockets then close
+// with data unread, so that the sandbox resets the streams (and answers
+// what the peer still sends with resets), then the clients at the peer,
+// and waits for all to end: a client's kernel would otherwise go on
+// sending what its sockets hold, megabytes, into the next load.
+func (l *NodeIngressLoad) Stop() {
+	for _, kill := range l.kills {
+		kill()
+	}
+	for _, c := range l.clients {
+		c.Process.Kill()
+	}
+	waitEnded(append(append([]*exec.Cmd(nil), l.servers...), l.clients...), 10*time.Second)
+}
+
+// dialUntil connects to addr (host:port) from namespace ns, again every
+// 50 ms until a connection is made, for at most d, and closes it.
+func dialUntil(ns, addr string, d time.Duration) error {
+	deadline := time.Now().Add(d)
+	for {
+		err := dialIn(ns, addr, time.Second)
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// dialIn connects to addr from namespace ns, once, and closes the
+// connection: on a thread that enters ns for the socket's making (a
+// socket stays in the namespace it was made in) and goes back to its own
+// before it is unlocked, as netDevs does.
+func dialIn(ns, addr string, timeout time.Duration) error {
+	ch := make(chan error, 1)
+	go func() {
+		var err error
+		defer func() { ch <- err }()
+		runtime.LockOSThread()
+		own, oerr := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if oerr != nil {
+			runtime.UnlockOSThread()
+			err = fmt.Errorf("this thread's namespace: %v", oerr)
+			return
+		}
+		defer unix.Close(own)
+		defer func() {
+			// Left locked if it cannot go back, the thread ends with
+			// the goroutine.
+			if unix.Setns(own, unix.CLONE_NEWNET) == nil {
+				runtime.UnlockOSThread()
+			}
+		}()
+		fd, oerr := unix.Open("/run/netns/"+ns, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if oerr != nil {
+			err = fmt.Errorf("namespace %s: %v", ns, oerr)
+			return
+		}
+		defer unix.Close(fd)
+		if err = unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
+			err = fmt.Errorf("entering namespace %s: %v", ns, err)
+			return
+		}
+		var c net.Conn
+		if c, err = net.DialTimeout("tcp4", addr, timeout); err == nil {
+			c.Close()
+		}
+	}()
+	return <-ch
+}
+
+// NodeIngressResult is a node run's window in the receive direction.
+type NodeIngressResult struct {
+	// NodeResult is what the wire carried: Bps[i] what the router sent
+	// toward sandbox i (IngressCounters.Hosts), UplinkBps what the
+	// router's uplink received (IngressCounters.Uplink).
+	NodeResult
+	// Delivered is, for a sandbox that is a class of a receive-direction
+	// node, what its class passed up to its stack, a second: the bytes
+	// its class published on the node's board, over the times it
+	// published them. 0 for the others (an unshaped sandbox passes up
+	// what the wire carried to it).
+	//
+	// The wire is not the class's rate in this direction: what arrives
+	// waits in the sandbox's receive queue for the class's share, and
+	// that queue holds up to a second of it and swings by hundreds of
+	// packets as the peer's TCP windows open and close, so that over a
+	// 5 s window the wire counts several per cent more or less than the
+	// class passed (measured: a 10 Mbit/s class's queue went from 748 to
+	// 177 packets over one window).
+	Delivered []float64
+}
+
+// ingressSlot matches the line of `runsc qdisc show` that names a
+// sandbox's class of its receive-direction node: the node's tree file
+// and the class's slot on its board.
+var ingressSlot = regexp.MustCompile(`(?m)^ingress: node (\S+) class .*\(slot (\d+)\)`)
+
+// IngressNodeSlot returns the tree file of the receive-direction node the
+// sandbox is a class of and its class's slot on the node's board, as
+// `runsc qdisc show` names them.
+func (s *Sandbox) IngressNodeSlot() (tree string, slot int, err error) {
+	show, err := s.QDisc("show")
+	if err != nil {
+		return "", 0, err
+	}
+	m := ingressSlot.FindStringSubmatch(show)
+	if m == nil {
+		return "", 0, fmt.Errorf("runsc qdisc show names no receive-direction node: %q", show)
+	}
+	slot, err = strconv.Atoi(m[2])
+	return m[1], slot, err
+}
+
+// classCounter reads what a sandbox's class of its node has passed, from
+// the node's board.
+type classCounter struct {
+	board *node.File
+	slot  int
+}
+
+// read returns the bytes the class has passed and when it published
+// them (ns, CLOCK_MONOTONIC).
+func (c classCounter) read() (bytes uint64, at int64, err error) {
+	for _, lf := range c.board.Snapshot(node.Now(), int64(time.Second)) {
+		if lf.Slot == c.slot {
+			return lf.Bytes, lf.Beat, nil
+		}
+	}
+	return 0, 0, fmt.Errorf("slot %d of the node's board: no live class (its sandbox has not published for 1 s)", c.slot)
+}
+
+// ingressClassCounters returns, for each busy sandbox that is a class of
+// a receive-direction node, what reads its class's counters (nil for the
+// others), and closes the boards it mapped with close.
+func ingressClassCounters(sandboxes []*Sandbox, streams []int) (counters []*classCounter, close func(), err error) {
+	counters = make([]*classCounter, len(sandboxes))
+	boards := map[string]*node.File{}
+	close = func() {
+		for _, b := range boards {
+			b.Close()
+		}
+	}
+	for i, s := range sandboxes {
+		if s == nil || streams[i] == 0 || !s.hasFlag("--qdisc-ingress-node=") {
+			continue
+		}
+		tree, slot, err := s.IngressNodeSlot()
+		if err != nil {
+			close()
+			return nil, nil, fmt.Errorf("sandbox %d: %v", i+1, err)
+		}
+		b := boards[tree]
+		if b == nil {
+			f, err := os.OpenFile(tree+".board", os.O_RDWR, 0)
+			if err != nil {
+				close()
+				return nil, nil, err
+			}
+			if b, err = node.MapFile(f); err != nil { // it closed f
+				close()
+				return nil, nil, fmt.Errorf("the board of %s: %v", tree, err)
+			}
+			boards[tree] = b
+			if b.Board == nil {
+				close()
+				return nil, nil, fmt.Errorf("the board of %s is not formatted", tree)
+			}
+		}
+		counters[i] = &classCounter{board: b, slot: slot}
+	}
+	return counters, close, nil
+}
+
+// hasFlag says whether the sandbox was started with a runsc flag that
+// begins with prefix.
+func (s *Sandbox) hasFlag(prefix string) bool {
+	for _, f := range s.flags {
+		if strings.HasPrefix(f, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// MeasureIngress runs a load from the peer (StartIngressLoad) and reads,
+// over o.Window after o.Warmup, what the router sent toward each sandbox
+// and what its uplink received (the NodeResult), and what each sandbox's
+// class of its receive-direction node passed up (Delivered), then stops
+// the load. The wire's counters are read all at once, the classes' from
+// the node's board just after: each class's rate is timed by when it
+// published its counters.
+func (nd *Node) MeasureIngress(sandboxes []*Sandbox, streams []int, o measure.Options) (NodeIngressResult, error) {
+	var r NodeIngressResult
+	if len(sandboxes) != len(nd.Hosts) || len(streams) != len(nd.Hosts) {
+		return r, fmt.Errorf("%d sandboxes and %d loads on a node of %d", len(sandboxes), len(streams), len(nd.Hosts))
+	}
+	classes, closeBoards, err := ingressClassCounters(sandboxes, streams)
+	if err != nil {
+		return r, err
+	}
+	defer closeBoards()
+	load, err := nd.StartIngressLoad(sandboxes, streams, o.Warmup+o.Window)
+	if err != nil {
+		return r, err
+	}
+	defer load.Stop()
+	cpu := func() []time.Duration {
+		d := make([]time.Duration, len(sandboxes))
+		for i, s := range sandboxes {
+			if s != nil {
+				d[i], _ = s.CPU()
+			}
+		}
+		return d
+	}
+	type passed struct {
+		bytes []uint64
+		at    []int64
+	}
+	classesPassed := func() (passed, error) {
+		p := passed{bytes: make([]uint64, len(classes)), at: make([]int64, len(classes))}
+		for i, c := range classes {
+			if c != nil {
+				var err error
+				if p.bytes[i], p.at[i], err = c.read(); err != nil {
+					return p, fmt.Errorf("sandbox %d: %v", i+1, err)
+				}
+			}
+		}
+		return p, nil
+	}
+	time.Sleep(o.Warmup)
+	cpu0 := cpu()
+	c0, err := nd.IngressCounters()
+	if err != nil {
+		return r, err
+	}
+	p0, err := classesPassed()
+	if err != nil {
+		return r, err
+	}
+	time.Sleep(o.Window)
+	c1, err := nd.IngressCounters()
+	if err != nil {
+		return r, err
+	}
+	p1, err := classesPassed()
+	if err != nil {
+		return r, err
+	}
+	cpu1 := cpu()
+	r.CPU = make([]time.Duration, len(sandboxes))
+	for i := range cpu1 {
+		r.CPU[i] = cpu1[i] - cpu0[i]
+	}
+	r.Elapsed = c1.At.Sub(c0.At)
+	secsIn := r.Elapsed.Seconds()
+	r.UplinkBps = float64(c1.Uplink-c0.Uplink) / secsIn
+	r.Bps = make([]float64, len(nd.Hosts))
+	r.Delivered = make([]float64, len(nd.Hosts))
+	for i := range c0.Hosts {
+		r.Bps[i] = float64(c1.Hosts[i]-c0.Hosts[i]) / secsIn
+		if classes[i] != nil && p1.at[i] > p0.at[i] {
+			r.Delivered[i] = float64(p1.bytes[i]-p0.bytes[i]) / time.Duration(p1.at[i]-p0.at[i]).Seconds()
+		}
+	}
+	// A busy sandbox's streams carry far more than a thousandth of the
+	// uplink; below it, they did not run.
+	for i, n := range streams {
+		if n > 0 && r.Bps[i] <= r.UplinkBps/1000 {
+			return r, fmt.Errorf("next to nothing reached sandbox %d (%s): %.0f bytes/s; iperf said %s", i+1, nd.Hosts[i].Addr, r.Bps[i], load.Said(i))
+		}
+	}
+	return r, nil
+}
