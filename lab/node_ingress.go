@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"math"
 	"net"
-	"os"
 	"os/exec"
 	"regexp"
 	"runtime"
@@ -21,7 +20,6 @@ import (
 
 	"github.com/netqdisc/netqdisc/lab/measure"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/htb"
-	"github.com/netqdisc/netqdisc/pkg/qdisc/node"
 )
 
 // nodeSinkPortRx is where each sandbox's iperf server takes the peer's
@@ -245,131 +243,82 @@ type NodeIngressResult struct {
 	// toward sandbox i (IngressCounters.Hosts), UplinkBps what the
 	// router's uplink received (IngressCounters.Uplink).
 	NodeResult
-	// Delivered is, for a sandbox that is a class of a receive-direction
-	// node, what its class passed up to its stack, a second: the bytes
-	// its class published on the node's board, over the times it
-	// published them. 0 for the others (an unshaped sandbox passes up
-	// what the wire carried to it).
+	// Acked is what each sandbox's TCP took from the peer, a second: the
+	// payload bytes it acknowledged, as the peer's kernel counts them
+	// (PeerAcked), whatever shapes the sandbox's receive path.
 	//
-	// The wire is not the class's rate in this direction: what arrives
+	// The wire is not a class's rate in this direction: what arrives
 	// waits in the sandbox's receive queue for the class's share, and
 	// that queue holds up to a second of it and swings by hundreds of
 	// packets as the peer's TCP windows open and close, so that over a
 	// 5 s window the wire counts several per cent more or less than the
-	// class passed (measured: a 10 Mbit/s class's queue went from 748 to
+	// sandbox took (measured: a 10 Mbit/s class's queue went from 748 to
 	// 177 packets over one window).
-	Delivered []float64
+	Acked []float64
 }
 
-// ingressSlot matches the line of `runsc qdisc show` that names a
-// sandbox's class of its receive-direction node: the node's tree file
-// and the class's slot on its board.
-var ingressSlot = regexp.MustCompile(`(?m)^ingress: node (\S+) class .*\(slot (\d+)\)`)
-
-// IngressNodeSlot returns the tree file of the receive-direction node the
-// sandbox is a class of and its class's slot on the node's board, as
-// `runsc qdisc show` names them.
-func (s *Sandbox) IngressNodeSlot() (tree string, slot int, err error) {
-	show, err := s.QDisc("show")
+// PeerAcked reads, from the peer's kernel (`ss -tin` in the peer's
+// namespace), the payload bytes each sandbox has acknowledged on its
+// established TCP connections from the peer to port, host i's at i
+// (tcp_info's bytes_acked, less the SYN's), and the time in the middle
+// of the reading.
+func (nd *Node) PeerAcked(port int) ([]uint64, time.Time, error) {
+	t0 := time.Now()
+	out, err := exec.Command("ip", "netns", "exec", nd.NSP, "ss", "-Htin", "state", "established").Output()
+	at := t0.Add(time.Since(t0) / 2)
 	if err != nil {
-		return "", 0, err
+		return nil, at, fmt.Errorf("ss in the peer's namespace: %v", err)
 	}
-	m := ingressSlot.FindStringSubmatch(show)
-	if m == nil {
-		return "", 0, fmt.Errorf("runsc qdisc show names no receive-direction node: %q", show)
-	}
-	slot, err = strconv.Atoi(m[2])
-	return m[1], slot, err
+	acked, err := parseAcked(string(out), nd.Hosts, port)
+	return acked, at, err
 }
 
-// classCounter reads what a sandbox's class of its node has passed, from
-// the node's board.
-type classCounter struct {
-	board *node.File
-	slot  int
-}
+// bytesAcked finds tcp_info's bytes_acked in a line of `ss -i`.
+var bytesAcked = regexp.MustCompile(`\bbytes_acked:(\d+)`)
 
-// read returns the bytes the class has passed and when it published
-// them (ns, CLOCK_MONOTONIC).
-func (c classCounter) read() (bytes uint64, at int64, err error) {
-	for _, lf := range c.board.Snapshot(node.Now(), int64(time.Second)) {
-		if lf.Slot == c.slot {
-			return lf.Bytes, lf.Beat, nil
-		}
-	}
-	return 0, 0, fmt.Errorf("slot %d of the node's board: no live class (its sandbox has not published for 1 s)", c.slot)
-}
-
-// ingressClassCounters returns, for each busy sandbox that is a class of
-// a receive-direction node, what reads its class's counters (nil for the
-// others), and closes the boards it mapped with close.
-func ingressClassCounters(sandboxes []*Sandbox, streams []int) (counters []*classCounter, close func(), err error) {
-	counters = make([]*classCounter, len(sandboxes))
-	boards := map[string]*node.File{}
-	close = func() {
-		for _, b := range boards {
-			b.Close()
-		}
-	}
-	for i, s := range sandboxes {
-		if s == nil || streams[i] == 0 || !s.hasFlag("--qdisc-ingress-node=") {
+// parseAcked sums `ss -Htin state established`'s bytes_acked by
+// destination, for each host's address and port: each connection is a
+// line "Recv-Q Send-Q local peer" and, indented below it, its tcp_info.
+func parseAcked(ss string, hosts []NodeHost, port int) ([]uint64, error) {
+	acked := make([]uint64, len(hosts))
+	host := -1
+	for _, line := range strings.Split(ss, "\n") {
+		if line == "" {
 			continue
 		}
-		tree, slot, err := s.IngressNodeSlot()
-		if err != nil {
-			close()
-			return nil, nil, fmt.Errorf("sandbox %d: %v", i+1, err)
+		if line[0] != ' ' && line[0] != '\t' {
+			host = -1
+			f := strings.Fields(line)
+			if len(f) < 4 {
+				return nil, fmt.Errorf("ss: %q", line)
+			}
+			for i, h := range hosts {
+				if f[3] == net.JoinHostPort(h.Addr, strconv.Itoa(port)) {
+					host = i
+				}
+			}
+			continue
 		}
-		b := boards[tree]
-		if b == nil {
-			f, err := os.OpenFile(tree+".board", os.O_RDWR, 0)
+		if m := bytesAcked.FindStringSubmatch(line); host >= 0 && m != nil {
+			n, err := strconv.ParseUint(m[1], 10, 64)
 			if err != nil {
-				close()
-				return nil, nil, err
+				return nil, fmt.Errorf("ss: %q", line)
 			}
-			if b, err = node.MapFile(f); err != nil { // it closed f
-				close()
-				return nil, nil, fmt.Errorf("the board of %s: %v", tree, err)
-			}
-			boards[tree] = b
-			if b.Board == nil {
-				close()
-				return nil, nil, fmt.Errorf("the board of %s is not formatted", tree)
-			}
-		}
-		counters[i] = &classCounter{board: b, slot: slot}
-	}
-	return counters, close, nil
-}
-
-// hasFlag says whether the sandbox was started with a runsc flag that
-// begins with prefix.
-func (s *Sandbox) hasFlag(prefix string) bool {
-	for _, f := range s.flags {
-		if strings.HasPrefix(f, prefix) {
-			return true
+			acked[host] += max(n, 1) - 1 // the SYN counts one
 		}
 	}
-	return false
+	return acked, nil
 }
 
 // MeasureIngress runs a load from the peer (StartIngressLoad) and reads,
 // over o.Window after o.Warmup, what the router sent toward each sandbox
 // and what its uplink received (the NodeResult), and what each sandbox's
-// class of its receive-direction node passed up (Delivered), then stops
-// the load. The wire's counters are read all at once, the classes' from
-// the node's board just after: each class's rate is timed by when it
-// published its counters.
+// TCP took (Acked), then stops the load.
 func (nd *Node) MeasureIngress(sandboxes []*Sandbox, streams []int, o measure.Options) (NodeIngressResult, error) {
 	var r NodeIngressResult
 	if len(sandboxes) != len(nd.Hosts) || len(streams) != len(nd.Hosts) {
 		return r, fmt.Errorf("%d sandboxes and %d loads on a node of %d", len(sandboxes), len(streams), len(nd.Hosts))
 	}
-	classes, closeBoards, err := ingressClassCounters(sandboxes, streams)
-	if err != nil {
-		return r, err
-	}
-	defer closeBoards()
 	load, err := nd.StartIngressLoad(sandboxes, streams, o.Warmup+o.Window)
 	if err != nil {
 		return r, err
@@ -384,29 +333,13 @@ func (nd *Node) MeasureIngress(sandboxes []*Sandbox, streams []int, o measure.Op
 		}
 		return d
 	}
-	type passed struct {
-		bytes []uint64
-		at    []int64
-	}
-	classesPassed := func() (passed, error) {
-		p := passed{bytes: make([]uint64, len(classes)), at: make([]int64, len(classes))}
-		for i, c := range classes {
-			if c != nil {
-				var err error
-				if p.bytes[i], p.at[i], err = c.read(); err != nil {
-					return p, fmt.Errorf("sandbox %d: %v", i+1, err)
-				}
-			}
-		}
-		return p, nil
-	}
 	time.Sleep(o.Warmup)
 	cpu0 := cpu()
 	c0, err := nd.IngressCounters()
 	if err != nil {
 		return r, err
 	}
-	p0, err := classesPassed()
+	a0, at0, err := nd.PeerAcked(nodeSinkPortRx)
 	if err != nil {
 		return r, err
 	}
@@ -415,7 +348,7 @@ func (nd *Node) MeasureIngress(sandboxes []*Sandbox, streams []int, o measure.Op
 	if err != nil {
 		return r, err
 	}
-	p1, err := classesPassed()
+	a1, at1, err := nd.PeerAcked(nodeSinkPortRx)
 	if err != nil {
 		return r, err
 	}
@@ -428,12 +361,13 @@ func (nd *Node) MeasureIngress(sandboxes []*Sandbox, streams []int, o measure.Op
 	secsIn := r.Elapsed.Seconds()
 	r.UplinkBps = float64(c1.Uplink-c0.Uplink) / secsIn
 	r.Bps = make([]float64, len(nd.Hosts))
-	r.Delivered = make([]float64, len(nd.Hosts))
+	r.Acked = make([]float64, len(nd.Hosts))
 	for i := range c0.Hosts {
 		r.Bps[i] = float64(c1.Hosts[i]-c0.Hosts[i]) / secsIn
-		if classes[i] != nil && p1.at[i] > p0.at[i] {
-			r.Delivered[i] = float64(p1.bytes[i]-p0.bytes[i]) / time.Duration(p1.at[i]-p0.at[i]).Seconds()
+		if a1[i] < a0[i] {
+			return r, fmt.Errorf("sandbox %d's connections acknowledged %d bytes at the window's end, %d at its start: a stream ended in the window; iperf said %s", i+1, a1[i], a0[i], load.Said(i))
 		}
+		r.Acked[i] = float64(a1[i]-a0[i]) / at1.Sub(at0).Seconds()
 	}
 	// A busy sandbox's streams carry far more than a thousandth of the
 	// uplink; below it, they did not run.

@@ -26,6 +26,7 @@ import (
 
 	"github.com/netqdisc/netqdisc/pkg/qdisc"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/dispatch"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/gso"
 )
 
 // BatchSize is the most packets handed to the lower link at once.
@@ -111,10 +112,16 @@ func (d *Discipline) SetCeiling(gate dispatch.Gate, maxPacketBytes uint32) {
 
 // NewTo is NewWithClock on the receive path (package ingress): what
 // leaves goes to out, and a link's delivering goroutine that calls Enqueue
-// only queues (dispatch.Config.QueueOnly).
-func NewTo(out stack.LinkWriter, clock tcpip.Clock, lanes, queueLen int) *Discipline {
+// only queues (dispatch.Config.QueueOnly). A GRO aggregate is counted as
+// the segments it was on link's wire (gso.ReceivedWireSize), as Linux
+// counts it on an ifb device, and so charged under a node's class.
+func NewTo(out stack.LinkWriter, link stack.LinkEndpoint, clock tcpip.Clock, lanes, queueLen int) *Discipline {
 	d := &Discipline{queueLen: max(queueLen, 1)}
-	d.lanes.Init(lanes, dispatch.Config{Lower: out, MaxPackets: d.queueLen, Clock: clock, QueueOnly: true})
+	mtu := link.MTU()
+	d.lanes.Init(lanes, dispatch.Config{
+		Lower: out, MaxPackets: d.queueLen, Clock: clock, QueueOnly: true,
+		Size: func(pkt *stack.PacketBuffer) uint64 { return gso.ReceivedWireSize(pkt, mtu) },
+	})
 	d.lanes.Start()
 	return d
 }

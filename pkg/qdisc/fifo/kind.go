@@ -91,8 +91,8 @@ var Kind = qdisc.Typed[Options, *Discipline]{
 	New: func(lower stack.LinkEndpoint, clock tcpip.Clock, o Options) (*Discipline, error) {
 		return NewWithClock(lower, clock, o.queues(), o.limit()), nil
 	},
-	NewTo: func(out stack.LinkWriter, _ stack.LinkEndpoint, clock tcpip.Clock, o Options) (*Discipline, error) {
-		return NewTo(out, clock, o.queues(), o.limit()), nil
+	NewTo: func(out stack.LinkWriter, link stack.LinkEndpoint, clock tcpip.Clock, o Options) (*Discipline, error) {
+		return NewTo(out, link, clock, o.queues(), o.limit()), nil
 	},
 	Tighten: func(op, pod Options) (Options, error) {
 		if pod.limit() > op.limit() {

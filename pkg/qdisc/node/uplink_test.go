@@ -135,7 +135,7 @@ func TestNodeShares(t *testing.T) {
 				if tc.name == "receive path" {
 					// What the sandbox receives: fifo's receive path,
 					// delivering through the class's uplink writer.
-					return fifo.NewTo(l.(*node.Uplink), clock, 1, 1000)
+					return fifo.NewTo(l.(*node.Uplink), qdisctest.NewLink(clock), clock, 1, 1000)
 				}
 				return fifo.NewWithClock(l, clock, 1, 1000)
 			})
