@@ -201,7 +201,8 @@ type Config struct {
 	// is the system's clock.
 	Clock tcpip.Clock
 	// Slack is the least time between two wake-ups of the lanes' timer
-	// (see Alarm). 0: the timer fires at every deadline.
+	// (see Alarm). 0: the timer fires at every deadline. On an Uplink it
+	// is at least UplinkSlack.
 	Slack time.Duration
 	// alarm is the timer the lanes of a Group share; Init makes a lane
 	// its own when it is nil.

@@ -32,7 +32,7 @@ func (g *Group) Init(n int, cfg Config) {
 	if cfg.Budget != nil {
 		cfg.Budget.share(lanes)
 	}
-	g.alarm = newAlarm(cfg.Clock, cfg.Slack, lanes)
+	g.alarm = newAlarm(cfg.Clock, cfg.slack(), lanes)
 	cfg.alarm = g.alarm
 	for i := range g.Lanes {
 		g.Lanes[i].Init(cfg)

@@ -169,7 +169,7 @@ func (l *Lane) Init(cfg Config) {
 	l.queueOnly = cfg.QueueOnly
 	l.alarm = cfg.alarm
 	if l.alarm == nil {
-		l.alarm = newAlarm(l.clock, cfg.Slack, []*Lane{l})
+		l.alarm = newAlarm(l.clock, cfg.slack(), []*Lane{l})
 	}
 	l.uplink = uplinkOf(cfg.Lower)
 	l.mu.Lock()

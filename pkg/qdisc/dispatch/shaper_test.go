@@ -101,3 +101,45 @@ func TestShaperUnderAGate(t *testing.T) {
 		g.Close()
 	}
 }
+
+// uplinkLink is a recording link that is an Uplink: its gate lets one
+// packet leave every gap, as a node's class's bucket does at its share.
+type uplinkLink struct {
+	*qdisctest.Link
+	gate *spacedGate
+}
+
+func (u uplinkLink) UplinkGate() dispatch.Gate { return u.gate }
+
+// TestUplinkSlack: lanes writing to an Uplink wake at most once in
+// dispatch.UplinkSlack, whatever their qdisc asks (a fifo: none), and
+// send every packet due then, each at most UplinkSlack late: 30 packets
+// 100 µs apart (the last due at 2.9 ms) have left by 4 ms with 3 to 4
+// timer wake-ups, not 29.
+func TestUplinkSlack(t *testing.T) {
+	clock := qdisctest.NewStepClock()
+	link := uplinkLink{Link: qdisctest.NewLink(clock), gate: &spacedGate{gap: int64(100 * time.Microsecond)}}
+	var g dispatch.Group
+	g.Init(1, dispatch.Config{Lower: link, MaxPackets: 100, Clock: clock})
+	g.Start()
+	defer g.Close()
+	for seq := uint64(1); seq <= 30; seq++ {
+		pkt := qdisctest.MakePacket(100, 0, seq)
+		if err := g.Lane(0).Enqueue(pkt); err != nil {
+			t.Fatal(err)
+		}
+		pkt.DecRef()
+	}
+	for range 40 {
+		qdisctest.WaitQuiescent(t, &g)
+		clock.Advance(100 * time.Microsecond)
+		clock.Fire()
+	}
+	qdisctest.WaitQuiescent(t, &g)
+	if n := len(link.Records()); n != 30 {
+		t.Errorf("%d of 30 packets sent in 4 ms", n)
+	}
+	if w := g.Wakeups(); w < 3 || w > 4 {
+		t.Errorf("%d timer wake-ups in 4 ms, want one a UplinkSlack (%v)", w, dispatch.UplinkSlack)
+	}
+}
