@@ -103,7 +103,7 @@ func TestNodeAnnotationsAndKill(t *testing.T) {
 	}
 	start := time.Now()
 	r := newNodeRig(t, 3)
-	if !hasNodeFlags(r.runsc) {
+	if !hasRunscFlag(r.runsc, runscflags.FlagNodeRate) {
 		t.Skipf("%s has no --qdisc-node-rate: build runsc with the node's flags (runsc/build.sh)", r.runsc)
 	}
 	tree := filepath.Join(t.TempDir(), "node.htb")

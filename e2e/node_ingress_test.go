@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -12,8 +11,7 @@ import (
 	"time"
 
 	"github.com/netqdisc/netqdisc/lab"
-	"github.com/netqdisc/netqdisc/pkg/qdisc/classify"
-	"github.com/netqdisc/netqdisc/pkg/qdisc/htb"
+	runscflags "github.com/netqdisc/netqdisc/runsc-flags"
 )
 
 // nodeIngressCases are the receive direction's cases: nodeCases (all
@@ -45,13 +43,6 @@ func nodeIngressFlags(tree string, c nodeClass) []string {
 		"--gso=false", "--qdisc-ingress-node=" + tree, "--qdisc-ingress-node-parent=1:1",
 		fmt.Sprintf("--qdisc-ingress-node-rate=%dmbit", c.rate), fmt.Sprintf("--qdisc-ingress-node-ceil=%dmbit", c.ceil), fmt.Sprintf("--qdisc-ingress-node-prio=%d", c.prio),
 	}
-}
-
-// hasIngressNodeFlags says whether runsc has the receive direction's node
-// flags.
-func hasIngressNodeFlags(runsc string) bool {
-	out, _ := exec.Command(runsc, "flags").CombinedOutput()
-	return strings.Contains(string(out), "qdisc-ingress-node-rate")
 }
 
 // TestNodeIngressAgainstKernelHTB: three runsc sandboxes on one node
@@ -93,40 +84,18 @@ func TestNodeIngressAgainstKernelHTB(t *testing.T) {
 	}
 	start := time.Now()
 	r := newNodeRig(t, 3)
-	kernel := make([]lab.NodeIngressResult, len(nodeIngressCases))
 	unshaped := r.startAll(t, func(int) []string { return []string{"--gso=false"} })
 	t.Logf("%d unshaped sandboxes up after %v", len(unshaped), time.Since(start).Round(time.Millisecond))
+	kernel := kernelControl(t, r.ReceiveLink(), nodeIngressCases, func(classes []nodeClass) string { return nodeIngressKernelScript(r.Node, classes) },
+		func(streams []int) (lab.NodeIngressResult, error) {
+			return r.MeasureIngress(unshaped, streams, nodeOptions)
+		},
+		func(res lab.NodeIngressResult) []float64 { return res.Bps })
 	for k, c := range nodeIngressCases {
-		script, err := htb.ParseScript(nodeIngressKernelScript(r.Node, c.classes))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := r.IngressKernelHTB(script.Tree(classify.Egress)); err != nil {
-			t.Fatal(err)
-		}
-		for try := 0; try < nodeControlTries && err == nil; try++ {
-			var res lab.NodeIngressResult
-			if res, err = r.MeasureIngress(unshaped, c.streams, nodeOptions); err == nil && (try == 0 || offSteady(res.Bps, c.steady) < offSteady(kernel[k].Bps, c.steady)) {
-				kernel[k] = res
-			}
-			if err == nil && offSteady(kernel[k].Bps, c.steady) <= 0.03 {
-				break
-			}
-			if err == nil && try+1 < nodeControlTries {
-				t.Logf("%s, the kernel's htb: %s, %.1f%% off htb's steady state: measured again", c.name, mbits(res.Bps), 100*offSteady(res.Bps, c.steady))
-			}
-		}
-		classes, _ := r.IngressKernelClasses()
-		if derr := r.DeleteIngressKernelHTB(); err == nil {
-			err = derr
-		}
-		if err != nil {
-			t.Fatalf("%s, the kernel's htb: %v\n%s", c.name, err, classes)
-		}
 		t.Logf("%s, the kernel's htb: %s; the uplink carried %.2f Mbit/s", c.name, mbits(kernel[k].Bps), kernel[k].UplinkBps*8/1e6)
 	}
 	closeAll(unshaped)
-	if !hasIngressNodeFlags(r.runsc) {
+	if !hasRunscFlag(r.runsc, runscflags.FlagIngressNodeRate) {
 		t.Skipf("%s has no --qdisc-ingress-node-rate: the kernel's half ran (above), the node's needs a runsc built with the node's flags (runsc/build.sh)", r.runsc)
 	}
 	var sandboxes []*lab.Sandbox

@@ -16,6 +16,7 @@ import (
 	"github.com/netqdisc/netqdisc/lab/measure"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/classify"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/htb"
+	runscflags "github.com/netqdisc/netqdisc/runsc-flags"
 )
 
 // nodeClass is a sandbox's class on a node: the rate it is guaranteed and
@@ -52,15 +53,19 @@ const nodeStreams = 8
 // sandboxes. (htb's steady state, with tc's default quanta 125000,
 // 200000 and 200000 bytes, is 19.5, 35.2 and 45.2 Mbit/s; 36.9 and 63.1;
 // 50, 20 and 30.)
-var nodeCases = []struct {
+var nodeCases = []nodeCase{
+	{"all busy", []nodeClass{{10, 100, 0}, {20, 100, 0}, {30, 100, 0}}, []int{nodeStreams, nodeStreams, nodeStreams}, []float64{10 + 40*125.0/525, 20 + 40*200.0/525, 30 + 40*200.0/525}},
+	{"the 30 idle", []nodeClass{{10, 100, 0}, {20, 100, 0}, {30, 100, 0}}, []int{nodeStreams, nodeStreams, 0}, []float64{10 + 70*125.0/325, 20 + 70*200.0/325, 0}},
+	{"two prios", []nodeClass{{10, 100, 0}, {20, 100, 1}, {30, 100, 1}}, []int{nodeStreams, nodeStreams, nodeStreams}, []float64{50, 20, 30}},
+}
+
+// nodeCase is a case of a node's test: its classes, each sandbox's iperf
+// streams (0: it sends nothing), and htb's steady state for them.
+type nodeCase struct {
 	name    string
 	classes []nodeClass
 	streams []int
 	steady  []float64 // htb's steady state, Mbit/s
-}{
-	{"all busy", []nodeClass{{10, 100, 0}, {20, 100, 0}, {30, 100, 0}}, []int{nodeStreams, nodeStreams, nodeStreams}, []float64{10 + 40*125.0/525, 20 + 40*200.0/525, 30 + 40*200.0/525}},
-	{"the 30 idle", []nodeClass{{10, 100, 0}, {20, 100, 0}, {30, 100, 0}}, []int{nodeStreams, nodeStreams, 0}, []float64{10 + 70*125.0/325, 20 + 70*200.0/325, 0}},
-	{"two prios", []nodeClass{{10, 100, 0}, {20, 100, 1}, {30, 100, 1}}, []int{nodeStreams, nodeStreams, nodeStreams}, []float64{50, 20, 30}},
 }
 
 // nodeControlTries bounds the kernel's windows for a case: a window
@@ -212,11 +217,11 @@ func closeAll(sandboxes []*lab.Sandbox) {
 	wg.Wait()
 }
 
-// hasNodeFlags says whether runsc has the node's flags (runsc flags lists
+// hasRunscFlag says whether runsc has the flag name (runsc flags lists
 // netqdisc's; runsc --help points to it).
-func hasNodeFlags(runsc string) bool {
+func hasRunscFlag(runsc, name string) bool {
 	out, _ := exec.Command(runsc, "flags").CombinedOutput()
-	return strings.Contains(string(out), "qdisc-node-rate")
+	return strings.Contains(string(out), "-"+name+" ")
 }
 
 // TestNodeSharesAgainstKernelHTB: three runsc sandboxes on one node share
@@ -234,9 +239,10 @@ func hasNodeFlags(runsc string) bool {
 // root's rate (its frames, as htb counts them). `runsc qdisc show` of a
 // sandbox names the node's three classes. The control's window is
 // measured again, up to nodeControlTries, where it strays past 3% from
-// htb's steady state, and the node's once where its shares miss (its
-// first window's total is held to the root all the same); a control that did not give a busy sandbox its
-// rate is an error of its own: it says nothing of htb.
+// htb's steady state, and the node's where its shares miss the kernel's
+// (every window's total is held to the root all the same); a control
+// that did not give a busy sandbox its rate is an error of its own: it
+// says nothing of htb.
 func TestNodeSharesAgainstKernelHTB(t *testing.T) {
 	if raceDetector {
 		t.Skip("shares are measured on real peers, timing-sensitive and CPU-bound: measured without -race (.ci/run runs go test ./e2e/ too, and CI's time is tight)")
@@ -244,42 +250,16 @@ func TestNodeSharesAgainstKernelHTB(t *testing.T) {
 	start := time.Now()
 	r := newNodeRig(t, 3)
 	// The control: unshaped sandboxes, the kernel's htb between cases.
-	kernel := make([]lab.NodeResult, len(nodeCases))
 	unshaped := r.startAll(t, func(int) []string { return []string{"--gso=false"} })
 	t.Logf("%d unshaped sandboxes up after %v", len(unshaped), time.Since(start).Round(time.Millisecond))
+	kernel := kernelControl(t, r.SendLink(), nodeCases, func(classes []nodeClass) string { return nodeKernelScript(r.Node, classes) },
+		func(streams []int) (lab.NodeResult, error) { return r.Measure(unshaped, streams, nodeOptions) },
+		func(res lab.NodeResult) []float64 { return res.Bps })
 	for k, c := range nodeCases {
-		script, err := htb.ParseScript(nodeKernelScript(r.Node, c.classes))
-		if err != nil {
-			t.Fatal(err)
-		}
-		// tc warns that the 20 and 30 Mbit/s classes' quanta are big:
-		// it clamps them to 200000 bytes, as the node does.
-		if _, err := r.KernelHTB(script.Tree(classify.Egress)); err != nil {
-			t.Fatal(err)
-		}
-		for try := 0; try < nodeControlTries && err == nil; try++ {
-			var res lab.NodeResult
-			if res, err = r.Measure(unshaped, c.streams, nodeOptions); err == nil && (try == 0 || offSteady(res.Bps, c.steady) < offSteady(kernel[k].Bps, c.steady)) {
-				kernel[k] = res
-			}
-			if err == nil && offSteady(kernel[k].Bps, c.steady) <= 0.03 {
-				break
-			}
-			if err == nil && try+1 < nodeControlTries {
-				t.Logf("%s, the kernel's htb: %s, %.1f%% off htb's steady state: measured again", c.name, mbits(res.Bps), 100*offSteady(res.Bps, c.steady))
-			}
-		}
-		classes, _ := r.KernelClasses()
-		if derr := r.DeleteKernelHTB(); err == nil {
-			err = derr
-		}
-		if err != nil {
-			t.Fatalf("%s, the kernel's htb: %v\n%s", c.name, err, classes)
-		}
 		t.Logf("%s, the kernel's htb: %s; the uplink sent %.2f Mbit/s", c.name, mbits(kernel[k].Bps), kernel[k].UplinkBps*8/1e6)
 	}
 	closeAll(unshaped)
-	if !hasNodeFlags(r.runsc) {
+	if !hasRunscFlag(r.runsc, runscflags.FlagNodeRate) {
 		t.Skipf("%s has no --qdisc-node-rate: the kernel's half ran (above), the node's needs a runsc built with the node's flags (runsc/build.sh)", r.runsc)
 	}
 	// The node: a set of sandboxes for each run of cases with the same
@@ -297,19 +277,26 @@ func TestNodeSharesAgainstKernelHTB(t *testing.T) {
 			sandboxes = r.startAll(t, func(i int) []string { return nodeFlags(tree, classes[i]) })
 		}
 		t.Run(c.name, func(t *testing.T) {
-			node, err := r.Measure(sandboxes, c.streams, nodeOptions)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !sharesMatch(c.classes, c.streams, kernel[k], node) {
-				// A TCP that lost a burst at its sandbox's queue can
-				// leave its class short of its share for part of a
-				// window, as under the kernel's htb: one more window,
-				// and the first's total is held to the root too.
-				t.Logf("%s: the node's window missed the kernel's shares: %s, the uplink %.2f Mbit/s; measured again", c.name, mbits(node.Bps), node.UplinkBps*8/1e6)
-				checkRate(t, "the node's uplink of the root's rate (the first window)", node.UplinkBps/(nodeRoot*mbit), 0, 1.005)
-				if node, err = r.Measure(sandboxes, c.streams, nodeOptions); err != nil {
+			// A TCP that lost a burst at its sandbox's queue, or whose
+			// sandbox was short of CPU, can leave its class short of its
+			// share for part of a window, as under the kernel's htb: up
+			// to nodeControlTries windows, the one nearest the kernel's
+			// shares compared, every window's total held to the root.
+			var node lab.NodeResult
+			for try := 0; try < nodeControlTries; try++ {
+				res, err := r.Measure(sandboxes, c.streams, nodeOptions)
+				if err != nil {
 					t.Fatal(err)
+				}
+				if try == 0 || sharesOff(c.streams, kernel[k], res) < sharesOff(c.streams, kernel[k], node) {
+					node = res
+				}
+				if sharesOff(c.streams, kernel[k], node) <= 0.03 {
+					break
+				}
+				checkRate(t, fmt.Sprintf("the node's uplink of the root's rate (window %d)", try+1), res.UplinkBps/(nodeRoot*mbit), 0, 1.005)
+				if try+1 < nodeControlTries {
+					t.Logf("%s: the node's window missed the kernel's shares: %s, the uplink %.2f Mbit/s; measured again", c.name, mbits(res.Bps), res.UplinkBps*8/1e6)
 				}
 			}
 			checkNodeShares(t, c.classes, c.streams, kernel[k], node)
@@ -330,15 +317,57 @@ func TestNodeSharesAgainstKernelHTB(t *testing.T) {
 	t.Logf("the test took %v", time.Since(start).Round(time.Millisecond))
 }
 
-// sharesMatch says whether every busy sandbox's share of the node is
-// within [0.97, 1.03] of the kernel's.
-func sharesMatch(classes []nodeClass, streams []int, kernel, node lab.NodeResult) bool {
-	for i := range classes {
-		if r := node.Bps[i] / kernel.Bps[i]; streams[i] > 0 && (r < 0.97 || r > 1.03) {
-			return false
+// kernelControl measures each case with measure (on sandboxes that
+// shape nothing) under the kernel's htb on link, its classes and filters
+// script's, and returns each case's window nearest htb's steady state of
+// up to nodeControlTries (a window within 3% of it ends the case). wire
+// is a window's rate for each sandbox on the wire, where htb shapes.
+func kernelControl[R any](t *testing.T, link lab.NodeLink, cases []nodeCase, script func([]nodeClass) string, measure func(streams []int) (R, error), wire func(R) []float64) []R {
+	t.Helper()
+	kernel := make([]R, len(cases))
+	for k, c := range cases {
+		s, err := htb.ParseScript(script(c.classes))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// tc warns that the 20 and 30 Mbit/s classes' quanta are big:
+		// it clamps them to 200000 bytes, as the node does.
+		if _, err := link.HTB(s.Tree(classify.Egress)); err != nil {
+			t.Fatal(err)
+		}
+		for try := 0; try < nodeControlTries && err == nil; try++ {
+			var res R
+			if res, err = measure(c.streams); err == nil && (try == 0 || offSteady(wire(res), c.steady) < offSteady(wire(kernel[k]), c.steady)) {
+				kernel[k] = res
+			}
+			if err == nil && offSteady(wire(kernel[k]), c.steady) <= 0.03 {
+				break
+			}
+			if err == nil && try+1 < nodeControlTries {
+				t.Logf("%s, the kernel's htb: %s, %.1f%% off htb's steady state: measured again", c.name, mbits(wire(res)), 100*offSteady(wire(res), c.steady))
+			}
+		}
+		classes, _ := link.Classes()
+		if derr := link.DeleteHTB(); err == nil {
+			err = derr
+		}
+		if err != nil {
+			t.Fatalf("%s, the kernel's htb: %v\n%s", c.name, err, classes)
 		}
 	}
-	return true
+	return kernel
+}
+
+// sharesOff returns the largest relative distance of a busy sandbox's
+// share of the node from its share under the kernel's htb.
+func sharesOff(streams []int, kernel, node lab.NodeResult) float64 {
+	var worst float64
+	for i, n := range streams {
+		if n > 0 {
+			worst = max(worst, math.Abs(node.Bps[i]/kernel.Bps[i]-1))
+		}
+	}
+	return worst
 }
 
 // checkNodeShares logs a case's table and checks the node's shares against

@@ -248,21 +248,36 @@ func (nd *Node) StartSandbox(i int, o SandboxOptions) (*Sandbox, error) {
 	return s, nil
 }
 
-// KernelHTB puts cfg on the router's uplink as Linux's sch_htb (KernelHTB)
-// and returns what tc warned; DeleteKernelHTB removes it.
-func (nd *Node) KernelHTB(cfg htb.Config) ([]string, error) {
-	return KernelHTB(nd.Router, nd.Uplink, cfg)
+// NodeLink is one of a node's links where the kernel's htb goes for a
+// control: the router's uplink for what the node sends (SendLink), the
+// peer's end of it for what the node receives (ReceiveLink).
+type NodeLink struct {
+	NS, Dev string
 }
 
-// DeleteKernelHTB removes the root qdisc KernelHTB put on the uplink.
-func (nd *Node) DeleteKernelHTB() error {
-	_, err := Run(nd.Router, "tc", "qdisc", "del", "dev", nd.Uplink, "root")
+// SendLink is the router's uplink: every byte the node's sandboxes send
+// leaves by it, as by a host's NIC.
+func (nd *Node) SendLink() NodeLink { return NodeLink{NS: nd.Router, Dev: nd.Uplink} }
+
+// ReceiveLink is the peer's end of the uplink: every byte the peer sends
+// the node's sandboxes leaves by it, so a class keyed by a sandbox's
+// address (filter dst) shapes what that sandbox receives, as an ifb's
+// htb on the node's NIC would.
+func (nd *Node) ReceiveLink() NodeLink { return NodeLink{NS: nd.NSP, Dev: nd.PeerUplink} }
+
+// HTB puts cfg on the link as Linux's sch_htb (KernelHTB) and returns
+// what tc warned; DeleteHTB removes it.
+func (k NodeLink) HTB(cfg htb.Config) ([]string, error) { return KernelHTB(k.NS, k.Dev, cfg) }
+
+// DeleteHTB removes the root qdisc HTB put on the link.
+func (k NodeLink) DeleteHTB() error {
+	_, err := Run(k.NS, "tc", "qdisc", "del", "dev", k.Dev, "root")
 	return err
 }
 
-// KernelClasses is `tc -s class show` of the router's uplink.
-func (nd *Node) KernelClasses() (string, error) {
-	return Run(nd.Router, "tc", "-s", "class", "show", "dev", nd.Uplink)
+// Classes is `tc -s class show` of the link.
+func (k NodeLink) Classes() (string, error) {
+	return Run(k.NS, "tc", "-s", "class", "show", "dev", k.Dev)
 }
 
 // NodeCounters are the node's counters at one time.

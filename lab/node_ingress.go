@@ -19,35 +19,11 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/netqdisc/netqdisc/lab/measure"
-	"github.com/netqdisc/netqdisc/pkg/qdisc/htb"
 )
 
 // nodeSinkPortRx is where each sandbox's iperf server takes the peer's
 // streams.
 const nodeSinkPortRx = 5005
-
-// IngressKernelHTB puts cfg on the peer's end of the uplink (PeerUplink,
-// in the peer's namespace) as Linux's sch_htb (KernelHTB), and returns
-// what tc warned: every byte the peer sends to the node's sandboxes
-// leaves by it, so a class keyed by a sandbox's address (filter dst)
-// shapes what that sandbox receives, as an ifb's htb on the node's NIC
-// would. DeleteIngressKernelHTB removes it.
-func (nd *Node) IngressKernelHTB(cfg htb.Config) ([]string, error) {
-	return KernelHTB(nd.NSP, nd.PeerUplink, cfg)
-}
-
-// DeleteIngressKernelHTB removes the root qdisc IngressKernelHTB put on
-// the peer's end of the uplink.
-func (nd *Node) DeleteIngressKernelHTB() error {
-	_, err := Run(nd.NSP, "tc", "qdisc", "del", "dev", nd.PeerUplink, "root")
-	return err
-}
-
-// IngressKernelClasses is `tc -s class show` of the peer's end of the
-// uplink.
-func (nd *Node) IngressKernelClasses() (string, error) {
-	return Run(nd.NSP, "tc", "-s", "class", "show", "dev", nd.PeerUplink)
-}
 
 // NodeIngressCounters are the node's receive-direction counters at one
 // time.
