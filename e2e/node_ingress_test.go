@@ -3,8 +3,6 @@ package e2e
 import (
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -20,29 +18,9 @@ import (
 // twice (the prios are other classes).
 var nodeIngressCases = nodeCases
 
-// nodeIngressKernelScript is the kernel's htb for classes on the peer's
-// end of the uplink, in htb's words: the node's root 1:1, sandbox i's
-// class 1:i0 under it, and a filter by sandbox i's address, where what
-// the peer sends it goes.
-func nodeIngressKernelScript(nd *lab.Node, classes []nodeClass) string {
-	lines := []string{nodeTree}
-	for i, c := range classes {
-		lines = append(lines, fmt.Sprintf("class parent 1:1 classid 1:%d0 rate %dmbit ceil %dmbit prio %d", i+1, c.rate, c.ceil, c.prio))
-	}
-	for i, h := range nd.Hosts {
-		lines = append(lines, fmt.Sprintf("filter dst %s/32 classid 1:%d0", h.Addr, i+1))
-	}
-	return strings.Join(lines, "\n")
-}
-
-// nodeIngressFlags are sandbox i's runsc flags as a class of the
-// receive-direction node whose tree is the file tree: under the root 1:1,
-// with its rate, ceil and prio.
+// nodeIngressFlags are nodeDirFlags on the receive path.
 func nodeIngressFlags(tree string, c nodeClass) []string {
-	return []string{
-		"--gso=false", "--qdisc-ingress-node=" + tree, "--qdisc-ingress-node-parent=1:1",
-		fmt.Sprintf("--qdisc-ingress-node-rate=%dmbit", c.rate), fmt.Sprintf("--qdisc-ingress-node-ceil=%dmbit", c.ceil), fmt.Sprintf("--qdisc-ingress-node-prio=%d", c.prio),
-	}
+	return nodeDirFlags("ingress-node", tree, c)
 }
 
 // TestNodeIngressAgainstKernelHTB: three runsc sandboxes on one node
@@ -86,7 +64,13 @@ func TestNodeIngressAgainstKernelHTB(t *testing.T) {
 	r := newNodeRig(t, 3)
 	unshaped := r.startAll(t, func(int) []string { return []string{"--gso=false"} })
 	t.Logf("%d unshaped sandboxes up after %v", len(unshaped), time.Since(start).Round(time.Millisecond))
-	kernel := kernelControl(t, r.ReceiveLink(), nodeIngressCases, func(classes []nodeClass) string { return nodeIngressKernelScript(r.Node, classes) },
+	kernel := kernelControl(t, r.ReceiveLink(), nodeIngressCases, func(classes []nodeClass) string {
+		var addrs []string
+		for _, h := range r.Hosts {
+			addrs = append(addrs, h.Addr)
+		}
+		return nodeKernelScript(classes, addrs)
+	},
 		func(streams []int) (lab.NodeIngressResult, error) {
 			return r.MeasureIngress(unshaped, streams, nodeOptions)
 		},
@@ -98,46 +82,20 @@ func TestNodeIngressAgainstKernelHTB(t *testing.T) {
 	if !hasRunscFlag(r.runsc, runscflags.FlagIngressNodeRate) {
 		t.Skipf("%s has no --qdisc-ingress-node-rate: the kernel's half ran (above), the node's needs a runsc built with the node's flags (runsc/build.sh)", r.runsc)
 	}
-	var sandboxes []*lab.Sandbox
-	var classes []nodeClass
-	for k, c := range nodeIngressCases {
-		if sandboxes == nil || !sameClasses(classes, c.classes) {
-			closeAll(sandboxes)
-			tree := filepath.Join(t.TempDir(), "node-in.htb")
-			if err := os.WriteFile(tree, []byte(nodeTree+"\n"), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			classes = c.classes
-			sandboxes = r.startAll(t, func(i int) []string { return nodeIngressFlags(tree, classes[i]) })
-		}
-		t.Run(c.name, func(t *testing.T) {
-			// A window's shares stray as the control's do, and more on
-			// a loaded machine: a TCP that stalled (its sandbox's iperf
-			// server short of CPU, its window shut) leaves its class
-			// short for part of it, and the others borrow. Up to
-			// nodeControlTries windows, the one nearest the kernel's
-			// shares compared; every window's totals are held to the
-			// root.
-			var node lab.NodeIngressResult
-			for try := 0; try < nodeControlTries; try++ {
-				res, err := r.MeasureIngress(sandboxes, c.streams, nodeOptions)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if try == 0 || ingressOff(c.streams, kernel[k], res) < ingressOff(c.streams, kernel[k], node) {
-					node = res
-				}
-				if ingressOff(c.streams, kernel[k], node) <= 0.03 {
-					break
-				}
+	sandboxes, classes := r.eachCase(t, nodeIngressCases, nodeIngressFlags, func(t *testing.T, k int, c nodeCase, sandboxes []*lab.Sandbox) {
+		// A window's shares stray as the control's do, and more on a
+		// loaded machine: a TCP that stalled (its sandbox's iperf server
+		// short of CPU, its window shut) leaves its class short for part
+		// of it, and the others borrow. Every window's totals are held
+		// to the root.
+		node := nearestWindow(t, func() (lab.NodeIngressResult, error) { return r.MeasureIngress(sandboxes, c.streams, nodeOptions) },
+			func(res lab.NodeIngressResult) float64 { return ingressOff(c.streams, kernel[k], res) },
+			func(try int, res lab.NodeIngressResult) {
 				checkIngressTotals(t, res, fmt.Sprintf(" (window %d)", try+1))
-				if try+1 < nodeControlTries {
-					t.Logf("%s: the node's window missed the kernel's shares: the sandboxes took %s (the wire %s), the uplink %.2f Mbit/s; measured again", c.name, mbits(res.Acked), mbits(res.Bps), res.UplinkBps*8/1e6)
-				}
-			}
-			checkIngressShares(t, c.classes, c.streams, kernel[k], node)
-		})
-	}
+				t.Logf("%s: the node's window %d missed the kernel's shares: the sandboxes took %s (the wire %s), the uplink %.2f Mbit/s", c.name, try+1, mbits(res.Acked), mbits(res.Bps), res.UplinkBps*8/1e6)
+			})
+		checkIngressShares(t, c.classes, c.streams, kernel[k], node)
+	})
 	// Each sandbox's show names its own class of the receive node (the
 	// node's lines list only the live classes: an idle one parks, and
 	// after 500 ms the others count it gone).
