@@ -65,11 +65,14 @@ func (t *Tree) renewQuotas(cl *class) bool {
 
 // useQuotas counts a packet of bytes bytes sent from leaf cl against the
 // quotas on it and its ancestors, and reports whether one is now spent.
+// The count stops at the largest uint64.
 func (t *Tree) useQuotas(cl *class, bytes uint32) bool {
 	spent := false
 	for c := cl; c != nil; c = c.parent {
 		if q := c.cfg.Quota; q != nil {
-			c.quotaUsed += uint64(bytes)
+			// Saturating: a count restored near the top (RestoreQuotas)
+			// must not wrap back into a budget.
+			c.quotaUsed = min(c.quotaUsed, math.MaxUint64-uint64(bytes)) + uint64(bytes)
 			if !c.quotaSpent && c.quotaUsed >= q.Bytes {
 				c.quotaSpent, spent = true, true
 			}
@@ -150,12 +153,28 @@ func (t *Tree) Quotas() []QuotaState {
 // RestoreQuotas sets the quotas' counters at now from a checkpoint's
 // (Quotas): a sandbox restored keeps what it had used, and the time its
 // periods had left.
+//
+// A checkpoint is written by the sandbox, so states are held to what an
+// honest checkpoint of the tree as configured now could hold: a class
+// that has a quota, once, or the state is refused; at most its period
+// left (more would be a period that starts in the future: refused); any
+// count of bytes used, a count at or past the budget being the budget
+// spent (the counter saturates, useQuotas, so that no count wraps back
+// into a budget as the class sends). A class left out keeps the period
+// the tree gave it. So after a restore no class has more of its budget,
+// nor more of its period, than its configuration gives: the most a state
+// can claim is an unused budget, as an idle sandbox's honest one would.
 func (t *Tree) RestoreQuotas(states []QuotaState, now int64) error {
+	seen := make(map[uint32]bool, len(states))
 	for _, s := range states {
 		cl, ok := t.byID[s.ID]
 		if !ok || cl.cfg.Quota == nil {
 			return fmt.Errorf("htb: restored quota of class %s, which has none", classify.ClassID(s.ID))
 		}
+		if seen[s.ID] {
+			return fmt.Errorf("htb: restored quota of class %s is given twice", classify.ClassID(s.ID))
+		}
+		seen[s.ID] = true
 		if s.Left < 0 || s.Left > cl.cfg.Quota.Period {
 			return fmt.Errorf("htb: restored quota of class %s has %v left of a %v period", classify.ClassID(s.ID), s.Left, cl.cfg.Quota.Period)
 		}

@@ -1,6 +1,8 @@
 package htb
 
 import (
+	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -342,5 +344,84 @@ func TestQuotaFitFollowsChanges(t *testing.T) {
 	st := tr.Classes()
 	if st[0].Rate != 100*mbit || !st[0].QuotaSpent || st[1].Rate != 6*mbit || st[1].Ceil != 50*mbit {
 		t.Errorf("statistics show %+v and %+v; want the configured rates and the quota spent", st[0], st[1])
+	}
+}
+
+// TestQuotaRestoreTampered: a checkpoint's quota counters are the
+// sandbox's word, so RestoreQuotas holds them to what an honest checkpoint
+// of the tree could hold: after a restore the class sends, until its
+// restored period ends, no more than its budget left (the whole budget at
+// most), however the counters were written; a period that starts in the
+// future, a class twice or one without a quota is refused.
+func TestQuotaRestoreTampered(t *testing.T) {
+	const (
+		mbit  = 125_000
+		class = 0x10010
+		start = int64(5 * time.Second)
+	)
+	cfg := Config{Default: class, Classes: []ClassConfig{
+		{ID: class, Rate: 100 * mbit, Quota: &Quota{Bytes: 5_000, Period: time.Second}},
+	}}
+	half := 500 * time.Millisecond
+	for _, tc := range []struct {
+		name   string
+		states []QuotaState
+		most   int    // packets of 1000 bytes sent before the restored period ends
+		err    string // the refusal, "" for none
+	}{
+		{"honest: 3000 used", []QuotaState{{ID: class, Used: 3000, Left: half}}, 2, ""},
+		{"zeroed: the budget, no more", []QuotaState{{ID: class, Used: 0, Left: half}}, 5, ""},
+		{"spent past the budget", []QuotaState{{ID: class, Used: 7000, Left: half}}, 0, ""},
+		{"wrapped to the top", []QuotaState{{ID: class, Used: math.MaxUint64, Left: half}}, 0, ""},
+		{"just below the top", []QuotaState{{ID: class, Used: math.MaxUint64 - 500, Left: half}}, 0, ""},
+		{"a period that starts in the future", []QuotaState{{ID: class, Left: 2 * time.Second}}, 0, "has 2s left of a 1s period"},
+		{"a negative time left", []QuotaState{{ID: class, Left: -time.Second}}, 0, "left of a 1s period"},
+		{"the class twice", []QuotaState{{ID: class, Used: 5000, Left: half}, {ID: class, Left: half}}, 0, "given twice"},
+		{"a class without a quota", []QuotaState{{ID: 0x10099, Left: half}}, 0, "which has none"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr, err := NewTree(cfg, bySeq{}, start)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tr.Purge()
+			err = tr.RestoreQuotas(tc.states, start)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("RestoreQuotas(%+v): %v; want an error saying %q", tc.states, err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := len(sendAll(t, tr, class, start, start+int64(half))); n != tc.most {
+				t.Errorf("sent %d packets of 1000 bytes before the restored period ended; want %d", n, tc.most)
+			}
+		})
+	}
+}
+
+// TestQuotaCountSaturates: a count restored near the top, on a quota that
+// falls to a rate once spent, stays at the top as the class sends: it does
+// not wrap back into a budget for the next checkpoint to save.
+func TestQuotaCountSaturates(t *testing.T) {
+	const mbit = 125_000
+	cfg := Config{Default: 0x10010, Classes: []ClassConfig{
+		{ID: 0x10010, Rate: 100 * mbit, Quota: &Quota{Bytes: 5_000, Period: time.Hour, Rate: mbit}},
+	}}
+	tr, err := NewTree(cfg, bySeq{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Purge()
+	if err := tr.RestoreQuotas([]QuotaState{{ID: 0x10010, Used: math.MaxUint64 - 500, Left: time.Minute}}, 0); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(sendAll(t, tr, 0x10010, 0, int64(100*time.Millisecond))); n == 0 {
+		t.Fatal("the spent class sent nothing at the quota's rate")
+	}
+	if q := tr.Quotas(); q[0].Used != math.MaxUint64 {
+		t.Errorf("used %d after sending; want the count held at %d", q[0].Used, uint64(math.MaxUint64))
 	}
 }
