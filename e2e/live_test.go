@@ -54,11 +54,14 @@ func TestLiveChange(t *testing.T) {
 
 // TestLiveCheckpointRestore: a sandbox changed from 100 to 10 Mbit/s, then
 // checkpointed and restored with the flags it started with, shapes at
-// 10 Mbit/s, and `runsc qdisc show` and its boot log say so.
+// 10 Mbit/s, and `runsc qdisc show` and its boot log say so. The change
+// keeps the burst: a checkpoint's changes may only tighten the flags the
+// restore is given (runscflags.NIC.Restore), and to10mbit's burst is
+// larger than liveStart's.
 func TestLiveCheckpointRestore(t *testing.T) {
 	r := newRunscRig(t)
 	s := r.start(t, lab.SandboxOptions{Flags: liveStart})
-	change(t, s, to10mbit, "root refcnt 2 rate 10Mbit burst 12500b lat 50ms")
+	change(t, s, []string{"--qdisc-tbf-rate=10mbit"}, "root refcnt 2 rate 10Mbit burst 3028b lat 50ms")
 	image := t.TempDir()
 	if err := s.Checkpoint(image); err != nil {
 		t.Fatal(err)
@@ -71,8 +74,8 @@ func TestLiveCheckpointRestore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out, "root refcnt 2 rate 10Mbit burst 12500b lat 50ms") {
-		t.Errorf("runsc qdisc show after the restore:\n%s\nwant the changed tbf rate 10Mbit burst 12500b lat 50ms", out)
+	if !strings.Contains(out, "root refcnt 2 rate 10Mbit burst 3028b lat 50ms") {
+		t.Errorf("runsc qdisc show after the restore:\n%s\nwant the changed tbf rate 10Mbit burst 3028b lat 50ms", out)
 	}
 	measureAt(t, r, s, "restored after 100 -> 10 Mbit/s", 10*mbit)
 	change(t, s, to100mbit, "root refcnt 2 rate 100Mbit burst 3028b lat 50ms")

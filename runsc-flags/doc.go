@@ -12,19 +12,24 @@
 // direction's tbf.Config, what `runsc qdisc change` may change, Kubernetes'
 // bandwidth annotations and the flag reference, docs/flags.md
 // (MarkdownTable), are made from it, and a runtime asks it (Owns,
-// MayAnnotate, CheckAnnotation) rather than list the flags again. Rates
+// MayAnnotate) rather than list the flags again. Rates
 // and sizes take runsc's bare numbers (bytes/s, bytes) or tc's units
 // ("10mbit", "64kb"; package rate).
 //
 // NIC and Change are `runsc qdisc`: a running sandbox's NICs, each with
 // the Config in force, shown as `tc -s qdisc show` shows them (Show) and
-// their ceilings changed in place, all NICs or none (live.go).
+// their ceilings changed in place, all NICs or none (live.go). NIC.State
+// and NIC.Restore carry them across a checkpoint (checkpoint.go).
 //
 // # The annotation policy
 //
 // Flags belong to the operator; annotations belong to whoever writes the
 // container spec, who may be untrusted. Without --allow-flag-override, an
 // annotation may only make shaping stricter, as its flag's Rule says.
+// ApplyAnnotations is the one path by which anything the sandbox's side
+// writes meets the policy: a pod's annotations, and a checkpoint's saved
+// changes, which the sandbox's Sentry wrote (NIC.Restore holds them to
+// the NIC as built on the restoring host, its Config the ceiling).
 // What the table cannot say:
 //
 //   - The ceilings are the operator's flag values, never values set by
@@ -35,6 +40,12 @@
 //     Config is unchanged; the error names the annotation, its value, the
 //     ceiling and --allow-flag-override. The result must Validate: a pod
 //     that picks tbf where the operator gave no rate and burst gives them.
+//   - A tbf's limit and latency (each direction's) that the operator left
+//     unset mean the default queue, 1000 full-size packets
+//     (DefaultQueueBytes), not an unbounded one: an annotation may give a
+//     limit no larger, or a latency whose limit (rate*latency + burst, at
+//     the result's rate and burst) is no larger. A Kubernetes bandwidth's
+//     25 ms latency is its own rule, below.
 //   - qdisc: tbf only ever delays or drops what the qdisc it replaces
 //     would send; fq_codel may replace fifo or none, which have no ceiling
 //     for it to remove, but not tbf. A tbf child of fq_codel replaces the

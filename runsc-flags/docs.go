@@ -2,6 +2,7 @@ package runscflags
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -93,9 +94,12 @@ func (r Rule) doc(f *Flag) string {
 		}
 	case Lower:
 		s = "lower it, not to 0: the ceiling is the operator's value or, if unset, "
-		if r.Unset == DefaultCeiling {
+		switch r.Unset {
+		case DefaultCeiling:
 			s += "Linux's default"
-		} else {
+		case DefaultQueue:
+			s += "the default queue, 1000 full-size packets (" + strconv.Itoa(DefaultQueueBytes) + " bytes; a latency's limit, rate*latency + burst, no larger)"
+		default:
 			s += "none"
 		}
 	}

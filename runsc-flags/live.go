@@ -170,17 +170,24 @@ type step struct {
 // full). It returns the Config now in force on each NIC. The NICs are
 // locked in the order given for the whole change, so concurrent Changes
 // must give them in the same order.
+func Change(nics []*NIC, args []string) ([]Config, error) {
+	return change(nics, func(cur *Config) (*Config, error) { return cur.Changed(args) })
+}
+
+// change changes every NIC, as one, to the Config target returns for the
+// Config in force on it (Change). target runs with the NIC locked, so what
+// it reads is what the change replaces.
 //
 // +checklocksignore: every NIC's lock is held, taken in a loop, which the
 // analyzer cannot follow.
-func Change(nics []*NIC, args []string) ([]Config, error) {
+func change(nics []*NIC, target func(cur *Config) (*Config, error)) ([]Config, error) {
 	for _, n := range nics {
 		n.mu.Lock()
 		defer n.mu.Unlock()
 	}
 	steps := make([]step, 0, len(nics))
 	for _, n := range nics {
-		s, err := n.planLocked(args)
+		s, err := n.planLocked(target)
 		if err != nil {
 			if len(nics) > 1 {
 				return nil, fmt.Errorf("NIC %q: %w", n.Name, err)
@@ -207,11 +214,12 @@ func Change(nics []*NIC, args []string) ([]Config, error) {
 	return out, nil
 }
 
-// planLocked checks the change args make to n and returns it, to apply.
+// planLocked checks the change of n to the Config target returns for
+// the one in force, and returns it, to apply.
 // +checklocks:n.mu
-func (n *NIC) planLocked(args []string) (step, error) {
+func (n *NIC) planLocked(target func(cur *Config) (*Config, error)) (step, error) {
 	cur := n.config
-	next, err := cur.Changed(args)
+	next, err := target(&cur)
 	if err != nil {
 		return step{}, err
 	}

@@ -30,30 +30,3 @@ func (c *Config) Get(name string) string {
 	}
 	return f.get(c)
 }
-
-// CheckAnnotation applies the per-flag policy (the table's Rule for name)
-// to the annotation dev.gvisor.flag.<name>=value: it returns nil if
-// ApplyAnnotations may apply it to operator, else the error
-// ApplyAnnotations gives for that annotation alone. The ceilings are
-// operator's values or, once it has had annotations applied, the values it
-// had before (as ApplyAnnotations holds them). Without
-// --allow-flag-override in operator, that is the policy; with it, only
-// that the value parses and that the flag is one an annotation may set.
-//
-// It checks the one flag: the rules between flags (a peak rate needs an
-// MTU, a tbf child excludes a tbf limit, --qdisc=tbf needs a rate...) are
-// Validate's, which ApplyAnnotations runs on the result. A name this
-// package does not own (Owns), but --allow-flag-override, is an error,
-// where ApplyAnnotations leaves its annotation to the runtime.
-func CheckAnnotation(operator *Config, name, value string) error {
-	f := lookup(name)
-	if f == nil {
-		return fmt.Errorf("annotation %s%s=%q: --%s is not a qdisc flag; the runtime applies it", AnnotationPrefix, name, value, name)
-	}
-	op := operator.ceilings()
-	scratch := *op
-	if err := f.annotate(op, &scratch, value); err != nil {
-		return fmt.Errorf("annotation %s%s=%q: %w", AnnotationPrefix, name, value, err)
-	}
-	return nil
-}

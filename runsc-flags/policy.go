@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/netqdisc/netqdisc/pkg/qdisc/rate"
 )
 
 // AnnotationPrefix starts the OCI annotation keys that set flags.
@@ -17,8 +19,30 @@ const requiresOverride = "requires the runtime flag --" + FlagAllowFlagOverride
 // ApplyAnnotations applies the dev.gvisor.flag.* annotations this package
 // owns, under each flag's Rule (Flags) and the rules of the package doc,
 // and Kubernetes' bandwidth annotations. It is atomic: on error the Config
-// is unchanged.
+// is unchanged. It is the one path by which what the sandbox's side
+// writes meets the policy: a pod's annotations, and a checkpoint's saved
+// changes (NIC.Restore).
 func (c *Config) ApplyAnnotations(annotations map[string]string) error {
+	return c.applyPolicy(annotations, fromAnnotations)
+}
+
+// source names what applyPolicy applies, for its errors.
+type source struct {
+	// one names a key and its value: `annotation dev.gvisor.flag.x="v"`.
+	one func(key, value string) string
+	// set names the keys applied: "annotations dev.gvisor.flag.x, ...".
+	set func(keys []string) string
+}
+
+// fromAnnotations names a pod's annotations.
+var fromAnnotations = source{
+	one: func(key, value string) string { return fmt.Sprintf("annotation %s=%q", key, value) },
+	set: func(keys []string) string { return "annotations " + strings.Join(keys, ", ") },
+}
+
+// applyPolicy is ApplyAnnotations, its errors naming what it applies as
+// src says.
+func (c *Config) applyPolicy(annotations map[string]string, src source) error {
 	op := c.ceilings()
 	c.operator = op
 	next := *c
@@ -31,12 +55,23 @@ func (c *Config) ApplyAnnotations(annotations map[string]string) error {
 	}
 	sort.Strings(keys) // the first error is the same whatever the map order
 	var applied []string
+	queuesChecked := false
 	for _, key := range keys {
 		value := annotations[key]
 		if key == AnnotationKubeEgress || key == AnnotationKubeIngress {
+			// Kubernetes' keys sort after dev.gvisor.flag.*: the queues
+			// those set are held to the default queue here, before a
+			// bandwidth sets its own (KubeLatency, the CNI bandwidth
+			// plugin's, by its own rule).
+			if !queuesChecked {
+				if err := next.defaultQueues(op); err != nil {
+					return fmt.Errorf("%s: %w", src.set(applied), err)
+				}
+				queuesChecked = true
+			}
 			r, err := ParseKubeBandwidth(value)
 			if err != nil {
-				return fmt.Errorf("annotation %s=%q: %w", key, value, err)
+				return fmt.Errorf("%s: %w", src.one(key, value), err)
 			}
 			next.applyKube(op, key, value, r)
 			applied = append(applied, key)
@@ -47,12 +82,17 @@ func (c *Config) ApplyAnnotations(annotations map[string]string) error {
 			continue // a flag the runtime owns
 		}
 		if err := f.annotate(op, &next, value); err != nil {
-			return fmt.Errorf("annotation %s=%q: %w", key, value, err)
+			return fmt.Errorf("%s: %w", src.one(key, value), err)
 		}
 		applied = append(applied, key)
 	}
 	if err := next.Validate(); err != nil {
-		return fmt.Errorf("annotations %s give an invalid configuration: %w", strings.Join(applied, ", "), err)
+		return fmt.Errorf("%s give an invalid configuration: %w", src.set(applied), err)
+	}
+	if !queuesChecked {
+		if err := next.defaultQueues(op); err != nil {
+			return fmt.Errorf("%s: %w", src.set(applied), err)
+		}
 	}
 	*c = next
 	return nil
@@ -174,4 +214,102 @@ func joinList(s []string, conj string) string {
 		return strings.Join(s, "")
 	}
 	return strings.Join(s[:len(s)-1], ", ") + " " + conj + " " + s[len(s)-1]
+}
+
+// defaultQueues holds each direction's tbf queue to DefaultQueueBytes
+// where the operator, op, left both its limit and its latency unset
+// (Rule.Unset DefaultQueue): unset means a tbf's default queue, 1000
+// full-size packets, which a pod may shorten, never lengthen. A latency
+// is held by the limit it gives at the rate and burst c has (tc's
+// rate*latency + burst; with a peak rate, the smaller of that and
+// peakrate*latency + mtu). --allow-flag-override lifts it.
+func (c *Config) defaultQueues(op *Config) error {
+	if op.AllowFlagOverride {
+		return nil
+	}
+	for _, d := range ceilings {
+		q := queueFlagsOf(d)
+		if q.limit.number(op) != 0 || q.latency.number(op) != 0 {
+			continue // the operator's bound, which Lower holds each to
+		}
+		if n := q.limit.number(c); n > DefaultQueueBytes {
+			return fmt.Errorf("--%s=%s exceeds the queue the operator's unset --%s and --%s mean, 1000 full-size packets (%s); give --%s=%d or less, or raising it %s",
+				q.limit.Name, q.limit.show(n), q.limit.Name, q.latency.Name, q.limit.show(DefaultQueueBytes), q.limit.Name, DefaultQueueBytes, requiresOverride)
+		}
+		lat := time.Duration(q.latency.number(c))
+		if lat <= 0 {
+			continue
+		}
+		if n := q.bytesIn(c, lat); n > DefaultQueueBytes {
+			give := fmt.Sprintf("--%s=%d or less", q.limit.Name, DefaultQueueBytes)
+			if most := q.latencyFor(c, DefaultQueueBytes); most > 0 {
+				give = fmt.Sprintf("--%s=%v or less, or %s in its place", q.latency.Name, most, give)
+			}
+			return fmt.Errorf("--%s=%v at --%s=%s and --%s=%s queues up to %d bytes, more than the queue the operator's unset --%s and --%s mean, 1000 full-size packets (%d bytes); give %s, or raising it %s",
+				q.latency.Name, lat, q.rate.Name, q.rate.show(q.rate.number(c)), q.burst.Name, q.burst.show(q.burst.number(c)), n, q.limit.Name, q.latency.Name, DefaultQueueBytes, give, requiresOverride)
+		}
+	}
+	return nil
+}
+
+// queueFlags are the flags of a direction's tbf that its queue's bound
+// depends on.
+type queueFlags struct {
+	limit, latency, rate, burst *Flag
+	// peakrate and mtu are nil where the direction has no peak bucket.
+	peakrate, mtu *Flag
+}
+
+// queueFlagsOf returns direction d's queueFlags, by their Linux.Param.
+func queueFlagsOf(d Ceiling) queueFlags {
+	var q queueFlags
+	for _, f := range ceilingFlags(d) {
+		switch f.Linux.Param {
+		case "limit":
+			q.limit = f
+		case "latency":
+			q.latency = f
+		case "rate":
+			q.rate = f
+		case "burst":
+			q.burst = f
+		case "peakrate":
+			q.peakrate = f
+		case "mtu":
+			q.mtu = f
+		}
+	}
+	return q
+}
+
+// bytesIn is the limit a latency of lat gives c's tbf, as tc computes it.
+func (q queueFlags) bytesIn(c *Config, lat time.Duration) uint64 {
+	n := addSat(rate.New(q.rate.number(c)).BytesIn(uint64(lat)), q.burst.number(c))
+	if q.peakrate != nil && q.peakrate.number(c) != 0 {
+		n = min(n, addSat(rate.New(q.peakrate.number(c)).BytesIn(uint64(lat)), q.mtu.number(c)))
+	}
+	return n
+}
+
+// latencyFor is the longest latency, to the microsecond, whose limit at
+// c's rate and burst is at most limit bytes (0 if the burst alone is
+// more): what an error suggests.
+func (q queueFlags) latencyFor(c *Config, limit uint64) time.Duration {
+	r, burst := q.rate.number(c), q.burst.number(c)
+	if r == 0 || burst >= limit {
+		return 0
+	}
+	lat := time.Duration(float64(limit-burst) / float64(r) * float64(time.Second)).Truncate(time.Microsecond)
+	for lat > 0 && q.bytesIn(c, lat) > limit {
+		lat -= time.Microsecond
+	}
+	return lat
+}
+
+// addSat is a+b, or the largest uint64 where that overflows.
+func addSat(a, b uint64) uint64 {
+	if s := a + b; s >= a {
+		return s
+	}
+	return ^uint64(0)
 }

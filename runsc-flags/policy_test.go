@@ -351,3 +351,65 @@ func FuzzApplyAnnotations(f *testing.F) {
 		}
 	})
 }
+
+// TestDefaultQueue: where the operator leaves a direction's tbf limit and
+// latency unset, its queue is the default, 1000 full-size packets
+// (DefaultQueueBytes), and an annotation may shorten it, never lengthen
+// it: a limit no larger, a latency whose limit at the resulting rate and
+// burst is no larger. An operator's own limit or latency is the ceiling
+// instead; --allow-flag-override lifts it.
+func TestDefaultQueue(t *testing.T) {
+	shaped := []string{"--qdisc=tbf", "--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500"}
+	ingress := []string{"--qdisc-ingress-rate=10mbit", "--qdisc-ingress-burst=12500"}
+	for _, tc := range []struct {
+		name        string
+		operator    []string
+		annotations map[string]string
+		says        []string // the refusal; nil: taken
+	}{
+		{"a limit of the default", shaped, a(FlagTBFLimit, "1514000"), nil},
+		{"a shorter limit", shaped, a(FlagTBFLimit, "100000"), nil},
+		{"a limit past the default", shaped, a(FlagTBFLimit, "1514001"),
+			[]string{"annotations dev.gvisor.flag.qdisc-tbf-limit: ", "--qdisc-tbf-limit=1514001 bytes exceeds", "unset --qdisc-tbf-limit and --qdisc-tbf-latency", "1000 full-size packets", "--allow-flag-override"}},
+		{"a short latency", shaped, a(FlagTBFLatency, "50ms"), nil},
+		{"a latency past the default queue", shaped, a(FlagTBFLatency, "2s"),
+			[]string{"--qdisc-tbf-latency=2s at --qdisc-tbf-rate=1250000 bytes/s (10Mbit)", "queues up to 2512500 bytes", "give --qdisc-tbf-latency=1.2012s or less", "--qdisc-tbf-limit=1514000 or less"}},
+		{"a long latency at a rate the set lowers", shaped, a(FlagTBFLatency, "2s", FlagTBFRate, "1mbit"), nil},
+		{"a long latency in tbf's words", shaped, a("qdisc-tbf", "rate 10mbit burst 12500 latency 2s"), []string{"--qdisc-tbf-latency=2s"}},
+		{"the receive path's limit", append(slices.Clone(shaped), ingress...), a(FlagIngressLimit, "2000000"),
+			[]string{"--qdisc-ingress-limit=2000000 bytes exceeds", "unset --qdisc-ingress-limit and --qdisc-ingress-latency"}},
+		{"the receive path's latency", append(slices.Clone(shaped), ingress...), a(FlagIngressLatency, "10ms"), nil},
+		{"under the operator's limit", append(slices.Clone(shaped), "--qdisc-tbf-limit=3000000"), a(FlagTBFLimit, "2000000"), nil},
+		{"past the operator's limit", append(slices.Clone(shaped), "--qdisc-tbf-limit=3000000"), a(FlagTBFLimit, "4000000"),
+			[]string{"exceeds the operator's ceiling --qdisc-tbf-limit=3000000"}},
+		{"under the operator's latency", append(slices.Clone(shaped), "--qdisc-tbf-latency=5s"), a(FlagTBFLatency, "2s"), nil},
+		{"with --allow-flag-override", append(slices.Clone(shaped), "--allow-flag-override"), a(FlagTBFLimit, "100000000"), nil},
+		{"a Kubernetes bandwidth's latency", shaped, map[string]string{AnnotationKubeEgress: "5M"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := parse(t, tc.operator...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := c.String()
+			err = c.ApplyAnnotations(tc.annotations)
+			if tc.says == nil {
+				if err != nil {
+					t.Errorf("ApplyAnnotations(%v): %v; want nil", tc.annotations, err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("ApplyAnnotations(%v) took %v; want an error saying %q", tc.annotations, c, tc.says)
+			}
+			for _, s := range tc.says {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("error %q does not say %q", err, s)
+				}
+			}
+			if after := c.String(); after != before {
+				t.Errorf("a refused set changed the Config from %q to %q", before, after)
+			}
+		})
+	}
+}

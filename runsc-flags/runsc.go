@@ -9,61 +9,17 @@ import "flag"
 // (ApplyQDiscAnnotations). It must not set a flag to an annotation's own
 // value: an htb or cake annotation is a change the policy merges into the
 // operator's words, so the value that runs is ApplyAnnotations', never the
-// annotation's. MayAnnotate says which flags to list as safe to override
-// (runsc features); CheckAnnotation and ApplyKubernetesAnnotations check
-// or apply part of a set, for runtimes that report per annotation.
+// annotation's. ApplyAnnotations is the one way in: a checkpoint's saved
+// changes meet it too (NIC.Restore). MayAnnotate says which flags to list
+// as safe to override (runsc features).
 
 // MayAnnotate reports whether an annotation may set the flag called name
-// (without dashes) without --allow-flag-override, within its Rule (Select
-// or Lower): what a runtime lists as safe to override (runsc features).
-// CheckAnnotation says which values.
+// (without dashes) without --allow-flag-override, within its Rule (Select,
+// Lower or Tighten): what a runtime lists as safe to override (runsc
+// features). ApplyAnnotations says which values.
 func MayAnnotate(name string) bool {
 	f := lookup(name)
 	return f != nil && !f.runtime && (f.Annotation.Permit == Select || f.Annotation.Permit == Lower || f.Annotation.Permit == Tighten)
-}
-
-// ApplyKubernetesAnnotations applies Kubernetes' bandwidth annotations in
-// annotations (AnnotationKubeEgress and AnnotationKubeIngress; it ignores
-// every other key) to c under the package's policy, as ApplyAnnotations
-// does, but with operator's values as the ceilings: c is the configuration
-// in force once the runtime has applied the dev.gvisor.flag.* annotations,
-// and operator the one before them, the operator's flags. A bandwidth only
-// tightens what is in force in c; one above operator's rate is held to it
-// and noted in Notices, which name operator's value. Like ApplyAnnotations,
-// it validates the result and is atomic: on error c is unchanged.
-func (c *Config) ApplyKubernetesAnnotations(operator *Config, annotations map[string]string) error {
-	kube := make(map[string]string)
-	for _, key := range []string{AnnotationKubeEgress, AnnotationKubeIngress} {
-		if v, ok := annotations[key]; ok {
-			kube[key] = v
-		}
-	}
-	if len(kube) == 0 {
-		return nil
-	}
-	// A Config's ceilings are its values at its first ApplyAnnotations,
-	// and Set changes its values, not its ceilings: next takes operator's
-	// values and fixes them as its ceilings, then takes c's.
-	var next Config
-	for _, f := range AllFlags() {
-		if err := next.Set(f.Name, operator.Get(f.Name)); err != nil {
-			return err
-		}
-	}
-	if err := next.ApplyAnnotations(nil); err != nil {
-		return err
-	}
-	for _, f := range AllFlags() {
-		if err := next.Set(f.Name, c.Get(f.Name)); err != nil {
-			return err
-		}
-	}
-	next.Notices = append([]string(nil), c.Notices...)
-	if err := next.ApplyAnnotations(kube); err != nil {
-		return err
-	}
-	*c = next
-	return nil
 }
 
 // ArgsOf returns the Args of the values fs's qdisc flags hold

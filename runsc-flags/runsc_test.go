@@ -33,47 +33,47 @@ func setEach(flags map[string]string) (*runscflags.Config, error) {
 	return c, nil
 }
 
-func TestApplyKubernetesAnnotations(t *testing.T) {
-	operatorFlags := map[string]string{"qdisc": "tbf", "qdisc-tbf-rate": "100mbit", "qdisc-tbf-burst": "128kb"}
-	// What the pod's dev.gvisor.flag.* annotations left in force.
-	lowered := map[string]string{"qdisc": "tbf", "qdisc-tbf-rate": "50mbit", "qdisc-tbf-burst": "128kb"}
+// TestKubernetesBesidePodFlags: Kubernetes' bandwidth annotations and the
+// pod's dev.gvisor.flag.* annotations are one set (ApplyAnnotations, the
+// one path): a bandwidth tightens what the pod's flags leave in force, is
+// held to the operator's rate with a notice, is taken as given with
+// --allow-flag-override, and selects tbf where there was none; one that is
+// not a bandwidth refuses the set.
+func TestKubernetesBesidePodFlags(t *testing.T) {
+	operator := map[string]string{"qdisc": "tbf", "qdisc-tbf-rate": "100mbit", "qdisc-tbf-burst": "128kb"}
+	override := map[string]string{"qdisc": "tbf", "qdisc-tbf-rate": "100mbit", "qdisc-tbf-burst": "128kb", "allow-flag-override": "true"}
+	podRate := "dev.gvisor.flag.qdisc-tbf-rate" // the pod's flag: 50mbit
 	for _, tc := range []struct {
 		name        string
 		operator    map[string]string
-		inForce     map[string]string
 		annotations map[string]string
 		rate        uint64 // the tbf's, bytes/s
 		notice      string // what Notices says, "" for nothing
 		err         string
 	}{
 		{
-			name:     "tighter than what is in force",
-			operator: operatorFlags,
-			inForce:  lowered,
-			// The dev.gvisor.flag.* annotation is the runtime's to apply.
-			annotations: map[string]string{runscflags.AnnotationKubeEgress: "20M", "dev.gvisor.flag.qdisc-tbf-rate": "1mbit"},
+			name:        "tighter than the pod's flag",
+			operator:    operator,
+			annotations: map[string]string{runscflags.AnnotationKubeEgress: "20M", podRate: "50mbit"},
 			rate:        2_500_000,
 		},
 		{
-			name:        "below the operator's ceiling, above what is in force",
-			operator:    operatorFlags,
-			inForce:     lowered,
-			annotations: map[string]string{runscflags.AnnotationKubeEgress: "80M"},
+			name:        "below the operator's ceiling, above the pod's flag",
+			operator:    operator,
+			annotations: map[string]string{runscflags.AnnotationKubeEgress: "80M", podRate: "50mbit"},
 			rate:        6_250_000,
 		},
 		{
 			name:        "above the operator's ceiling",
-			operator:    operatorFlags,
-			inForce:     lowered,
-			annotations: map[string]string{runscflags.AnnotationKubeEgress: "200M"},
+			operator:    operator,
+			annotations: map[string]string{runscflags.AnnotationKubeEgress: "200M", podRate: "50mbit"},
 			rate:        6_250_000,
 			notice:      "above the operator's ceiling --qdisc-tbf-rate=12500000 bytes/s (100Mbit); the pod gets the ceiling",
 		},
 		{
 			name:        "with --allow-flag-override, as the annotation says",
-			operator:    map[string]string{"qdisc": "tbf", "qdisc-tbf-rate": "100mbit", "qdisc-tbf-burst": "128kb", "allow-flag-override": "true"},
-			inForce:     map[string]string{"qdisc": "tbf", "qdisc-tbf-rate": "50mbit", "qdisc-tbf-burst": "128kb", "allow-flag-override": "true"},
-			annotations: map[string]string{runscflags.AnnotationKubeEgress: "200M"},
+			operator:    override,
+			annotations: map[string]string{runscflags.AnnotationKubeEgress: "200M", podRate: "50mbit"},
 			rate:        25_000_000,
 		},
 		{
@@ -83,22 +83,21 @@ func TestApplyKubernetesAnnotations(t *testing.T) {
 		},
 		{
 			name:        "not a bandwidth",
-			operator:    operatorFlags,
-			inForce:     lowered,
-			annotations: map[string]string{runscflags.AnnotationKubeEgress: "fast"},
+			operator:    operator,
+			annotations: map[string]string{runscflags.AnnotationKubeEgress: "fast", podRate: "50mbit"},
 			err:         "kubernetes.io/egress-bandwidth",
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			operator, c := configOf(t, tc.operator), configOf(t, tc.inForce)
+			c := configOf(t, tc.operator)
 			before := c.String()
-			err := c.ApplyKubernetesAnnotations(operator, tc.annotations)
+			err := c.ApplyAnnotations(tc.annotations)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("got error %v, want one saying %q", err, tc.err)
 				}
 				if c.String() != before {
-					t.Errorf("the refused annotation changed the Config from %q to %q", before, c)
+					t.Errorf("the refused set changed the Config from %q to %q", before, c)
 				}
 				return
 			}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/netqdisc/netqdisc/pkg/qdisc"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/tbf"
 )
 
 // Flag names.
@@ -143,7 +144,21 @@ const (
 	// DefaultCeiling: Linux's default, Rule.Default (an fq_codel knob:
 	// unset means the default, not unbounded).
 	DefaultCeiling
+	// DefaultQueue: the queue a tbf has where the operator bounds it by
+	// neither limit nor latency, DefaultQueueBytes (a tbf's limit and
+	// latency: unset means 1000 full-size packets, not unbounded). A
+	// limit must be no larger, and a latency must give no larger a limit
+	// at the rate and burst in force (rate*latency + burst): the two are
+	// one bound, checked on the result (Config.defaultQueues).
+	DefaultQueue
 )
+
+// DefaultQueueBytes is the queue a pod's tbf is held to where the
+// operator left both its limit and its latency unset: DefaultLimitPackets
+// frames of a 1500-byte MTU and its 14-byte header, what a tbf left at its
+// default queues on such a link (a larger MTU's default is larger; the
+// bound holds a pod to the smaller, as tbf.Config.Tighten does).
+const DefaultQueueBytes = tbf.DefaultLimitPackets * 1514
 
 // Rule is a flag's annotation policy without --allow-flag-override.
 type Rule struct {
@@ -188,6 +203,7 @@ const (
 
 var (
 	lower        = Rule{Permit: Lower}
+	lowerQueue   = Rule{Permit: Lower, Unset: DefaultQueue}
 	operatorOnly = Rule{Permit: OperatorOnly}
 )
 

@@ -261,8 +261,10 @@ func TestAnnotations(t *testing.T) {
 // TestShowChangeCheckpoint: `runsc qdisc show` prints the kind's line in
 // each direction; `runsc qdisc change` changes its limit in place, which
 // the next packets meet; its metrics are read from it; a checkpoint's
-// state gives a NIC built from the same flags the changed limit and the
-// drops counted so far (what bfifo's Save keeps).
+// state gives a NIC the changed limits and the drops counted so far
+// (what bfifo's Save keeps) where the restoring host's flags allow them,
+// and is refused, naming bfifo, where they do not: the change raised the
+// send path's limit, which a checkpoint, the sandbox's word, may not.
 func TestShowChangeCheckpoint(t *testing.T) {
 	c := mustParse(t, both...)
 	n := newNIC(t, c)
@@ -298,7 +300,13 @@ func TestShowChangeCheckpoint(t *testing.T) {
 	}
 
 	state := n.State(true)
-	restored := newNIC(t, mustParse(t, both...))
+	if err := newNIC(t, mustParse(t, both...)).Restore(state); err == nil || !strings.Contains(err.Error(), "bfifo: limit 5000 is above the operator's 3000") {
+		t.Errorf("Restore of a raised limit on a NIC built from the same flags: %v; want bfifo's refusal", err)
+	}
+	// The restoring host's operator allows the raised limit; the lowered
+	// one on the receive path tightens its 2000 bytes.
+	raised := []string{"--qdisc=bfifo", "--qdisc-bfifo=limit 5000", "--qdisc-ingress=bfifo", "--qdisc-ingress-bfifo=limit 2000b"}
+	restored := newNIC(t, mustParse(t, raised...))
 	if err := restored.Restore(state); err != nil {
 		t.Fatal(err)
 	}
