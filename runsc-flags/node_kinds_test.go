@@ -60,10 +60,16 @@ func TestNodeKinds(t *testing.T) {
 			q := sq.(qdisc.Discipline)
 			var seq uint64
 			// step keeps the qdisc backlogged for d, 1 ms at a time, and
-			// returns the bytes the link took.
+			// returns the bytes the link took. The node's allocator
+			// steps on the real clock, as on a host: the sandbox's
+			// clock keeps pace with it.
 			step := func(d time.Duration) uint64 {
 				_, before := link.Count()
-				for range int(d / time.Millisecond) {
+				start := time.Now()
+				for ms := range int(d / time.Millisecond) {
+					if ms%10 == 0 {
+						time.Sleep(time.Until(start.Add(time.Duration(ms) * time.Millisecond)))
+					}
 					for q.Stats().BacklogPackets < 20 {
 						pkt := qdisctest.MakePacket(1500, uint32(seq%8), seq)
 						seq++

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"gvisor.dev/gvisor/pkg/tcpip/faketime"
 
@@ -210,10 +211,19 @@ func TestJoinNode(t *testing.T) {
 	if _, err := join("--qdisc-node-rate=30mbit", "--qdisc-node-parent=1:10"); err != nil {
 		t.Errorf("a third guarantee under the new tree's 120mbit: %v", err)
 	}
-	show := a.Show()
-	for _, want := range []string{"class htb 1:10 parent 1:1", "rate 120Mbit", "class htb 1:8000 parent 1:10", "class htb 1:8001 parent 1:10", "class htb 1:8002 parent 1:10", "Sent 1500 bytes 1 pkt"} {
+	// The sandbox shows its own class; the node's allocator, every
+	// class (runsc qdisc show asks it on the host).
+	if show := a.Show(); !strings.Contains(show, "class htb 1:8000 parent 1:10") || !strings.Contains(show, "Sent 1500 bytes 1 pkt") {
+		t.Errorf("the sandbox's show:\n%s\nwant its class and what it sent", show)
+	}
+	time.Sleep(3 * node.Period) // the sandbox published; the allocator read it
+	show, err := ShowNode(tree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"class htb 1:10 parent 1:1", "rate 120Mbit", "class htb 1:8000 parent 1:10", "class htb 1:8001 parent 1:10", "class htb 1:8002 parent 1:10", "Sent 1500 bytes 1 pkt", "sandbox: slot 0 pid "} {
 		if !strings.Contains(show, want) {
-			t.Errorf("show lacks %q:\n%s", want, show)
+			t.Errorf("runsc qdisc node lacks %q:\n%s", want, show)
 		}
 	}
 

@@ -16,35 +16,34 @@ import (
 // BenchmarkNodeClass: the cost per packet of a sandbox's NIC as a class
 // of a node of 100 busy sandboxes (the others publish as busy from a
 // goroutine, as their own processes would), its qdisc runsc's fifo over
-// its class's uplink, its Member stepped every Period on the real clock;
-// and, as the bar, a sandbox-local tbf. Neither limits: the lower link
-// discards. The timer covers the packets, the steps and the drain, not
-// the node's set-up (the board, the joins, the others' first step) nor
-// the teardown.
+// its class's uplink, its Member stepped every Period on the real clock,
+// the node's allocator too; and, as the bar, a sandbox-local tbf.
+// Neither limits: the lower link discards. The timer covers the packets,
+// the steps and the drain, not the node's set-up (the joins, the first
+// index) nor the teardown.
 func BenchmarkNodeClass(b *testing.B) {
 	b.Run("node-100", func(b *testing.B) {
-		mem := alignedMem(node.Size(128))
-		board, err := node.Format(mem, 128)
+		tree, _ := htb.ParseScript("class root classid 1:1 rate 100000gbit")
+		a, err := node.NewAllocator(tree, 128)
 		if err != nil {
 			b.Fatal(err)
 		}
-		tree, _ := htb.ParseScript("class root classid 1:1 rate 100000gbit")
-		if err := board.SetTree(tree); err != nil {
-			b.Fatal(err)
-		}
+		defer a.Close()
 		var others []*node.Member
 		var mine *node.Member
 		var mineClass htb.ClassConfig
 		for i := range 100 {
 			c := htb.ClassConfig{ID: 1<<16 | uint32(100+i), Parent: 1<<16 | 1, Rate: 125_000 * mbit, Ceil: 100_000_000 * mbit, Prio: uint8(i % 3)}
-			slot, err := board.Join(c, uint64(i+1), node.Now(), int64(node.Stale))
+			_, c, f, err := a.Join(c, selfProcess{}, node.Now())
 			if err != nil {
 				b.Fatal(err)
 			}
-			m, err := node.NewMember(board, slot, uint64(i+1), c)
+			seat, err := node.MapSeat(f)
 			if err != nil {
 				b.Fatal(err)
 			}
+			defer seat.Close()
+			m := node.NewMember(seat, c)
 			if i == 0 {
 				mine, mineClass = m, c
 			} else {
@@ -56,10 +55,11 @@ func BenchmarkNodeClass(b *testing.B) {
 				m.Share(node.Now(), node.Counters{Busy: true})
 			}
 		}
-		// The others' first step, which reads and indexes the tree (tens
-		// of milliseconds for the 99), is their start-up, not a packet's
-		// cost: it runs before the timer.
+		// The allocator's first step, which indexes the tree, is the
+		// node's start-up, not a packet's cost: it runs before the timer.
 		publish()
+		stepper := node.StepEvery(a, tcpip.NewStdClock(), node.Now)
+		defer stepper.Close()
 		stop := make(chan struct{})
 		done := make(chan struct{})
 		go func() {

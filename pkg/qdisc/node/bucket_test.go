@@ -3,7 +3,6 @@ package node
 import (
 	"math/rand/v2"
 	"slices"
-	"sync/atomic"
 	"testing"
 )
 
@@ -59,33 +58,6 @@ func TestBucket(t *testing.T) {
 			t.Errorf("after the rate doubled, the next packet leaves at %d ns, want %d", deps[0], 1500*1000+750*1000)
 		}
 	})
-}
-
-// TestMemberKeepsItsClass: a Member computes with its class as the
-// runtime gave it, whatever its slot on the board says (a neighbour that
-// wrote it), and never holds itself below its rate.
-func TestMemberKeepsItsClass(t *testing.T) {
-	ms := members(t, [3]uint8{}, 1e9)
-	b := ms[0].board
-	atomic.StoreUint64(&b.slot(ms[0].slot)[sRate], 1)
-	atomic.StoreUint64(&b.slot(ms[0].slot)[sCeil], 1)
-	now := int64(1e9)
-	var got uint64
-	for range 3 {
-		for _, m := range ms {
-			s, err := m.Share(now, Counters{Busy: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if m == ms[0] {
-				got = s
-			}
-		}
-		now += int64(Period)
-	}
-	if want := uint64(10*mbit + 40*mbit*5/21); got+1 < want || got > want+1 {
-		t.Errorf("with its slot's rate and ceil forged to 1, 1:10's share is %d bytes/s, want %d", got, want)
-	}
 }
 
 // TestBucketBooksAsDividing: BookAll and BookAllAt book as a bucket that

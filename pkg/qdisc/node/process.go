@@ -5,60 +5,94 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+
+	"golang.org/x/sys/unix"
 )
 
-// processID is how a board names a sandbox's process on the host: its pid
-// in the low 32 bits and the low 32 bits of its start time (clock ticks
-// since boot) above, so that a pid the kernel has since given another
-// process (pid_max is often 32768) does not keep a dead sandbox's slot.
-// Where the start time cannot be read, it is the pid alone.
-func processID(pid int) uint64 {
-	if pid <= 0 {
-		return 0
-	}
-	id := uint64(uint32(pid))
-	if _, start, ok := procStat(pid); ok {
-		id |= uint64(uint32(start)) << 32
-	}
-	return id
+// Process is a sandbox's process as the runtime names it to the
+// Allocator: it holds the sandbox's slot while Alive, and the Allocator
+// frees the slot (and its guarantee) the moment it is not.
+type Process interface {
+	// Alive reports whether the process still runs (not exited, not a
+	// zombie).
+	Alive() bool
+	// PID is its pid on the host, for show.
+	PID() int
+	// Close releases the handle.
+	Close() error
 }
 
-// processAlive reports whether the process id names (processID) still
-// runs: it exists, is no zombie (a killed sandbox nobody has reaped yet
-// is gone for the node), and, where id has a start time, started then.
-// 0 names none.
-func processAlive(id uint64) bool {
-	pid := int(uint32(id))
-	if pid <= 0 {
-		return false
-	}
-	state, start, ok := procStat(pid)
-	if !ok || state == 'Z' || state == 'X' {
-		return false
-	}
-	return id>>32 == 0 || uint32(start) == uint32(id>>32)
+// PidFD is a Process held by a pidfd (pidfd_open): it names the process
+// itself, not its pid, so a pid the kernel gives another process later
+// never keeps a dead sandbox's slot, and no /proc read is needed.
+type PidFD struct {
+	fd  int
+	pid int
 }
 
-// procStat reads process pid's state and start time from
-// /proc/PID/stat: after the command's name in parentheses (which may hold
-// any byte, so the last ')' ends it), the state is the first field and
-// the start time the twentieth.
-func procStat(pid int) (state byte, start uint64, ok bool) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+// OpenPidFD opens a pidfd for process pid: what the runtime, which
+// started the sandbox and knows it runs, hands the Allocator with a join.
+func OpenPidFD(pid int) (*os.File, error) {
+	fd, err := unix.PidfdOpen(pid, 0)
 	if err != nil {
-		return 0, 0, false
+		return nil, fmt.Errorf("node: pidfd_open(%d): %w", pid, err)
 	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, 0, false
-	}
-	f := bytes.Fields(b[i+1:])
-	if len(f) < 20 || len(f[0]) != 1 {
-		return 0, 0, false
-	}
-	start, err = strconv.ParseUint(string(f[19]), 10, 64)
-	if err != nil {
-		return 0, 0, false
-	}
-	return f[0][0], start, true
+	return os.NewFile(uintptr(fd), fmt.Sprintf("pidfd:%d", pid)), nil
 }
+
+// NewPidFD returns the Process that pidfd f names; it owns f's
+// descriptor from then on. A descriptor that is not a pidfd is refused.
+func NewPidFD(f *os.File) (*PidFD, error) {
+	fd, err := unix.Dup(int(f.Fd()))
+	f.Close()
+	if err != nil {
+		return nil, fmt.Errorf("node: a sandbox's pidfd: %w", err)
+	}
+	pid, err := pidOfFD(fd)
+	if err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	return &PidFD{fd: fd, pid: pid}, nil
+}
+
+// pidOfFD reads the pid a pidfd names from /proc/self/fdinfo (its Pid:
+// line; -1 once the process is reaped).
+func pidOfFD(fd int) (int, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/self/fdinfo/%d", fd))
+	if err != nil {
+		return 0, fmt.Errorf("node: a sandbox's pidfd: %w", err)
+	}
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		if v, ok := bytes.CutPrefix(line, []byte("Pid:")); ok {
+			pid, err := strconv.Atoi(string(bytes.TrimSpace(v)))
+			if err != nil {
+				break
+			}
+			return pid, nil
+		}
+	}
+	return 0, fmt.Errorf("node: descriptor %d is not a pidfd: give the sandbox's process as pidfd_open(2) names it", fd)
+}
+
+// Alive implements Process.Alive: a pidfd polls readable once its
+// process has exited.
+func (p *PidFD) Alive() bool {
+	fds := []unix.PollFd{{Fd: int32(p.fd), Events: unix.POLLIN}}
+	for {
+		n, err := unix.Poll(fds, 0)
+		if err == unix.EINTR {
+			continue
+		}
+		return err == nil && n == 0
+	}
+}
+
+// FD returns the pidfd, for the Allocator's epoll.
+func (p *PidFD) FD() int { return p.fd }
+
+// PID implements Process.PID.
+func (p *PidFD) PID() int { return p.pid }
+
+// Close implements Process.Close.
+func (p *PidFD) Close() error { return unix.Close(p.fd) }

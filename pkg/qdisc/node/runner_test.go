@@ -1,8 +1,6 @@
 package node_test
 
 import (
-	"os"
-	"os/exec"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -14,7 +12,6 @@ import (
 
 	"github.com/netqdisc/netqdisc/pkg/qdisc"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/fifo"
-	"github.com/netqdisc/netqdisc/pkg/qdisc/htb"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/node"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/qdisctest"
 )
@@ -37,17 +34,10 @@ func (c *countingClock) AfterFunc(d time.Duration, f func()) tcpip.Timer {
 // once, and it steps every Period again.
 func TestRunnerParks(t *testing.T) {
 	clock := &countingClock{ManualClock: faketime.NewManualClock()}
-	board := rootBoard(t, 2)
 	now := func() int64 { return int64(clock.NowMonotonic().Sub(tcpip.MonotonicTime{})) }
 	c := issueClasses[0]
-	slot, err := board.Join(c, 1, now(), int64(node.Stale))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := node.NewMember(board, slot, 1, c)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, ms := joinNode(t, clock.ManualClock, "class root classid 1:1 rate 100mbit", c)
+	m := ms[0]
 	link := qdisctest.NewLink(clock)
 	up := node.NewUplink(link, c.Rate)
 	q := fifo.NewWithClock(up, clock, 1, 1000)
@@ -79,16 +69,17 @@ func TestRunnerParks(t *testing.T) {
 	if n := clock.fired.Load() - fired; n != 0 || !r.Parked() {
 		t.Errorf("parked and idle for 1 s: %d timer wake-ups (parked %v), want 0", n, r.Parked())
 	}
-	if got := board.Snapshot(now(), int64(node.Stale)); len(got) != 0 {
-		t.Errorf("a class parked for 1 s still counts as live: %+v", got)
+	if got := a.Show(now()); !strings.Contains(got, "parked 5") {
+		t.Errorf("a class parked for 1 s (its last publish 1.1 s ago) is not shown parked since Stale after:\n%s", got)
 	}
 
 	send()
 	if r.Parked() {
 		t.Fatal("a packet did not wake the parked class")
 	}
-	if got := board.Snapshot(now(), int64(node.Stale)); len(got) != 1 || got[0].Beat != now() {
-		t.Errorf("woken by a packet: the board has %+v, want the class published as of now (%d)", got, now())
+	clock.ManualClock.Advance(node.Period)
+	if got := a.Show(now()); !strings.Contains(got, " ago, live, share") {
+		t.Errorf("woken by a packet: the node shows\n%s\nwant the class live, published at the wake", got)
 	}
 	fired = clock.fired.Load()
 	advance(5 * node.Period)
@@ -98,84 +89,6 @@ func TestRunnerParks(t *testing.T) {
 	if err := r.Err(); err != nil {
 		t.Errorf("woken runner: %v", err)
 	}
-}
-
-// rootBoard returns a board of slots slots whose tree is a 100 Mbit/s
-// root class, 1:1.
-func rootBoard(t *testing.T, slots int) *node.Board {
-	t.Helper()
-	board, err := node.Format(alignedMem(node.Size(slots)), slots)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tree, err := htb.ParseScript("class root classid 1:1 rate 100mbit")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := board.SetTree(tree); err != nil {
-		t.Fatal(err)
-	}
-	return board
-}
-
-// TestJoinKeepsAParkedSandbox: a slot silent past Stale whose process
-// is alive (a parked sandbox) is not reclaimed, and its guarantee stays
-// reserved: a newcomer's must fit beside it, or the parked sandbox would
-// not get its rate when it wakes. Once no process has its pid, the slot
-// and its guarantee are free.
-func TestJoinKeepsAParkedSandbox(t *testing.T) {
-	stale := int64(node.Stale)
-	silentSince := func(pid int) *node.Board {
-		board := rootBoard(t, 2)
-		// 30 Mbit/s of the root's 100 guaranteed, silent since 1.
-		if _, err := board.JoinProcess(issueClasses[2], 1, pid, 1, stale); err != nil {
-			t.Fatal(err)
-		}
-		return board
-	}
-	newcomer := func(rate uint64) htb.ClassConfig {
-		return htb.ClassConfig{ID: 1<<16 | 40, Parent: 1<<16 | 1, Rate: rate * mbit, Ceil: 100 * mbit}
-	}
-	for _, tc := range []struct {
-		name    string
-		pid     int
-		rate    uint64 // the newcomer's, Mbit/s
-		refused string // what the refusal says; "": it joins
-	}{
-		{"parked: its guarantee is kept", os.Getpid(), 71, "a guarantee of 71Mbit does not fit (70Mbit left)"},
-		{"parked: the rest is free", os.Getpid(), 70, ""},
-		{"gone: its guarantee is free", deadPid(t), 100, ""},
-	} {
-		board := silentSince(tc.pid)
-		_, err := board.JoinProcess(newcomer(tc.rate), 2, 0, 2+stale, stale)
-		switch {
-		case tc.refused == "" && err != nil:
-			t.Errorf("%s: a %d Mbit/s guarantee refused: %v", tc.name, tc.rate, err)
-		case tc.refused != "" && (err == nil || !strings.Contains(err.Error(), tc.refused)):
-			t.Errorf("%s: a %d Mbit/s guarantee: %v, want a refusal saying %q", tc.name, tc.rate, err, tc.refused)
-		}
-		if live := board.Snapshot(2+stale, stale); err == nil && len(live) != 1 {
-			t.Errorf("%s: %d live leaves, want the newcomer alone (a silent class has no share)", tc.name, len(live))
-		}
-	}
-	// A board of one slot: a parked sandbox's slot is not reclaimed.
-	board := rootBoard(t, 1)
-	if _, err := board.JoinProcess(issueClasses[0], 1, os.Getpid(), 1, stale); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := board.JoinProcess(issueClasses[1], 2, 0, 2+stale, stale); err == nil || !strings.Contains(err.Error(), "slots") {
-		t.Errorf("a live process's silent slot: %v, want it kept (every slot taken)", err)
-	}
-}
-
-// deadPid returns the pid of a process that has exited and been reaped.
-func deadPid(t *testing.T) int {
-	t.Helper()
-	cmd := exec.Command("true")
-	if err := cmd.Run(); err != nil {
-		t.Skipf("no process to reap: %v", err)
-	}
-	return cmd.Process.Pid
 }
 
 // TestDeepBacklogTakesItsShare: a class whose qdisc holds a deep backlog

@@ -3,29 +3,23 @@ package node
 import (
 	"fmt"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/netqdisc/netqdisc/pkg/qdisc/htb"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/rate"
 )
 
 // Show prints the node's classes as of now as `tc -s class show` prints
-// an htb's: the operator's classes, then each live sandbox's, with what
-// it sent, the packets it sent within its rate (lended) and past it
-// (borrowed), and its bucket's tokens. An inner class's counters are its
-// sandboxes' sums; it lends what they borrowed.
-func (b *Board) Show(now int64) (string, error) {
-	tree, _, err := b.Tree()
-	if err != nil {
-		return "", err
-	}
-	leaves := b.Snapshot(now, int64(Stale))
-	r2q := uint64(tree.Qdisc.R2Q)
-	if r2q == 0 {
-		r2q = htb.DefaultR2Q
-	}
-	var classes []htb.ClassConfig
-	for _, c := range tree.Classes {
-		classes = append(classes, withQuantum(c, r2q))
-	}
+// an htb's: the operator's classes, then every seated sandbox's, parked
+// ones too, with what it sent, the packets it sent within its rate
+// (lended) and past it (borrowed), and its bucket's tokens, as its
+// sandbox published them (a sandbox's own word: an inner class's sums of
+// them saturate). Under each sandbox's class a line says its slot, its
+// process, when it last published and, parked, since when; its share.
+func (a *Allocator) Show(now int64) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	stats := map[uint32]*htb.ClassStats{}
 	var order []uint32
 	add := func(c htb.ClassConfig) *htb.ClassStats {
@@ -34,25 +28,36 @@ func (b *Board) Show(now int64) (string, error) {
 		order = append(order, c.ID)
 		return s
 	}
-	for _, c := range classes {
+	for _, c := range a.classes {
 		add(c)
 	}
-	for _, l := range leaves {
-		c := withQuantum(l.Class, r2q)
+	notes := map[uint32]string{}
+	for _, st := range a.seats {
+		if st == nil {
+			continue
+		}
+		c, w := st.class, st.words
 		s := add(c)
 		s.Level = 0
-		s.Bytes, s.Packets, s.Lends, s.Borrows = l.Bytes, l.Packets, l.Lended, l.Borrowed
-		s.Tokens = int64(mulDiv(l.Tokens, 1e9, max(c.Rate, 1)))
-		s.CTokens = int64(mulDiv(l.Tokens, 1e9, max(c.Ceil, 1)))
+		s.Bytes, s.Packets = atomic.LoadUint64(&w[wBytes]), atomic.LoadUint64(&w[wPackets])
+		s.Lends, s.Borrows = atomic.LoadUint64(&w[wLended]), atomic.LoadUint64(&w[wBorrowed])
+		tokens := min(atomic.LoadUint64(&w[wTokens]), 1<<40)
+		s.Tokens = int64(mulDiv(tokens, 1e9, max(c.Rate, 1)))
+		s.CTokens = int64(mulDiv(tokens, 1e9, max(c.Ceil, 1)))
 		for p, d := stats[c.Parent], 0; p != nil && d < len(order); p, d = stats[p.Parent], d+1 {
-			p.Bytes += l.Bytes
-			p.Packets += l.Packets
+			p.Bytes = satAdd(p.Bytes, s.Bytes)
+			p.Packets = satAdd(p.Packets, s.Packets)
 			if d == 0 {
-				p.Lends += l.Borrowed
+				p.Lends = satAdd(p.Lends, s.Borrows)
 			}
 		}
+		state := fmt.Sprintf("live, share %s", fmtRate(st.share))
+		if !st.live {
+			state = fmt.Sprintf("parked %v ago, holds its rate", fmtAgo(now-st.parkedSince))
+		}
+		notes[c.ID] = fmt.Sprintf(" sandbox: slot %d pid %d joined %v ago, published %v ago, %s\n", st.slot, st.proc.PID(), fmtAgo(now-st.joined), fmtAgo(now-st.seenAt), state)
 	}
-	for _, c := range classes {
+	for _, c := range a.classes {
 		if _, ok := stats[c.Parent]; !ok {
 			stats[c.ID].Parent = 0 // the root, as tc shows it
 		}
@@ -60,6 +65,13 @@ func (b *Board) Show(now int64) (string, error) {
 	var out strings.Builder
 	for _, id := range order {
 		fmt.Fprintln(&out, stats[id].String())
+		out.WriteString(notes[id])
 	}
-	return out.String(), nil
+	return out.String()
 }
+
+// fmtAgo prints a duration of ns rounded to the millisecond.
+func fmtAgo(ns int64) time.Duration { return time.Duration(max(ns, 0)).Round(time.Millisecond) }
+
+// fmtRate prints bytes a second as tc does.
+func fmtRate(r uint64) string { return rate.FormatRate(r) }

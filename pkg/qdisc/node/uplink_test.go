@@ -2,9 +2,9 @@ package node_test
 
 import (
 	"math"
+	"os"
 	"testing"
 	"time"
-	"unsafe"
 
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/faketime"
@@ -30,34 +30,62 @@ type sandboxNIC struct {
 	seq    uint64
 }
 
-// newNode formats a board with tree and starts a NIC per class, each
-// with the qdisc build makes over its uplink (on the receive path, the
-// uplink writer that delivers to the sandbox), on clock.
-func newNode(t *testing.T, clock *faketime.ManualClock, tree string, classes []htb.ClassConfig, receive bool, build func(stack.LinkEndpoint) qdisc.Discipline) []*sandboxNIC {
+// joinNode starts a node's allocator with tree, stepped on clock, and
+// joins a sandbox of each class (its process this one), returning their
+// allocator and their members over their seats.
+func joinNode(t testing.TB, clock *faketime.ManualClock, tree string, classes ...htb.ClassConfig) (*node.Allocator, []*node.Member) {
 	t.Helper()
-	mem := alignedMem(node.Size(8))
-	board, err := node.Format(mem, 8)
-	if err != nil {
-		t.Fatal(err)
-	}
 	s, err := htb.ParseScript(tree)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := board.SetTree(s); err != nil {
+	a, err := node.NewAllocator(s, 128)
+	if err != nil {
 		t.Fatal(err)
 	}
 	now := func() int64 { return int64(clock.NowMonotonic().Sub(tcpip.MonotonicTime{})) }
+	stepper := node.StepEvery(a, clock, now)
+	var seats []*node.Seat
+	t.Cleanup(func() {
+		stepper.Close()
+		for _, s := range seats {
+			s.Close()
+		}
+		a.Close()
+	})
+	var ms []*node.Member
+	for _, c := range classes {
+		_, c, f, err := a.Join(c, selfProcess{}, now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		seat, err := node.MapSeat(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seats = append(seats, seat)
+		ms = append(ms, node.NewMember(seat, c))
+	}
+	return a, ms
+}
+
+// selfProcess is a sandbox's process that runs as long as the test.
+type selfProcess struct{}
+
+func (selfProcess) Alive() bool  { return true }
+func (selfProcess) PID() int     { return os.Getpid() }
+func (selfProcess) Close() error { return nil }
+
+// newNode starts a node's allocator with tree and starts a NIC per class, each
+// with the qdisc build makes over its uplink (on the receive path, the
+// uplink writer that delivers to the sandbox), on clock.
+func newNode(t *testing.T, clock *faketime.ManualClock, tree string, classes []htb.ClassConfig, receive bool, build func(stack.LinkEndpoint) qdisc.Discipline) []*sandboxNIC {
+	t.Helper()
+	now := func() int64 { return int64(clock.NowMonotonic().Sub(tcpip.MonotonicTime{})) }
+	_, ms := joinNode(t, clock, tree, classes...)
 	var nics []*sandboxNIC
 	for i, c := range classes {
-		slot, err := board.Join(c, uint64(i+1), now(), int64(node.Stale))
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, err := node.NewMember(board, slot, uint64(i+1), c)
-		if err != nil {
-			t.Fatal(err)
-		}
+		m := ms[i]
 		n := &sandboxNIC{link: qdisctest.NewLink(clock)}
 		up := node.NewUplink(n.link, c.Rate)
 		if receive {
@@ -157,12 +185,6 @@ func TestNodeShares(t *testing.T) {
 	}
 }
 
-// alignedMem returns n zeroed bytes, 8-byte aligned as a mapping is.
-func alignedMem(n int) []byte {
-	w := make([]uint64, (n+7)/8)
-	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(w))), n)
-}
-
 // TestNodeHandover: a sandbox's share goes to the others when it goes
 // idle, within 100 ms, and when it is killed (its runner stops without
 // leaving its slot, as SIGKILL leaves it), within a second; a sandbox
@@ -220,9 +242,10 @@ func TestNodeHandover(t *testing.T) {
 		all := []bool{true, true, true}
 		drive(t, clock, nics, all, 500*time.Millisecond)
 		got := rates(drive(t, clock, nics, all, time.Second), time.Second)
-		// 1:1e wants what it sends and a sixteenth, under its rate of
-		// 30: the others share the rest.
-		spare := 100 - 30 - 15*17.0/16
+		// 1:1e wants what it sends and the slack (a 256th of the
+		// root's rate), under its rate of 30: the others share the
+		// rest.
+		spare := 100 - 30 - (15 + 100.0/256)
 		check(t, "1:1e held to 15 Mbit/s by its own tbf", got, []float64{10 + spare*5/13, 20 + spare*8/13, 15}, 0.5)
 	})
 }
