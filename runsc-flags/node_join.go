@@ -322,7 +322,7 @@ func (c *Config) ShowNodes() (string, error) {
 // file is path: a parked sandbox's, whose guarantee then no longer
 // counts when others join. `runsc qdisc node PATH evict CLASSID`.
 func EvictNode(path, id string) error {
-	c, err := htb.ParseClass("classid " + id + " rate 1kbit")
+	c, err := htb.ParseClass("root classid " + id + " rate 1kbit")
 	if err != nil {
 		return fmt.Errorf("evict %q: give the sandbox's classid as runsc qdisc node shows it, such as 1:8002", id)
 	}

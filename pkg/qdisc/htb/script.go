@@ -60,9 +60,15 @@ type Statement struct {
 }
 
 // Statements splits text into its statements, at ";" and newlines,
-// leaving out empty ones.
+// leaving out comments ("#" to the end of its line, as in a tc batch
+// file or a shell script) and empty statements.
 func Statements(text string) []Statement {
 	var out []Statement
+	lines := strings.Split(text, "\n")
+	for i, l := range lines {
+		lines[i], _, _ = strings.Cut(l, "#")
+	}
+	text = strings.Join(lines, "\n")
 	for _, line := range strings.FieldsFunc(text, func(r rune) bool { return r == ';' || r == '\n' }) {
 		line = strings.TrimSpace(line)
 		if line == "" {
