@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -356,4 +357,43 @@ func NodeCommand(c *Config, args []string) (string, error) {
 		out.WriteString(show)
 	}
 	return out.String(), nil
+}
+
+// ShowNodesOf is what `runsc qdisc show` prints after a sandbox's own
+// shaping: every class of each node the Config gives (runsc.toml's
+// --qdisc-node, which every runsc command of a shim reads) or, where it
+// gives none (flags given to `runsc run` alone), each node the
+// sandbox's show names ("node PATH class htb ...": the sandbox's word,
+// so only shown, never put in force). A node whose allocator does not
+// answer is left out.
+func (c *Config) ShowNodesOf(sandboxShow string) string {
+	var paths []string
+	for _, d := range []Ceiling{EgressCeiling, IngressCeiling} {
+		if c.InNode(d) {
+			paths = append(paths, *c.nodeOf(d).path)
+		}
+	}
+	if len(paths) == 0 {
+		for _, line := range strings.Split(sandboxShow, "\n") {
+			_, rest, ok := strings.Cut(line, ": node ")
+			if !ok {
+				continue
+			}
+			if path, _, ok := strings.Cut(rest, " class htb "); ok && !slices.Contains(paths, path) {
+				paths = append(paths, path)
+			}
+		}
+	}
+	var out strings.Builder
+	for _, path := range paths {
+		var show string
+		if err := callNode(path, false, func(cl node.Client) error {
+			var err error
+			show, _, err = cl.Show("")
+			return err
+		}); err == nil {
+			fmt.Fprintf(&out, "node %s:\n%s", path, show)
+		}
+	}
+	return out.String()
 }

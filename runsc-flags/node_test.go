@@ -226,6 +226,14 @@ func TestJoinNode(t *testing.T) {
 			t.Errorf("runsc qdisc node lacks %q:\n%s", want, show)
 		}
 	}
+	// runsc qdisc show: the sandbox's own, then every class of its node,
+	// whether runsc's flags name the node or only the sandbox does.
+	for _, cfg := range []*Config{{}, {Node: tree}} {
+		nodes := cfg.ShowNodesOf(a.Show())
+		if !strings.Contains(nodes, "node "+tree+":") || !strings.Contains(nodes, "class htb 1:8002 parent 1:10") {
+			t.Errorf("runsc qdisc show with --qdisc-node=%q: the node's classes\n%s", cfg.Node, nodes)
+		}
+	}
 
 	// Close gives the slot back: the next sandbox takes slot 0.
 	a.Close()
