@@ -21,11 +21,13 @@ import (
 // A node's files sit beside its tree file PATH, in a directory only root
 // on the host writes: PATH.sock, the socket of the node's allocator (the
 // trusted side, one process per node: ServeNode); PATH.lock, which that
-// process holds while it runs; PATH.log, what it logs.
+// process holds while it runs; PATH.log, what it logs; PATH.state, the
+// classes it admitted, for one started after it (node.Allocator.Adopt).
 const (
 	SocketSuffix = ".sock"
 	LockSuffix   = ".lock"
 	LogSuffix    = ".log"
+	StateSuffix  = ".state"
 )
 
 // NodeIdleExit is how long a node's allocator runs with no sandbox seated
@@ -204,7 +206,12 @@ var StartNodeAllocator = func(path string) error {
 // it has had no sandbox and no request for idle: it holds PATH.lock (an
 // allocator already running there: it returns at once, nil), answers on
 // PATH.sock (root's alone) and steps the node every node.Period.
-func ServeNode(path string, idle time.Duration) error {
+func ServeNode(path string, idle time.Duration) error { return serveNode(path, idle, true) }
+
+// serveNode is ServeNode, keeping the admitted classes in PATH.state
+// where persist is set (tests in this process, whose temporary
+// directories go as they end, keep none).
+func serveNode(path string, idle time.Duration, persist bool) error {
 	_, tree, err := readTree(path)
 	if err != nil {
 		return err
@@ -225,6 +232,16 @@ func ServeNode(path string, idle time.Duration) error {
 		return err
 	}
 	defer a.Close()
+	// The sandboxes an allocator before this one seated, still running:
+	// their guarantees count for the joins to come.
+	if persist {
+		if _, err := a.Adopt(path+StateSuffix, node.Now()); err != nil {
+			return err
+		}
+		if err := a.Persist(path + StateSuffix); err != nil {
+			return err
+		}
+	}
 	sock := path + SocketSuffix
 	os.Remove(sock) // a socket left by an allocator that died
 	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})

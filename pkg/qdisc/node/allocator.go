@@ -63,6 +63,9 @@ type Allocator struct {
 	epfd int
 	// +checklocks:mu
 	events []unix.EpollEvent
+	// statePath is the state file (Persist), "" for none.
+	// +checklocks:mu
+	statePath string
 	// requests counts the runtime's requests (Serve), for its idle exit.
 	requests atomic.Uint64
 }
@@ -85,6 +88,11 @@ type seatState struct {
 	seq                         uint64
 	live                        bool
 	demand, share               uint64
+	// start is the process's start time (the state file's); adopted
+	// says the class was seated by an allocator before this one (Adopt):
+	// its words are this process's own, no sandbox's.
+	start   uint64
+	adopted bool
 }
 
 // DefaultSlots is how many sandboxes an Allocator holds by default.
@@ -202,11 +210,17 @@ func (a *Allocator) Join(c htb.ClassConfig, p Process, now int64) (int, htb.Clas
 			return 0, c, nil, fmt.Errorf("node: watching the sandbox's process: %w", err)
 		}
 	}
-	s := &seatState{slot: slot, class: withQuantum(c, a.r2q), proc: p, words: w, joined: now, seenAt: now, live: true, share: c.Rate}
+	start, _ := startTime(p.PID())
+	s := &seatState{slot: slot, class: withQuantum(c, a.r2q), proc: p, words: w, joined: now, seenAt: now, live: true, share: c.Rate, start: start}
 	atomic.StoreUint64(&w[aShare], c.Rate)
 	atomic.StoreUint64(&w[aBeat], uint64(now))
 	a.seats[slot] = s
 	a.dirty = true
+	if err := a.saveLocked(); err != nil {
+		a.freeLocked(s)
+		f.Close()
+		return 0, c, nil, err
+	}
 	return slot, c, f, nil
 }
 
@@ -287,10 +301,13 @@ func (a *Allocator) freeLocked(s *seatState) {
 	if fp, ok := s.proc.(interface{ FD() int }); ok {
 		unix.EpollCtl(a.epfd, unix.EPOLL_CTL_DEL, fp.FD(), nil)
 	}
-	unmapSeat(s.words)
+	if !s.adopted {
+		unmapSeat(s.words)
+	}
 	s.words = nil
 	s.proc.Close()
 	a.dirty = true
+	a.saveLocked() // a failure leaves the slot counted by a restart, not lost
 }
 
 // Held reports how many slots hold a sandbox.

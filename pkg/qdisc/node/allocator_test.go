@@ -3,6 +3,8 @@ package node
 import (
 	"math"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -261,5 +263,84 @@ func TestSeatSealed(t *testing.T) {
 	tmp.Truncate(seatBytes)
 	if _, err := MapSeat(tmp); err == nil || !strings.Contains(err.Error(), "not a seat") {
 		t.Errorf("a plain file as a seat: %v, want it refused", err)
+	}
+}
+
+// TestAdopt: an allocator started again (the last one was killed) reads
+// the state file the last one kept and adopts each sandbox still
+// running: a join must fit beside its guarantee, Show marks it, and its
+// slot is freed when its process exits. A sandbox that exited meanwhile,
+// or whose pid is now another process's, is not adopted.
+func TestAdopt(t *testing.T) {
+	child := exec.Command("sleep", "60")
+	if err := child.Start(); err != nil {
+		t.Skipf("no process to start: %v", err)
+	}
+	defer func() { child.Process.Kill(); child.Wait() }()
+	gone := exec.Command("true")
+	if err := gone.Start(); err != nil {
+		t.Skipf("no process to start: %v", err)
+	}
+	pidfd := func(pid int) Process {
+		f, err := OpenPidFD(pid)
+		if err != nil {
+			t.Skipf("no pidfd: %v", err)
+		}
+		p, err := NewPidFD(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	tree, _ := htb.ParseScript(issueTree)
+	state := filepath.Join(t.TempDir(), "node.htb.state")
+	first, err := NewAllocator(tree, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Persist(state); err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range []struct {
+		c   htb.ClassConfig
+		pid int
+	}{{sandbox(0, 60, 100, 0), child.Process.Pid}, {sandbox(0, 30, 100, 0), gone.Process.Pid}} {
+		_, _, f, err := first.Join(j.c, pidfd(j.pid), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
+	gone.Wait()
+	// The first allocator is killed: its state file stays as it was.
+	b, _ := os.ReadFile(state)
+	first.Close()
+	os.WriteFile(state, b, 0o600)
+
+	second, err := NewAllocator(tree, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
+	if n, err := second.Adopt(state, 2); err != nil || n != 1 {
+		t.Fatalf("adopted %d, %v; want the one still running", n, err)
+	}
+	if show := second.Show(3); !strings.Contains(show, "adopted") || !strings.Contains(show, "rate 60Mbit") {
+		t.Errorf("the adopted sandbox is not shown as such:\n%s", show)
+	}
+	if _, _, _, err := second.Join(sandbox(0, 41, 100, 0), &fakeProc{}, 3); err == nil || !strings.Contains(err.Error(), "40Mbit left") {
+		t.Errorf("beside an adopted guarantee of 60 of 100: %v, want refused with 40Mbit left", err)
+	}
+	child.Process.Kill()
+	child.Wait()
+	second.Step(4)
+	if n := second.Held(); n != 0 {
+		t.Errorf("the adopted sandbox exited: %d slots held, want 0", n)
+	}
+	if err := os.WriteFile(state, []byte("{"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := second.Adopt(state, 5); err == nil || !strings.Contains(err.Error(), "remove it") {
+		t.Errorf("a corrupt state file: %v, want an error saying what to do", err)
 	}
 }

@@ -96,3 +96,24 @@ func (p *PidFD) PID() int { return p.pid }
 
 // Close implements Process.Close.
 func (p *PidFD) Close() error { return unix.Close(p.fd) }
+
+// startTime reads process pid's start time (clock ticks since boot) from
+// /proc/PID/stat: after the command's name in parentheses (which may
+// hold any byte, so the last ')' ends it), the twentieth field. With the
+// pid, it names a process across a pid the kernel gives another later.
+func startTime(pid int) (uint64, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := bytes.Fields(b[i+1:])
+	if len(f) < 20 {
+		return 0, false
+	}
+	start, err := strconv.ParseUint(string(f[19]), 10, 64)
+	return start, err == nil
+}

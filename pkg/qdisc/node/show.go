@@ -52,7 +52,10 @@ func (a *Allocator) Show(now int64) string {
 			}
 		}
 		state := fmt.Sprintf("live, share %s", fmtRate(st.share))
-		if !st.live {
+		switch {
+		case st.adopted:
+			state = "adopted from the allocator before this one: no seat, holds its rate until it exits"
+		case !st.live:
 			state = fmt.Sprintf("parked %v ago, holds its rate", fmtAgo(now-st.parkedSince))
 		}
 		notes[c.ID] = fmt.Sprintf(" sandbox: slot %d pid %d joined %v ago, published %v ago, %s\n", st.slot, st.proc.PID(), fmtAgo(now-st.joined), fmtAgo(now-st.seenAt), state)
