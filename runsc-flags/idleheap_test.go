@@ -113,7 +113,7 @@ func heapPer(n int, build func() func()) uint64 {
 
 // TestIdleHeapNode: a NIC whose sandbox is a class of its node (runsc's
 // fifo under the class, each direction) holds at most idleBudget of heap
-// while idle too; the board itself is the node's file, mapped, not heap.
+// while idle too; the seat is a memfd page, mapped, not heap.
 func TestIdleHeapNode(t *testing.T) {
 	const n = 40
 	tree := filepath.Join(t.TempDir(), "node.htb")

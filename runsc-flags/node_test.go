@@ -97,7 +97,7 @@ func TestNodeAnnotations(t *testing.T) {
 
 // TestJoinNode: runsc's join on the host and the sandbox's attach: each
 // sandbox gets a slot and a classid of its own under the parent, the
-// tree file is read into the board when it changes, a guarantee that
+// tree file is put in force by its allocator when it changes, a guarantee that
 // does not fit is refused, the sandbox's NIC shapes through its class,
 // `runsc qdisc show` prints the node's classes, and Close gives the slot
 // back.
@@ -183,7 +183,7 @@ func TestJoinNode(t *testing.T) {
 		t.Errorf("the class's step: %v", err)
 	}
 
-	// A changed tree is read into the board by `runsc qdisc node` and at
+	// A changed tree is put in force by `runsc qdisc node` and at
 	// the next join, and the running sandboxes take it.
 	write("class root classid 1:1 rate 200mbit; class parent 1:1 classid 1:10 rate 120mbit ceil 200mbit")
 	if nodeShow, err := ShowNode(tree); err != nil || !strings.Contains(nodeShow, "class htb 1:10 parent 1:1 rate 120Mbit") {

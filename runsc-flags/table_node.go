@@ -32,7 +32,7 @@ func nodeRowsOf(d Ceiling) []Flag {
 		{
 			Name: n.path, Kind: KindText, field: func(c *Config) any { return c.nodeOf(d).path },
 			Default: "", Unset: "no node: the sandbox's shaping is its own", Example: "/run/netqdisc/node.htb",
-			Usage:      "node: the file of the node's class tree over " + what + ", in --qdisc-htb's words (class root classid 1:1 rate 10gbit; class parent 1:1 classid 1:10 rate 4gbit), the same for every sandbox of the node. The sandbox joins it as a class with --" + n.rate + " guaranteed, borrowing up to --" + n.ceil + " what the node's other sandboxes leave idle, as Linux's htb classes do. runsc keeps the node's shared state in the file's path plus .board.",
+			Usage:      "node: the file of the node's class tree over " + what + ", in --qdisc-htb's words (class root classid 1:1 rate 10gbit; class parent 1:1 classid 1:10 rate 4gbit), the same for every sandbox of the node. The sandbox joins it as a class with --" + n.rate + " guaranteed, borrowing up to --" + n.ceil + " what the node's other sandboxes leave idle, as Linux's htb classes do. runsc starts the node's allocator (its socket: the file's path plus .sock), which admits each sandbox's class and gives it its share.",
 			Annotation: Rule{Permit: OperatorOnly, Note: "the node's file is the operator's"},
 			Linux:      Linux{Qdisc: linux, Param: "(node tree)"},
 		},

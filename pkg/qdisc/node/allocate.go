@@ -67,7 +67,7 @@ func index(classes []htb.ClassConfig) *shares {
 	n := len(classes)
 	s := &shares{classes: classes, parent: make([]int, n), children: make([][]int, n), under: make([][]int, n), use: make([]uint64, n)}
 	// A classid's first class is the one its children hang from (a
-	// board a compromised sandbox wrote may repeat one), and a parent
+	// tree gone wrong may repeat one), and a parent
 	// link that would close a cycle is cut: the walks up the tree end.
 	pos := make(map[uint32]int, n)
 	for i, c := range classes {

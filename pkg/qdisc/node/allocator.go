@@ -31,8 +31,8 @@ import (
 //     and ceil.
 //
 // It computes the node's shares once a Period for every sandbox, where
-// each sandbox computing them from every other's (the board before it)
-// cost N² a Period; a sandbox's step reads one word.
+// each sandbox computing them from every other's, on a board all
+// shared (before it), cost N² a Period; a sandbox's step reads its seat.
 type Allocator struct {
 	mu sync.Mutex
 	// tree is the operator's tree, classes its classes with tc's

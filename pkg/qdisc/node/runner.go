@@ -44,7 +44,7 @@ type Runner struct {
 // ParkAfter is how long a class must stay idle before its Runner parks.
 const ParkAfter = 100 * time.Millisecond
 
-// Run starts stepping m for up on clock's timers; now gives the board's
+// Run starts stepping m for up on clock's timers; now gives the node's
 // time (CLOCK_MONOTONIC in a sandbox, which every sandbox of the node
 // shares).
 func Run(m *Member, up *Uplink, clock tcpip.Clock, now func() int64) *Runner {
@@ -118,15 +118,15 @@ func (r *Runner) stepLocked() {
 // Parked reports whether the runner is parked (the class idle).
 func (r *Runner) Parked() bool { return r.up.parked.Load() }
 
-// Err returns the last step's error (no tree on the board; the slot
-// reclaimed), nil if it went well: the class then holds its rate.
+// Err returns the last step's error (the allocator stopped writing, or
+// evicted the class), nil if it went well: the class then holds its rate.
 func (r *Runner) Err() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.err
 }
 
-// Close stops the timer and gives the slot back.
+// Close stops the timer and gives the class back.
 func (r *Runner) Close() {
 	r.mu.Lock()
 	r.closed = true

@@ -14,8 +14,8 @@ import (
 // an htb's: the operator's classes, then every seated sandbox's, parked
 // ones too, with what it sent, the packets it sent within its rate
 // (lended) and past it (borrowed), and its bucket's tokens, as its
-// sandbox published them (a sandbox's own word: an inner class's sums of
-// them saturate). Under each sandbox's class a line says its slot, its
+// sandbox published them (a sandbox's own word: held to what its ceil
+// could have sent since it joined, and an inner class's sums saturate). Under each sandbox's class a line says its slot, its
 // process, when it last published and, parked, since when; its share.
 func (a *Allocator) Show(now int64) string {
 	a.mu.Lock()
@@ -39,8 +39,12 @@ func (a *Allocator) Show(now int64) string {
 		c, w := st.class, st.words
 		s := add(c)
 		s.Level = 0
-		s.Bytes, s.Packets = atomic.LoadUint64(&w[wBytes]), atomic.LoadUint64(&w[wPackets])
-		s.Lends, s.Borrows = atomic.LoadUint64(&w[wLended]), atomic.LoadUint64(&w[wBorrowed])
+		// The sandbox's own words, held to what its ceil could have
+		// sent since it joined (a megabyte more for its first bucket).
+		s.Bytes = min(atomic.LoadUint64(&w[wBytes]), satAdd(mulDiv(c.Ceil, uint64(max(now-st.joined, 0)), 1e9), 1<<20))
+		s.Packets = min(atomic.LoadUint64(&w[wPackets]), s.Bytes)
+		s.Lends = min(atomic.LoadUint64(&w[wLended]), s.Packets)
+		s.Borrows = min(atomic.LoadUint64(&w[wBorrowed]), s.Packets)
 		tokens := min(atomic.LoadUint64(&w[wTokens]), 1<<40)
 		s.Tokens = int64(mulDiv(tokens, 1e9, max(c.Rate, 1)))
 		s.CTokens = int64(mulDiv(tokens, 1e9, max(c.Ceil, 1)))
