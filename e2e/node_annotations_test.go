@@ -190,6 +190,12 @@ func TestNodeAnnotationsAndKill(t *testing.T) {
 	} else if want := fmt.Sprintf("a guarantee of %dMbit does not fit (%dMbit left)", left+1, left); !strings.Contains(err.Error(), want) {
 		t.Errorf("a %d Mbit/s guarantee: %v, want runsc to say %q", left+1, err, want)
 	}
+	// The refused join left the namespace as it found it: runsc joins
+	// before it takes the veth's address (lab's launch put it there).
+	h := r.Hosts[2]
+	if out, err := lab.Run(h.NS, "ip", "-4", "-o", "addr", "show", "dev", h.Veth); err != nil || !strings.Contains(out, h.Addr+"/") {
+		t.Errorf("after a join refused, %s's %s has %q (%v), want its address %s still", h.NS, h.Veth, strings.TrimSpace(out), err, h.Addr)
+	}
 	if sandboxes[2], err = r.start(2, lab.SandboxOptions{Flags: operator(left)}); err != nil {
 		t.Fatalf("the killed sandbox's guarantee did not come back: %v", err)
 	}

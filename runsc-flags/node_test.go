@@ -9,6 +9,7 @@ import (
 
 	"gvisor.dev/gvisor/pkg/tcpip/faketime"
 
+	"github.com/netqdisc/netqdisc/pkg/qdisc/classify"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/node"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/qdisctest"
 )
@@ -286,5 +287,63 @@ func TestNodeIngress(t *testing.T) {
 		}
 		e.Close()
 		nc.Close()
+	}
+}
+
+// TestNodeCommand: `runsc qdisc node`'s verbs: a path shows the node,
+// evict frees a parked sandbox's class (a live one's is refused, a
+// classid no sandbox holds is an error), and a word out of place says
+// how to call it.
+func TestNodeCommand(t *testing.T) {
+	tree := filepath.Join(t.TempDir(), "node.htb")
+	if err := os.WriteFile(tree, []byte("class root classid 1:1 rate 100mbit"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := parse(t, "--qdisc-node="+tree, "--qdisc-node-rate=10mbit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seats, files, err := c.JoinNode(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := AttachNode(seats[0], files[0]) // no NIC: it never publishes, as a parked sandbox
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	id := classify.ClassID(seats[0].ID)
+	for _, tc := range []struct {
+		args []string
+		want string // in the output, or the error
+		err  bool
+	}{
+		{[]string{tree}, "class htb " + id + " parent 1:1", false},
+		{[]string{tree, "evict", id}, "is live", true},
+		{[]string{tree, "evict", "1:7777"}, "no sandbox holds class 1:7777", true},
+		{[]string{tree, "evict", "nonsense"}, "give the sandbox's classid", true},
+		{[]string{tree, "serve", "now"}, "usage: runsc qdisc node", true},
+	} {
+		out, err := NodeCommand(&Config{}, tc.args)
+		got := out
+		switch {
+		case tc.err && err == nil:
+			got = "no error: " + out
+		case err != nil:
+			got = err.Error()
+		}
+		if !strings.Contains(got, tc.want) || (err != nil) != tc.err {
+			t.Errorf("runsc qdisc node %q: %q, want %q", tc.args, got, tc.want)
+		}
+	}
+	time.Sleep(node.Stale + 100*time.Millisecond)
+	if out, err := NodeCommand(&Config{}, []string{tree}); err != nil || !strings.Contains(out, "parked") {
+		t.Errorf("runsc qdisc node after %v silent: %v\n%s\nwant the class shown parked", node.Stale, err, out)
+	}
+	if out, err := NodeCommand(&Config{}, []string{tree, "evict", id}); err != nil || !strings.Contains(out, "evicted class "+id) {
+		t.Errorf("evicting the parked class: %q, %v", out, err)
+	}
+	if out, _ := NodeCommand(&Config{}, []string{tree}); strings.Contains(out, "class htb "+id) {
+		t.Errorf("the evicted class is still shown:\n%s", out)
 	}
 }

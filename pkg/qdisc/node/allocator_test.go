@@ -344,3 +344,42 @@ func TestAdopt(t *testing.T) {
 		t.Errorf("a corrupt state file: %v, want an error saying what to do", err)
 	}
 }
+
+// TestEvict: the operator may evict a parked sandbox's class (its
+// guarantee then no longer counts for a join), not a live one's; the
+// evicted sandbox, if it wakes, holds itself to its rate and says why.
+func TestEvict(t *testing.T) {
+	n := newTestNode(t, issueTree, []htb.ClassConfig{sandbox(0, 60, 100, 0), sandbox(0, 30, 100, 0)}, 1)
+	now := int64(1)
+	sent := make([]uint64, 2)
+	n.run(t, &now, 100*time.Millisecond, []bool{true, true}, []bool{false, false}, sent)
+	for _, tc := range []struct {
+		name string
+		id   uint32
+		want string
+	}{
+		{"a live class", 1<<16 | AutoMinor, "is live"},
+		{"no such class", 1<<16 | 0x77, "no sandbox holds class 1:77"},
+	} {
+		if err := n.a.Evict(tc.id, now); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("evicting %s: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+	// The first parks (stops publishing); the second goes on.
+	n.run(t, &now, Stale+100*time.Millisecond, []bool{false, true}, []bool{true, false}, sent)
+	if _, _, _, err := n.a.Join(sandbox(0, 20, 100, 0), &fakeProc{}, now); err == nil {
+		t.Error("a 20 Mbit/s guarantee beside a parked 60 and a live 30 under 100: joined")
+	}
+	if err := n.a.Evict(1<<16|AutoMinor, now); err != nil {
+		t.Fatalf("evicting the parked class: %v", err)
+	}
+	if _, _, f, err := n.a.Join(sandbox(0, 20, 100, 0), &fakeProc{}, now); err != nil {
+		t.Errorf("a 20 Mbit/s guarantee once the parked 60 was evicted: %v", err)
+	} else {
+		f.Close()
+	}
+	share, err := n.ms[0].Share(now, Counters{Busy: true})
+	if share != 60*mbit || err == nil || !strings.Contains(err.Error(), "evicted") {
+		t.Errorf("the evicted sandbox woke: share %d, %v; want its rate, 60 Mbit/s, and an error saying it was evicted", share, err)
+	}
+}
