@@ -45,7 +45,7 @@
 //     (DefaultQueueBytes), not an unbounded one: an annotation may give a
 //     limit no larger, or a latency whose limit (rate*latency + burst, at
 //     the result's rate and burst) is no larger. A Kubernetes bandwidth's
-//     25 ms latency is its own rule, below.
+//     25 ms latency is held to the same (below).
 //   - qdisc: tbf only ever delays or drops what the qdisc it replaces
 //     would send; fq_codel may replace fifo or none, which have no ceiling
 //     for it to remove, but not tbf. A tbf child of fq_codel replaces the
@@ -74,7 +74,9 @@
 //     htb.Fit; where cake is, its bandwidth is lowered), and each sets its
 //     direction's rate, a burst of 10 ms of it (at least 64 KiB + 14, the
 //     largest host-GSO packet) and the CNI bandwidth plugin's 25 ms
-//     latency, each only where smaller than what is in force. Above the operator's rate one is not refused, since it is a
+//     latency (where the operator left the queue unset, no longer than
+//     the default queue holds: 2.1 ms at 1 Gbit/s), each only where
+//     smaller than what is in force. Above the operator's rate one is not refused, since it is a
 //     limit, not a reservation: the pod gets the operator's rate and a
 //     notice (Notices). A dev.gvisor.flag.* above a ceiling is refused.
 //

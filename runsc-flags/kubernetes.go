@@ -158,5 +158,24 @@ func (c *Config) applyKube(op *Config, key, value string, r uint64) {
 		*s.limit = min(*s.limit, uint64(float64(*s.rate)*KubeLatency.Seconds())+*s.burst)
 	} else {
 		*s.latency = minSet(*s.latency, KubeLatency)
+		c.holdKubeQueue(op, d, s)
 	}
+}
+
+// holdKubeQueue holds the queue a bandwidth annotation gave direction d
+// (KubeLatency at its rate) to the default queue where the operator left
+// the queue unset: past about 350 Mbit/s, 25 ms is more than 1000
+// full-size packets, and a pod's annotation only tightens. The latency
+// becomes the longest within the default queue, or, where the burst alone
+// is past it, the limit the default queue.
+func (c *Config) holdKubeQueue(op *Config, d Ceiling, s kubeShaper) {
+	q := queueFlagsOf(d)
+	if q.limit.number(op) != 0 || q.latency.number(op) != 0 || q.bytesIn(c, *s.latency) <= DefaultQueueBytes {
+		return
+	}
+	if most := q.latencyFor(c, DefaultQueueBytes); most > 0 {
+		*s.latency = most
+		return
+	}
+	*s.latency, *s.limit = 0, DefaultQueueBytes
 }

@@ -76,8 +76,12 @@ func TestKubeAnnotations(t *testing.T) {
 			Config{QDisc: QDiscTBF, TBFRate: 1_250_000, TBFBurst: 65550, TBFLatency: 25 * time.Millisecond}, nil},
 		{"egress below the operator's tbf", operatorTBF, kube(AnnotationKubeEgress, "5M"),
 			Config{QDisc: QDiscTBF, TBFRate: 625_000, TBFBurst: 12500, TBFLatency: 25 * time.Millisecond}, nil},
-		{"egress at 1G: 10 ms of burst", nil, kube(AnnotationKubeEgress, "1G"),
-			Config{QDisc: QDiscTBF, TBFRate: 125_000_000, TBFBurst: 1_250_000, TBFLatency: 25 * time.Millisecond}, nil},
+		{"egress at 1G: 10 ms of burst, the default queue", nil, kube(AnnotationKubeEgress, "1G"),
+			// 25 ms at 1 Gbit/s is more than the default queue (1000
+			// full-size packets) the operator left: held to it.
+			Config{QDisc: QDiscTBF, TBFRate: 125_000_000, TBFBurst: 1_250_000, TBFLatency: 2112 * time.Microsecond}, nil},
+		{"egress at 10G: the burst alone past the default queue", nil, kube(AnnotationKubeEgress, "10G"),
+			Config{QDisc: QDiscTBF, TBFRate: 1_250_000_000, TBFBurst: 12_500_000, TBFLimit: DefaultQueueBytes}, nil},
 		{"egress keeps a smaller limit", []string{"--qdisc=tbf", "--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500", "--qdisc-tbf-limit=20000"}, kube(AnnotationKubeEgress, "5M"),
 			Config{QDisc: QDiscTBF, TBFRate: 625_000, TBFBurst: 12500, TBFLimit: 20000}, nil},
 		{"egress caps a larger limit at 25 ms", []string{"--qdisc=tbf", "--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500", "--qdisc-tbf-limit=1mb"}, kube(AnnotationKubeEgress, "5M"),
