@@ -60,6 +60,7 @@ type Allocator struct {
 	steps uint64
 	// epfd watches the seated processes' pidfds: one epoll_wait a Step
 	// finds the ones gone, where polling each would cost N calls.
+	// +checklocks:mu
 	epfd int
 	// +checklocks:mu
 	events []unix.EpollEvent

@@ -9,8 +9,9 @@ import (
 // (CLOCK_MONOTONIC on a host: Now) as the beat. Close stops it; it starts
 // no goroutine of its own.
 type Stepper struct {
-	a   *Allocator
-	now func() int64
+	// a and now are set by StepEvery, then only read.
+	a   *Allocator   // +checklocksignore
+	now func() int64 // +checklocksignore
 
 	mu sync.Mutex
 	// +checklocks:mu

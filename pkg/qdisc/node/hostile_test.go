@@ -721,7 +721,8 @@ func TestHostileMember(t *testing.T) {
 
 // brokenSeals collects what the seals let through.
 type brokenSeals struct {
-	mu  sync.Mutex
+	mu sync.Mutex
+	// +checklocks:mu
 	msg []string
 }
 
@@ -977,10 +978,13 @@ const hostileAnswer = 3 * time.Second
 // runtimeRequests counts the runtime's requests by what they asked and
 // how the allocator answered.
 type runtimeRequests struct {
-	mu      sync.Mutex
+	mu sync.Mutex
+	// +checklocks:mu
 	answers map[string]int
+	// +checklocks:mu
 	slowest time.Duration
-	errs    []string
+	// +checklocks:mu
+	errs []string
 }
 
 func (r *runtimeRequests) add(op string, took time.Duration, err error) {
@@ -1023,7 +1027,9 @@ func (r *runtimeRequests) report(t *testing.T) {
 // class (which may not fit, or be taken; joined, its sandbox gives it
 // back at once), shows the node, puts the same tree in force and evicts
 // a class (an honest one must be refused, being live; the attacker
-// process's, once killed, is no one's).
+// process's, once killed, is no one's). (checklocks does not follow
+// h.quiet's read lock into the closures it calls.)
+// +checklocksignore
 func (h *hostileNode) request(r *runtimeRequests, honest map[uint32]bool, killed <-chan struct{}) {
 	rng := rand.New(rand.NewPCG(rand.Uint64(), 47))
 	timed := func(op string, f func() error) error {

@@ -22,14 +22,8 @@ func (a *Allocator) Show(now int64) string {
 	defer a.mu.Unlock()
 	stats := map[uint32]*htb.ClassStats{}
 	var order []uint32
-	add := func(c htb.ClassConfig) *htb.ClassStats {
-		s := &htb.ClassStats{ID: c.ID, Parent: c.Parent, Prio: c.Prio, Rate: c.Rate, Ceil: c.Ceil, Burst: c.Burst, CBurst: c.CBurst, Quantum: c.Quantum, Level: 1}
-		stats[c.ID] = s
-		order = append(order, c.ID)
-		return s
-	}
 	for _, c := range a.classes {
-		add(c)
+		order = addStats(stats, order, c)
 	}
 	notes := map[uint32]string{}
 	for _, st := range a.seats {
@@ -37,7 +31,8 @@ func (a *Allocator) Show(now int64) string {
 			continue
 		}
 		c, w := st.class, st.words
-		s := add(c)
+		order = addStats(stats, order, c)
+		s := stats[c.ID]
 		s.Level = 0
 		// The sandbox's own words, held to what its ceil could have
 		// sent since it joined (a megabyte more for its first bucket).
@@ -75,6 +70,13 @@ func (a *Allocator) Show(now int64) string {
 		out.WriteString(notes[id])
 	}
 	return out.String()
+}
+
+// addStats adds class c's statistics, no packet yet, to stats and its id
+// to order, which it returns.
+func addStats(stats map[uint32]*htb.ClassStats, order []uint32, c htb.ClassConfig) []uint32 {
+	stats[c.ID] = &htb.ClassStats{ID: c.ID, Parent: c.Parent, Prio: c.Prio, Rate: c.Rate, Ceil: c.Ceil, Burst: c.Burst, CBurst: c.CBurst, Quantum: c.Quantum, Level: 1}
+	return append(order, c.ID)
 }
 
 // fmtAgo prints a duration of ns rounded to the millisecond.
