@@ -162,8 +162,8 @@ func TestNodeAnnotationsAndKill(t *testing.T) {
 	measureSteady(t, r, "annotated, all busy", nodeRoot, sandboxes, classes, busy)
 
 	// The operator lowers the node's root to 80 Mbit/s: `runsc qdisc
-	// node` reads the tree into the board, and the running sandboxes
-	// share the new root from their next step.
+	// node` puts the tree in force at the node's allocator, and the
+	// running sandboxes' shares follow at its next step.
 	const lowered = 80
 	retree(t, r, tree, fmt.Sprintf("class root classid 1:1 rate %dmbit ceil %dmbit", lowered, lowered))
 	measureSteady(t, r, "the root lowered to 80 by runsc qdisc node", lowered, sandboxes, classes, busy)
@@ -255,9 +255,9 @@ func measureSteady(t *testing.T, r *nodeRig, name string, root uint64, sandboxes
 	}
 }
 
-// retree writes the node's tree file and has `runsc qdisc node` read it
-// into the board, as an operator changes a running node's tree: what it
-// prints must show the new root.
+// retree writes the node's tree file and has `runsc qdisc node` put it
+// in force at the node's allocator, as an operator changes a running
+// node's tree: what it prints must show the new root.
 func retree(t *testing.T, r *nodeRig, tree, text string) {
 	t.Helper()
 	if err := os.WriteFile(tree, []byte(text+"\n"), 0o644); err != nil {

@@ -346,7 +346,7 @@ func kernelControl[R any](t *testing.T, link lab.NodeLink, cases []nodeCase, scr
 // eachCase runs run for each case, in a subtest, on sandboxes of the
 // node: a set of them for each run of cases with the same classes, each
 // sandbox started with flags(tree, its class) on a tree file (and so a
-// board) of the set's own. It returns the last set and its classes.
+// node's allocator) of the set's own. It returns the last set and its classes.
 func (r *nodeRig) eachCase(t *testing.T, cases []nodeCase, flags func(tree string, c nodeClass) []string, run func(t *testing.T, k int, c nodeCase, sandboxes []*lab.Sandbox)) ([]*lab.Sandbox, []nodeClass) {
 	t.Helper()
 	var sandboxes []*lab.Sandbox
