@@ -28,6 +28,14 @@ import (
 // either way a packet leaves at most Slack (and the timer's granularity)
 // late. A gate that books departures makes that safe: what is sent late is
 // caught up, never sent early.
+//
+// Slack saves wake-ups only while a lane's backlog outlasts it. A lane
+// says when the packets its gate has booked run out (the last one's
+// departure), and the alarm fires by then however recent the last
+// firing: senders that queue a packet only when one of theirs has left
+// (TCP small queues) would otherwise find the queue empty and the link
+// idle for the rest of the Slack, their rate cut to what they keep
+// queued per Slack.
 type Alarm struct {
 	clock tcpip.Clock
 	slack int64 // +checklocksignore: set once, by newAlarm
@@ -54,6 +62,10 @@ type Alarm struct {
 	// when none is left.
 	// +checklocks:mu
 	waiting int
+	// drain is the earliest time a lane armed since the last serve said
+	// its queue runs dry (noDeadline: none did).
+	// +checklocks:mu
+	drain int64
 }
 
 // noDeadline is Alarm.due when no lane waits.
@@ -64,38 +76,48 @@ func newAlarm(clock tcpip.Clock, slack time.Duration, lanes []*Lane) *Alarm {
 	a := &Alarm{clock: clock, slack: int64(max(slack, 0)), lanes: lanes}
 	a.served = math.MinInt64 / 2 // long ago, whatever the clock's epoch
 	a.due.Store(noDeadline)
+	a.drain = noDeadline
 	a.timer = clock.AfterFunc(time.Hour, a.fire)
 	a.timer.Stop()
 	return a
 }
 
 // wait counts a lane that begins to wait for deadline (the clock reading
-// now) and arms the timer for it. The lane holds its own lock.
-func (a *Alarm) wait(deadline, now int64) {
+// now) and arms the timer for it; drain is when the lane's queue runs dry
+// (noDeadline: not before it is served). The lane holds its own lock.
+func (a *Alarm) wait(deadline, drain, now int64) {
 	a.mu.Lock()
 	a.waiting++
-	a.armLocked(deadline, now)
+	a.armLocked(deadline, drain, now)
 	a.mu.Unlock()
 }
 
 // arm arms the timer for a lane that still waits for deadline.
-func (a *Alarm) arm(deadline, now int64) {
+func (a *Alarm) arm(deadline, drain, now int64) {
 	a.mu.Lock()
-	a.armLocked(deadline, now)
+	a.armLocked(deadline, drain, now)
 	a.mu.Unlock()
 }
 
 // +checklocks:a.mu
-func (a *Alarm) armLocked(deadline, now int64) {
+func (a *Alarm) armLocked(deadline, drain, now int64) {
 	if deadline < a.due.Load() {
 		a.due.Store(deadline)
 	}
-	at := max(deadline, a.served+a.slack)
+	a.drain = min(a.drain, drain)
+	at := a.atLocked(deadline)
 	if a.armed && a.at <= at {
 		return
 	}
 	a.armed, a.at = true, at
 	a.timer.Reset(time.Duration(at - now))
+}
+
+// atLocked is when the timer fires for the earliest deadline: at it, but
+// no sooner than Slack after the last serve unless a lane drains sooner.
+// +checklocks:a.mu
+func (a *Alarm) atLocked(deadline int64) int64 {
+	return max(deadline, min(a.served+a.slack, a.drain))
 }
 
 // leave uncounts a lane that stops waiting; the last to leave stops the
@@ -140,16 +162,17 @@ func (a *Alarm) help(now int64) {
 func (a *Alarm) serveLocked(now int64) {
 	a.served = max(a.served, now)
 	a.due.Store(noDeadline)
+	a.drain = noDeadline // the lanes still waiting say it again
 	a.mu.Unlock()
 	for _, l := range a.lanes {
 		l.onAlarm(now)
 	}
 	// The timer may still be armed for a lane served here: move it to the
-	// earliest departure still awaited, no sooner than Slack after now,
-	// rather than wake for nothing.
+	// earliest departure still awaited, no sooner than Slack after now
+	// unless a lane drains sooner, rather than wake for nothing.
 	a.mu.Lock()
 	if a.armed && a.waiting > 0 {
-		if at := max(a.due.Load(), a.served+a.slack); at > a.at {
+		if at := a.atLocked(a.due.Load()); at > a.at {
 			a.at = at
 			a.timer.Reset(time.Duration(at - nowNS(a.clock)))
 		}

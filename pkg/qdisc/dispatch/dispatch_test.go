@@ -213,13 +213,14 @@ func TestCloseWaitsForAPassOnTheTimer(t *testing.T) {
 }
 
 // TestArrivalServesOtherLanes: once the timer has served the lanes, it
-// fires again no sooner than Slack later; a packet arriving on another lane
-// meanwhile finds the next departure come and runs the waiting lane's pass
-// on its own goroutine, before its Enqueue returns, with no wake-up.
+// fires again no sooner than Slack later, or when a lane's booked packets
+// run out; a packet arriving on another lane meanwhile finds the next
+// departure come and runs the waiting lane's pass on its own goroutine,
+// before its Enqueue returns, with no wake-up.
 func TestArrivalServesOtherLanes(t *testing.T) {
 	r := newRig(t, 2, time.Millisecond, time.Second)
-	for range 3 {
-		r.send(t, 0) // lane 0: departures now, +1 ms, +2 ms
+	for range 5 {
+		r.send(t, 0) // lane 0: departures now, +1 ms, ..., +4 ms
 	}
 	qdisctest.WaitQuiescent(t, &r.g)
 	r.clock.Advance(time.Millisecond)

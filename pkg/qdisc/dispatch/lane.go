@@ -101,6 +101,10 @@ type Lane struct {
 	// deadline is what the lane waits for on the alarm while throttled.
 	// +checklocks:mu
 	deadline int64
+	// dries is when the queue runs dry, as the lane told the alarm when
+	// it began to wait (see drainLocked).
+	// +checklocks:mu
+	dries int64
 	// timerFired says the alarm started a pass that has not yet looked at
 	// the clock (which then records how late the wait ended).
 	// +checklocks:mu

@@ -257,9 +257,23 @@ func (l *Lane) waitLocked(deadline int64) bool {
 		return false
 	}
 	l.deadline = deadline
+	l.dries = l.drainLocked()
 	l.state = throttled
-	l.alarm.wait(deadline, at)
+	l.alarm.wait(deadline, l.dries, at)
 	return true
+}
+
+// drainLocked is when the lane may run dry if nothing more arrives: the
+// departure its gate booked for the last packet it booked (packets
+// queued behind are booked when it gets there), or noDeadline when it
+// has no gate or waits to offer the link again what it refused.
+// +checklocks:l.mu
+func (l *Lane) drainLocked() int64 {
+	b := &l.booked
+	if l.gate == nil || b.n <= b.next || b.n <= b.due || !l.requeued.IsEmpty() {
+		return noDeadline
+	}
+	return b.departures[b.n-1]
 }
 
 // onAlarm runs when the alarm serves the lanes at now. If the lane is
@@ -274,7 +288,7 @@ func (l *Lane) onAlarm(now int64) {
 		return
 	}
 	if l.deadline > now {
-		l.alarm.arm(l.deadline, now)
+		l.alarm.arm(l.deadline, l.dries, now)
 		l.mu.Unlock()
 		return
 	}

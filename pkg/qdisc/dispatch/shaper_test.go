@@ -114,8 +114,10 @@ func (u uplinkLink) UplinkGate() dispatch.Gate { return u.gate }
 // TestUplinkSlack: lanes writing to an Uplink wake at most once in
 // dispatch.UplinkSlack, whatever their qdisc asks (a fifo: none), and
 // send every packet due then, each at most UplinkSlack late: 30 packets
-// 100 µs apart (the last due at 2.9 ms) have left by 4 ms with 3 to 4
-// timer wake-ups, not 29.
+// 100 µs apart (the last due at 2.9 ms) have left by 4 ms with 3 to 5
+// timer wake-ups, not 29. (The first pass books what was queued when it
+// ran, as the packets are still being enqueued; the alarm fires once
+// more when those run out.)
 func TestUplinkSlack(t *testing.T) {
 	clock := qdisctest.NewStepClock()
 	link := uplinkLink{Link: qdisctest.NewLink(clock), gate: &spacedGate{gap: int64(100 * time.Microsecond)}}
@@ -139,7 +141,7 @@ func TestUplinkSlack(t *testing.T) {
 	if n := len(link.Records()); n != 30 {
 		t.Errorf("%d of 30 packets sent in 4 ms", n)
 	}
-	if w := g.Wakeups(); w < 3 || w > 4 {
+	if w := g.Wakeups(); w < 3 || w > 5 {
 		t.Errorf("%d timer wake-ups in 4 ms, want one a UplinkSlack (%v)", w, dispatch.UplinkSlack)
 	}
 }

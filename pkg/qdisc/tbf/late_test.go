@@ -153,91 +153,128 @@ func (r *slackRig) departures() map[uint64]time.Duration {
 }
 
 // TestSlack: a queue that waits now and then is woken at the departure
-// time; one that waits packet after packet is woken no sooner than Slack
-// after it was last served (by the timer, or by an arrival that sent what
-// had come due, with no wake-up), and that wake-up sends all that came
-// due. Never before Linux's tbf would send it.
+// time, and so is one whose booked packets run out sooner than the Slack
+// (a sender that queues only when its packets leave would otherwise see
+// the link idle); one whose backlog outlasts the Slack is woken no sooner
+// than Slack after it was last served (by the timer, or by an arrival
+// that sent what had come due, with no wake-up), and that wake-up sends
+// all that came due. Never before Linux's tbf would send it.
 func TestSlack(t *testing.T) {
 	const tx = rigTx
 	cfg := tbf.Config{Slack: 4 * time.Millisecond}
 	r := newSlackRig(t, cfg)
 	write := func(seq uint64) { r.write(seq, 0) }
 	advanceTo := r.advanceTo
-	check := func(step string, want ...time.Duration) {
+	var want []time.Duration
+	check := func(step string, leave time.Duration, seqs ...uint64) {
 		t.Helper()
+		for range seqs {
+			want = append(want, leave)
+		}
 		if got := r.times(); !slices.Equal(got, want) {
 			t.Fatalf("%s: departures %v, want %v", step, got, want)
 		}
 	}
+	fires := func(step string, at time.Duration, want int) {
+		t.Helper()
+		if n := advanceTo(at); n != want {
+			t.Fatalf("%s: %d timers fired by %v, want %d", step, n, at, want)
+		}
+	}
 	write(0) // leaves at once
 	write(1) // due at tx
-	if n := advanceTo(tx); n != 1 {
-		t.Fatalf("first wait: %d timers fired at the departure, want 1", n)
-	}
-	check("first wait, woken on time", 0, tx)
+	check("at once", 0, 0)
+	fires("first wait", tx, 1)
+	check("first wait, woken on time", tx, 1)
 
-	write(2) // due at 2tx
-	write(3) // due at 3tx
-	if n := advanceTo(2 * tx); n != 0 {
-		t.Fatal("a second wake-up came sooner than the slack after the first")
+	write(2) // due at 2tx: the queue runs dry then, within the Slack
+	fires("short queue", 2*tx, 1)
+	check("a queue that runs dry is woken on time, however recent the last wake-up", 2*tx, 2)
+
+	// A backlog of 38 packets, 4.6 ms: packet k is due at k*tx.
+	for seq := uint64(3); seq <= 40; seq++ {
+		write(seq)
 	}
-	write(4) // at 2tx: finds packet 2 due and sends it from here; 4 is due at 4tx
-	check("an arrival sends what is due", 0, tx, 2*tx)
-	// That counts as serving the queue: the next wake-up is the slack after
-	// it, not after the timer's last.
-	if n := advanceTo(2*tx + cfg.Slack - 1); n != 0 {
-		t.Fatal("the timer fired before the slack after the queue was last served")
-	}
-	if n := advanceTo(2*tx + cfg.Slack); n != 1 {
-		t.Fatal("the timer did not fire at the slack after the queue was last served")
-	}
-	// Packets 3 and 4 were due at 3tx and 4tx: both leave now, late.
-	late := 2*tx + cfg.Slack
-	check("spaced wake-up sends all that came due", 0, tx, 2*tx, late, late)
+	fires("backlog's head", 3*tx, 1) // 4..40 were queued behind 3, unbooked
+	check("backlog's head", 3*tx, 3)
+	served := 3 * tx
+	fires("within the Slack", served+cfg.Slack-1, 0)
+	fires("the Slack after the last wake-up", served+cfg.Slack, 1)
+	// Packets 4..36, due by 3tx+4ms (36.02tx), leave now, late.
+	check("a spaced wake-up sends all that came due", served+cfg.Slack, seqRange(4, 36)...)
+
+	fires("before the backlog runs out", 38*tx, 0)
+	write(41) // at 38tx: finds 37 and 38 due and sends them from here
+	check("an arrival sends what is due", 38*tx, 37, 38)
+	// That counts as serving the queue, but 39 and 40 are all it has
+	// booked: the timer fires when they run out, at 40tx, well within
+	// the Slack.
+	fires("booked packets run out", 40*tx, 1)
+	check("booked packets run out", 40*tx, 39, 40)
+	fires("the arrival's packet", 41*tx, 1)
+	check("the arrival's packet", 41*tx, 41)
 
 	// Quiet for longer than the slack: the next wait is woken on time.
 	advanceTo(20 * time.Millisecond)
-	write(5) // leaves at once
-	write(6) // due a packet later
-	if n := advanceTo(20*time.Millisecond + tx); n != 1 {
-		t.Fatal("after a quiet spell, the wake-up was not at the departure")
+	write(42) // leaves at once
+	write(43) // due a packet later
+	check("after a quiet spell", 20*time.Millisecond, 42)
+	fires("after a quiet spell", 20*time.Millisecond+tx, 1)
+	check("after a quiet spell", 20*time.Millisecond+tx, 43)
+	if w := r.d.Wakeups(); w != 7 {
+		t.Errorf("%d timer wake-ups, want 7", w)
 	}
-	check("after a quiet spell", 0, tx, 2*tx, late, late, 20*time.Millisecond, 20*time.Millisecond+tx)
-	if w := r.d.Wakeups(); w != 3 {
-		t.Errorf("%d timer wake-ups, want 3", w)
-	}
-	if l := r.d.Lateness(); l.Count() != 4 {
-		t.Errorf("%d waits' lateness recorded, want 4 (3 ended by the timer, 1 by an arrival)", l.Count())
+	if l := r.d.Lateness(); l.Count() != 8 {
+		t.Errorf("%d waits' lateness recorded, want 8 (7 ended by the timer, 1 by an arrival)", l.Count())
 	}
 }
 
-// TestOneAlarmForAllQueues: the queues of one bucket share one timer, and
-// its wake-ups are rationed across all of them: a queue that comes due
-// within the slack after another queue's wake-up waits for the next one,
-// and that one wake-up (one timer firing) sends the due packets of every
-// queue.
+// seqRange returns from..to.
+func seqRange(from, to uint64) []uint64 {
+	var s []uint64
+	for i := from; i <= to; i++ {
+		s = append(s, i)
+	}
+	return s
+}
+
+// TestOneAlarmForAllQueues: the queues of one bucket share one timer. A
+// firing serves every queue whose departure has come and arms the timer
+// once for the rest: at the earliest departure still awaited, no sooner
+// than the Slack after the firing unless a queue's booked packets run out
+// sooner (a backlog waits for the Slack, a short queue does not).
 func TestOneAlarmForAllQueues(t *testing.T) {
 	const tx = rigTx
 	cfg := tbf.Config{Lanes: 2, Slack: 4 * time.Millisecond}
 	r := newSlackRig(t, cfg)
-	// Packet seq goes to queue seq%2; each is booked a packet after the
-	// one before, whichever queue it is on.
-	for seq := uint64(0); seq < 4; seq++ {
-		r.write(seq, uint32(seq%2))
+	r.write(0, 0) // leaves at once
+	r.write(1, 1) // queue 1: due at tx
+	for seq := uint64(2); seq <= 50; seq++ {
+		r.write(seq, 0) // queue 0: 2 is booked for 2tx, 3..50 wait behind it
 	}
-	fires := 0
-	advanceTo := func(at time.Duration) { fires += r.advanceTo(at) }
-	departures := r.departures
-	advanceTo(tx) // packet 1 (queue 1) is due
-	advanceTo(2 * tx)
-	advanceTo(3 * tx)
-	if got, want := departures(), map[uint64]time.Duration{0: 0, 1: tx}; !maps.Equal(got, want) || fires != 1 {
-		t.Fatalf("by 3tx: %d timer firings, departures %v; want 1 firing, departures %v (queue 0's packet 2, due at 2tx, waits for the slack after the wake-up at tx)", fires, got, want)
+	var fires []int
+	advanceTo := func(at time.Duration) { fires = append(fires, r.advanceTo(at)) }
+	advanceTo(tx)     // queue 1 sends 1; queue 0 waits for 2tx
+	advanceTo(2 * tx) // queue 0 sends 2 and books 3..50 for 3tx..50tx
+	advanceTo(2 * tx) // nothing more is due
+	r.write(51, 1)    // queue 1: booked after queue 0's backlog, for 51tx
+	served := 2 * tx
+	advanceTo(served + cfg.Slack - 1)
+	advanceTo(served + cfg.Slack) // queue 0 sends 3..35, late
+	advanceTo(50 * tx)            // queue 0's booked packets run out: it sends 36..50
+	advanceTo(51 * tx)            // queue 1's
+	if want := []int{1, 1, 0, 0, 1, 1, 1}; !slices.Equal(fires, want) {
+		t.Errorf("timer firings at each step %v, want %v", fires, want)
 	}
-	advanceTo(tx + cfg.Slack)
-	late := tx + cfg.Slack
-	if got, want := departures(), map[uint64]time.Duration{0: 0, 1: tx, 2: late, 3: late}; !maps.Equal(got, want) || fires != 2 {
-		t.Fatalf("by tx+slack: %d timer firings, departures %v; want 2 firings, departures %v", fires, got, want)
+	want := map[uint64]time.Duration{0: 0, 1: tx, 2: 2 * tx, 51: 51 * tx}
+	for seq := uint64(3); seq <= 50; seq++ {
+		want[seq] = 50 * tx
+		if seq <= 35 {
+			want[seq] = served + cfg.Slack
+		}
+	}
+	if got := r.departures(); !maps.Equal(got, want) {
+		t.Errorf("departures %v, want %v", got, want)
 	}
 }
 
