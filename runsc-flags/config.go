@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/netqdisc/netqdisc/pkg/qdisc"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/fq"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/fqcodel"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/rate"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/tbf"
@@ -240,8 +241,8 @@ func (c *Config) validateIngress() error {
 // fq_codel's limits could exceed, and the knobs make a valid
 // fqcodel.Config.
 func (c *Config) validateFQCoDel() error {
-	if c.TBFChild == ChildFQCoDel && (c.TBFLimit != 0 || c.TBFLatency != 0) {
-		return fmt.Errorf("--%s=fq_codel: fq_codel's limits bound the queue under the tbf; leave --%s and --%s unset", FlagTBFChild, FlagTBFLimit, FlagTBFLatency)
+	if (c.TBFChild == ChildFQCoDel || c.TBFChild == ChildFQ) && (c.TBFLimit != 0 || c.TBFLatency != 0) {
+		return fmt.Errorf("--%s=%s: %s's limits bound the queue under the tbf; leave --%s and --%s unset", FlagTBFChild, c.TBFChild, c.TBFChild, FlagTBFLimit, FlagTBFLatency)
 	}
 	if err := c.FQCoDelConfig().Check(); err != nil {
 		return flagError(err, fqCoDelFlags)
@@ -250,22 +251,26 @@ func (c *Config) validateFQCoDel() error {
 }
 
 // TBFConfig returns the tbf.Config the flags describe, with one queue per
-// GOMAXPROCS, as runsc gives fifo, or one with --qdisc-tbf-child=fq_codel
-// (fq_codel is one qdisc), whose child NewTBFChild makes. Validate first:
+// GOMAXPROCS, as runsc gives fifo, or one with a flow-queueing child
+// (fq or fq_codel is one qdisc), which NewTBFChild makes. Validate first:
 // it assumes sizes fit in 32 bits.
 func (c *Config) TBFConfig() tbf.Config {
 	t := c.tbfConfig(EgressCeiling)
-	if c.TBFChild == ChildFQCoDel {
+	if c.TBFChild == ChildFQCoDel || c.TBFChild == ChildFQ {
 		t.Lanes = 1
 	}
 	return t
 }
 
 // NewTBFChild returns the tbf's child the flags describe, for a link whose
-// MTU plus header is mtu: fq_codel (--qdisc-tbf-child=fq_codel), or nil
-// for the tbf's byte FIFO.
+// MTU plus header is mtu: fq_codel (--qdisc-tbf-child=fq_codel), fq with
+// Linux's defaults (--qdisc-tbf-child=fq), or nil for the tbf's byte FIFO.
 func (c *Config) NewTBFChild(mtu uint32) (qdisc.Queue, error) {
-	if c.TBFChild != ChildFQCoDel {
+	switch c.TBFChild {
+	case ChildFQ:
+		return fq.New(fq.Config{}, mtu, nil)
+	case ChildFQCoDel:
+	default:
 		return nil, nil
 	}
 	q, err := fqcodel.NewQueue(c.FQCoDelConfig(), mtu, nil)

@@ -140,9 +140,9 @@ var shapingRows = []Flag{
 	{
 		Name: FlagTBFChild, Kind: KindChild, field: func(c *Config) any { return &c.TBFChild },
 		Default: "fifo", Unset: "the tbf's byte FIFO",
-		Usage: "tbf: the queue under the bucket: fifo (a byte FIFO, bounded by --qdisc-tbf-limit or -latency) or fq_codel (flow queues with CoDel: low latency for sparse flows under load; set no tbf limit or latency).",
-		Annotation: Rule{Permit: Select, Choices: []Choice{{Value: ChildFQCoDel}, {Value: "fifo", Over: []string{"fifo"}}},
-			Note: "refused where the tbf has a limit or latency, which fq_codel's limits would replace"},
+		Usage: "tbf: the queue under the bucket: fifo (a byte FIFO, bounded by --qdisc-tbf-limit or -latency), fq (flow queues, Linux's fq without pacing: a sparse flow's packets do not wait behind bulk flows, and nothing is dropped short of its limits) or fq_codel (flow queues with CoDel); set no tbf limit or latency with fq or fq_codel.",
+		Annotation: Rule{Permit: Select, Choices: []Choice{{Value: ChildFQ}, {Value: ChildFQCoDel}, {Value: "fifo", Over: []string{"fifo"}}},
+			Note: "refused where the tbf has a limit or latency, which fq's or fq_codel's limits would replace"},
 		Linux: Linux{Qdisc: "the tbf's child qdisc"},
 	},
 	{

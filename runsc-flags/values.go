@@ -85,9 +85,12 @@ func (q QueueingDiscipline) valid() bool {
 // Get implements flag.Getter.Get.
 func (q *QueueingDiscipline) Get() any { return *q }
 
-// ChildFQCoDel is --qdisc-tbf-child's one value besides the default
-// ("fifo", the tbf's own byte FIFO).
-const ChildFQCoDel = "fq_codel"
+// ChildFQCoDel and ChildFQ are --qdisc-tbf-child's values besides the
+// default ("fifo", the tbf's own byte FIFO).
+const (
+	ChildFQCoDel = "fq_codel"
+	ChildFQ      = "fq"
+)
 
 // Kind is the unit and syntax of a flag's value.
 type Kind int
@@ -95,7 +98,8 @@ type Kind int
 const (
 	// KindQDisc is --qdisc's choice: none, fifo, tbf, fq_codel, htb or cake.
 	KindQDisc Kind = iota
-	// KindChild is the tbf child's choice: fifo (held as "") or fq_codel.
+	// KindChild is the tbf child's choice: fifo (held as ""), fq or
+	// fq_codel.
 	KindChild
 	// KindRate is bytes per second, or tc's units ("10mbit").
 	KindRate
@@ -142,10 +146,10 @@ func (k Kind) parse(s string) (any, error) {
 		switch s {
 		case "fifo", "":
 			return "", nil
-		case ChildFQCoDel:
-			return ChildFQCoDel, nil
+		case ChildFQCoDel, ChildFQ:
+			return s, nil
 		}
-		return "", fmt.Errorf("invalid tbf child %q: choose fifo or fq_codel", s)
+		return "", fmt.Errorf("invalid tbf child %q: choose fifo, fq or fq_codel", s)
 	case KindRate:
 		return rate.ParseRate(s)
 	case KindSize:

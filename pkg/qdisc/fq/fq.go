@@ -1,0 +1,307 @@
+// Package fq is Linux's fq (sch_fq.c) as a qdisc.Queue, without its
+// pacing: packets are queued per flow, and flows are served by deficit
+// round robin, flows that come back from idle (new) before the others
+// (old), with no AQM drop. It is the child that keeps a sparse flow's
+// packets from waiting behind bulk flows under a parent that shapes
+// (tbf), once the bulk flows' own backlog is bounded by TCP small queues
+// (docs/backpressure.md): each bulk flow then keeps a couple of packets
+// queued, a drop would only cost them a retransmission, and CoDel's
+// target is shorter than their turn among many flows at a low rate.
+//
+// Flows are told apart by the packet's flow hash, exactly (a map of 32-bit
+// hashes, not a table of buckets as fq_codel's), as Linux's fq tells
+// sockets apart: a sparse flow never shares a queue with a bulk one but
+// by a 32-bit collision. A flow that empties is kept, detached, with its
+// credit, and forgotten when it has been idle 3 s or more detached flows
+// are kept than Limit (Linux's fq_gc), so memory is bounded by Limit.
+package fq
+
+import (
+	"fmt"
+	"time"
+
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
+
+	"github.com/netqdisc/netqdisc/pkg/qdisc"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/flowhash"
+)
+
+// gcAge is how long a detached flow is kept (Linux's FQ_GC_AGE, 3 s).
+const gcAge = int64(3 * time.Second)
+
+// Classifier returns the flow hash of a packet.
+type Classifier func(pkt *stack.PacketBuffer) uint32
+
+// Queue is fq as a qdisc.Queue, for a dispatch lane or a tbf's child. It
+// is not safe for concurrent use: its lane calls it under its own lock.
+// It holds one reference to each packet it queues, released when the
+// packet is dequeued by the caller's taking it, dropped or purged.
+type Queue struct {
+	cfg      Config
+	classify Classifier
+
+	byHash map[uint32]int32
+	flows  []flow
+	free   []int32
+
+	newFlows, oldFlows flowList
+	// detached are the flows in no list, oldest detached first.
+	detached flowList
+
+	qlen    int
+	backlog uint64
+
+	peeked    entry
+	hasPeeked bool
+
+	// The counters tc -s shows.
+	drops, flowsPlimit, gcFlows uint64
+	inactive                    int
+}
+
+// entry is a queued packet.
+type entry struct {
+	pkt  *stack.PacketBuffer
+	size uint32
+	at   int64
+}
+
+// flow is one flow's queue and its place in a list.
+type flow struct {
+	hash    uint32
+	packets []entry
+	head    int
+	credit  int64
+	// age is when the flow was detached (or created).
+	age        int64
+	list       *flowList
+	prev, next int32
+}
+
+var _ qdisc.Queue = (*Queue)(nil)
+
+// New returns an empty fq configured as cfg, on a link whose MTU plus
+// header is mtu, that classifies packets with classify (nil: pkt.Hash if
+// set, else a seeded hash of their headers).
+func New(cfg Config, mtu uint32, classify Classifier) (*Queue, error) {
+	cfg, err := cfg.withDefaults(mtu)
+	if err != nil {
+		return nil, err
+	}
+	if classify == nil {
+		h := flowhash.New()
+		classify = func(pkt *stack.PacketBuffer) uint32 {
+			if pkt.Hash != 0 {
+				return pkt.Hash
+			}
+			return h.Packet(pkt.NetworkProtocolNumber, pkt)
+		}
+	}
+	q := &Queue{cfg: cfg, classify: classify, byHash: make(map[uint32]int32)}
+	q.newFlows.init()
+	q.oldFlows.init()
+	q.detached.init()
+	return q, nil
+}
+
+// Config returns the configuration in force, defaults filled in.
+func (q *Queue) Config() Config { return q.cfg }
+
+// String describes the configuration as `tc qdisc show` does.
+func (q *Queue) String() string { return "fq " + q.cfg.String() }
+
+// Enqueue implements qdisc.Queue.Enqueue (fq_enqueue): past Limit
+// packets, or past FlowLimit on the packet's flow, the packet is refused
+// and counted. A flow coming back from idle joins the new flows, its
+// credit refilled to a quantum if it was idle longer than RefillDelay.
+func (q *Queue) Enqueue(pkt *stack.PacketBuffer, size uint32, now int64) bool {
+	if q.qlen >= int(q.cfg.Limit) {
+		q.drops++
+		return false
+	}
+	idx := q.lookup(q.classify(pkt), now)
+	f := &q.flows[idx]
+	if f.len() >= int(q.cfg.FlowLimit) {
+		q.flowsPlimit++
+		q.drops++
+		return false
+	}
+	if f.list == &q.detached {
+		q.detached.remove(q.flows, idx)
+		q.inactive--
+		q.newFlows.pushBack(q.flows, idx)
+		if now == qdisc.Unstamped || now-f.age > int64(q.cfg.RefillDelay) {
+			f.credit = max(f.credit, int64(q.cfg.Quantum))
+		}
+	}
+	f.push(entry{pkt: pkt, size: size, at: now})
+	q.qlen++
+	q.backlog += uint64(size)
+	return true
+}
+
+// lookup returns the flow of hash, made (detached, with an initial
+// quantum of credit) if there is none; it first forgets the detached
+// flows idle past gcAge, and the oldest detached one if more than Limit
+// are kept.
+func (q *Queue) lookup(hash uint32, now int64) int32 {
+	if idx, ok := q.byHash[hash]; ok {
+		return idx
+	}
+	for d := q.detached.head; d != none; d = q.detached.head {
+		f := &q.flows[d]
+		if q.inactive <= int(q.cfg.Limit) && (now == qdisc.Unstamped || now-f.age < gcAge) {
+			break
+		}
+		q.forget(d)
+	}
+	var idx int32
+	if n := len(q.free); n > 0 {
+		idx, q.free = q.free[n-1], q.free[:n-1]
+	} else {
+		q.flows = append(q.flows, flow{})
+		idx = int32(len(q.flows) - 1)
+	}
+	q.flows[idx] = flow{hash: hash, credit: int64(q.cfg.InitialQuantum), age: now, packets: q.flows[idx].packets[:0]}
+	q.byHash[hash] = idx
+	q.detached.pushBack(q.flows, idx)
+	q.inactive++
+	return idx
+}
+
+// forget drops a detached flow from the table (fq_gc).
+func (q *Queue) forget(idx int32) {
+	q.detached.remove(q.flows, idx)
+	q.inactive--
+	delete(q.byHash, q.flows[idx].hash)
+	q.free = append(q.free, idx)
+	q.gcFlows++
+}
+
+// Dequeue implements qdisc.Queue.Dequeue (fq_dequeue without pacing).
+func (q *Queue) Dequeue(now int64) (*stack.PacketBuffer, uint32, bool) {
+	e, ok := q.take(now)
+	if ok {
+		q.qlen--
+		q.backlog -= uint64(e.size)
+	}
+	return e.pkt, e.size, ok
+}
+
+// take returns the next packet off its flow, leaving qlen and backlog to
+// the caller.
+func (q *Queue) take(now int64) (entry, bool) {
+	if q.hasPeeked {
+		q.hasPeeked = false
+		return q.peeked, true
+	}
+	for {
+		list := &q.newFlows
+		if list.empty() {
+			list = &q.oldFlows
+			if list.empty() {
+				return entry{}, false
+			}
+		}
+		idx := list.head
+		f := &q.flows[idx]
+		if f.credit <= 0 {
+			f.credit += int64(q.cfg.Quantum)
+			list.remove(q.flows, idx)
+			q.oldFlows.pushBack(q.flows, idx)
+			continue
+		}
+		if f.len() == 0 {
+			// A new flow goes through the old list once, so that flows
+			// that come and go do not starve the old ones; an old one
+			// is detached.
+			list.remove(q.flows, idx)
+			if list == &q.newFlows && !q.oldFlows.empty() {
+				q.oldFlows.pushBack(q.flows, idx)
+			} else {
+				f.age = now
+				q.detached.pushBack(q.flows, idx)
+				q.inactive++
+			}
+			continue
+		}
+		e := f.pop()
+		f.credit -= int64(e.size)
+		return e, true
+	}
+}
+
+// Peek implements qdisc.Queue.Peek: fq decides at dequeue time which flow
+// sends, so it takes the next packet off its flow and keeps it, counted,
+// for the next Dequeue (Linux's qdisc_peek_dequeued).
+func (q *Queue) Peek(now int64, sizes []uint32, arrived []int64) int {
+	if len(sizes) == 0 {
+		return 0
+	}
+	if !q.hasPeeked {
+		e, ok := q.take(now)
+		if !ok {
+			return 0
+		}
+		q.peeked, q.hasPeeked = e, true
+	}
+	sizes[0], arrived[0] = q.peeked.size, q.peeked.at
+	return 1
+}
+
+// Purge implements qdisc.Queue.Purge.
+func (q *Queue) Purge() (int, uint64) {
+	packets, bytes := q.qlen, q.backlog
+	if q.hasPeeked {
+		q.peeked.pkt.DecRef()
+		q.hasPeeked = false
+	}
+	for i := range q.flows {
+		f := &q.flows[i]
+		for f.len() > 0 {
+			f.pop().pkt.DecRef()
+		}
+	}
+	q.qlen, q.backlog = 0, 0
+	return packets, bytes
+}
+
+// Len implements qdisc.Queue.Len.
+func (q *Queue) Len() (int, uint64) { return q.qlen, q.backlog }
+
+// Drops implements qdisc.Queue.Drops: the packets refused at Limit or at
+// their flow's FlowLimit.
+func (q *Queue) Drops() uint64 { return q.drops }
+
+// TCXStats implements qdisc.XStatser, as `tc -s qdisc show` prints fq's
+// counters (fq_print_xstats's first lines).
+func (q *Queue) TCXStats() string {
+	return fmt.Sprintf("  flows %d (inactive %d throttled 0)\n  gc %d highprio 0 throttled 0 flows_plimit %d",
+		len(q.byHash), q.inactive, q.gcFlows, q.flowsPlimit)
+}
+
+// len returns the packets the flow holds.
+func (f *flow) len() int { return len(f.packets) - f.head }
+
+// push appends e, first moving the packets down over those popped once
+// they are half of the slice, so that a flow that never empties does not
+// grow it.
+func (f *flow) push(e entry) {
+	if f.head > 0 && f.head >= len(f.packets)/2 {
+		n := copy(f.packets, f.packets[f.head:])
+		clear(f.packets[n:])
+		f.packets, f.head = f.packets[:n], 0
+	}
+	f.packets = append(f.packets, e)
+}
+
+// pop removes the flow's first packet; the slice is reused once empty.
+func (f *flow) pop() entry {
+	e := f.packets[f.head]
+	f.packets[f.head] = entry{}
+	f.head++
+	if f.head == len(f.packets) {
+		f.packets, f.head = f.packets[:0], 0
+	}
+	return e
+}

@@ -1,0 +1,234 @@
+package fq_test
+
+import (
+	"encoding/binary"
+	"testing"
+	"time"
+
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
+
+	"github.com/netqdisc/netqdisc/pkg/qdisc/fq"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/qdisctest"
+)
+
+const mtu = 1514
+
+// seqOf reads the sequence number qdisctest.MakePacket wrote.
+func seqOf(pkt *stack.PacketBuffer) uint64 {
+	return binary.BigEndian.Uint64(pkt.ToView().AsSlice()[:8])
+}
+
+// rig is an fq with the packets it was given, by flow hash.
+type rig struct {
+	t   *testing.T
+	q   *fq.Queue
+	seq uint64
+	now int64
+	all []*stack.PacketBuffer
+}
+
+func newRig(t *testing.T, cfg fq.Config) *rig {
+	t.Helper()
+	q, err := fq.New(cfg, mtu, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &rig{t: t, q: q}
+	t.Cleanup(func() {
+		r.q.Purge()
+		for _, p := range r.all {
+			if n := p.ReadRefs(); n != 1 {
+				t.Errorf("packet %d holds %d references after Purge, want the test's own 1", seqOf(p), n)
+			}
+			p.DecRef()
+		}
+	})
+	return r
+}
+
+// send queues a packet of size bytes on flow hash; it reports whether fq
+// took it.
+func (r *rig) send(hash uint32, size int) bool {
+	r.seq++
+	p := qdisctest.MakePacket(size, hash, r.seq)
+	r.all = append(r.all, p)
+	p.IncRef()
+	if !r.q.Enqueue(p, uint32(size), r.now) {
+		p.DecRef()
+		return false
+	}
+	return true
+}
+
+// next dequeues a packet and returns its flow hash (0: none).
+func (r *rig) next() uint32 {
+	p, _, ok := r.q.Dequeue(r.now)
+	if !ok {
+		return 0
+	}
+	defer p.DecRef()
+	return p.Hash
+}
+
+// TestSparseFlowFirst: a flow that comes back from idle is served before
+// the flows that keep a backlog, however deep theirs: a sparse flow's
+// packet waits for at most the packet being sent.
+func TestSparseFlowFirst(t *testing.T) {
+	r := newRig(t, fq.Config{})
+	for range 50 {
+		for h := uint32(1); h <= 8; h++ {
+			r.send(h, mtu)
+		}
+	}
+	for range 100 { // the bulk flows settle on the old list
+		r.next()
+	}
+	r.now += int64(time.Second)
+	r.send(99, 100)
+	if got := r.next(); got != 99 {
+		t.Errorf("after a sparse flow's packet arrived, flow %d was served, want the sparse flow 99", got)
+	}
+}
+
+// TestRoundRobin: bulk flows of equal packets share the dequeues evenly,
+// a quantum each per round, whatever their backlog.
+func TestRoundRobin(t *testing.T) {
+	r := newRig(t, fq.Config{Quantum: 2 * mtu, InitialQuantum: 2 * mtu})
+	for range 90 {
+		for h := uint32(1); h <= 3; h++ {
+			r.send(h, mtu)
+		}
+	}
+	r.send(4, mtu) // a flow with one packet
+	counts := map[uint32]int{}
+	for range 200 {
+		counts[r.next()]++
+	}
+	for h := uint32(1); h <= 3; h++ {
+		if c := counts[h]; c < 65 || c > 68 {
+			t.Errorf("flow %d sent %d of 200 packets, want a third of what the others left (66)", h, c)
+		}
+	}
+	if counts[4] != 1 {
+		t.Errorf("the one-packet flow sent %d, want 1", counts[4])
+	}
+}
+
+// TestLimits: a flow past FlowLimit has its packets refused, counted as
+// flows_plimit, while other flows' are taken; past Limit every packet is
+// refused, before it makes a flow. Refused packets are the caller's (the rig checks each packet's
+// references at the end).
+func TestLimits(t *testing.T) {
+	r := newRig(t, fq.Config{Limit: 10, FlowLimit: 4})
+	took := 0
+	for range 6 {
+		if r.send(1, mtu) {
+			took++
+		}
+	}
+	if took != 4 {
+		t.Errorf("flow 1 queued %d of 6, want its flow_limit 4", took)
+	}
+	for h := uint32(2); h <= 4; h++ {
+		for range 2 {
+			if !r.send(h, mtu) {
+				t.Errorf("flow %d's packet refused under the limits", h)
+			}
+		}
+	}
+	if r.send(5, mtu) {
+		t.Error("an 11th packet taken past limit 10")
+	}
+	if n, b := r.q.Len(); n != 10 || b != 10*mtu {
+		t.Errorf("Len %d packets %d bytes, want 10 and %d", n, b, 10*mtu)
+	}
+	if d := r.q.Drops(); d != 3 {
+		t.Errorf("Drops %d, want 3", d)
+	}
+	if want := "  flows 4 (inactive 0 throttled 0)\n  gc 0 highprio 0 throttled 0 flows_plimit 2"; r.q.TCXStats() != want {
+		t.Errorf("xstats %q, want %q", r.q.TCXStats(), want)
+	}
+}
+
+// TestPeek: a peeked packet is the next Dequeue's, still counted in Len.
+func TestPeek(t *testing.T) {
+	r := newRig(t, fq.Config{})
+	r.send(1, 100)
+	r.send(2, 200)
+	sizes, at := make([]uint32, 4), make([]int64, 4)
+	if n := r.q.Peek(r.now, sizes, at); n != 1 || sizes[0] != 100 {
+		t.Fatalf("Peek %d, size %d; want 1 packet of 100", n, sizes[0])
+	}
+	r.send(3, 300) // a new flow, behind the peeked packet
+	if n, _ := r.q.Len(); n != 3 {
+		t.Errorf("Len %d after Peek, want 3", n)
+	}
+	for _, want := range []uint32{1, 2, 3, 0} {
+		if got := r.next(); got != want {
+			t.Fatalf("dequeued flow %d, want %d", got, want)
+		}
+	}
+}
+
+// TestFlowsBounded: a flood of distinct flows (a UDP sender's random
+// ports) keeps at most Limit idle flows and a few busy ones, forgetting
+// the oldest; flows idle for 3 s are forgotten too.
+func TestFlowsBounded(t *testing.T) {
+	r := newRig(t, fq.Config{Limit: 100})
+	for h := uint32(1); h <= 10000; h++ {
+		r.send(h, 64)
+		r.next()
+		r.now += int64(time.Microsecond)
+	}
+	var flows, inactive int
+	parse(t, r.q.TCXStats(), &flows, &inactive)
+	if flows > 102 {
+		t.Errorf("%d flows kept after 10000 one-packet flows, want at most limit+2", flows)
+	}
+	r.now += int64(4 * time.Second)
+	r.send(20000, 64)
+	parse(t, r.q.TCXStats(), &flows, &inactive)
+	if flows != 2 {
+		t.Errorf("%d flows kept after 4 s idle and one new flow, want 2 (the new one, and the last one served, detached at the next dequeue)", flows)
+	}
+}
+
+func parse(t *testing.T, x string, flows, inactive *int) {
+	t.Helper()
+	var gc, plimit int
+	if _, err := fmtSscanf(x, flows, inactive, &gc, &plimit); err != nil {
+		t.Fatalf("xstats %q: %v", x, err)
+	}
+}
+
+// TestParse: tc-fq's words, and pacing's refused with the reason.
+func TestParse(t *testing.T) {
+	for _, tc := range []struct {
+		words, want string
+		err         bool
+	}{
+		{"", "limit 10000p flow_limit 100p quantum 3028b initial_quantum 15140b refill_delay 40ms nopacing", false},
+		{"limit 2000 flow_limit 50p quantum 3000 initial_quantum 10kb refill_delay 10ms nopacing", "limit 2000p flow_limit 50p quantum 3000b initial_quantum 10240b refill_delay 10ms nopacing", false},
+		{"maxrate 1mbit", "", true},
+		{"limit 0", "", true},
+		{"quantum", "", true},
+		{"quantum 2mb", "", true},
+	} {
+		cfg, err := fq.Parse(tc.words)
+		if (err != nil) != tc.err {
+			t.Errorf("Parse(%q): error %v, want error %v", tc.words, err, tc.err)
+			continue
+		}
+		if err != nil {
+			continue
+		}
+		q, err := fq.New(cfg, mtu, nil)
+		if err != nil {
+			t.Errorf("New(%q): %v", tc.words, err)
+			continue
+		}
+		if got := q.Config().String(); got != tc.want {
+			t.Errorf("Parse(%q) shows %q, want %q", tc.words, got, tc.want)
+		}
+	}
+}
