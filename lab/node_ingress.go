@@ -11,12 +11,9 @@ import (
 	"net"
 	"os/exec"
 	"regexp"
-	"runtime"
 	"strconv"
 	"strings"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/netqdisc/netqdisc/lab/measure"
 )
@@ -172,45 +169,13 @@ func dialUntil(ns, addr string, d time.Duration) error {
 }
 
 // dialIn connects to addr from namespace ns, once, and closes the
-// connection: on a thread that enters ns for the socket's making (a
-// socket stays in the namespace it was made in) and goes back to its own
-// before it is unlocked, as netDevs does.
+// connection.
 func dialIn(ns, addr string, timeout time.Duration) error {
-	ch := make(chan error, 1)
-	go func() {
-		var err error
-		defer func() { ch <- err }()
-		runtime.LockOSThread()
-		own, oerr := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if oerr != nil {
-			runtime.UnlockOSThread()
-			err = fmt.Errorf("this thread's namespace: %v", oerr)
-			return
-		}
-		defer unix.Close(own)
-		defer func() {
-			// Left locked if it cannot go back, the thread ends with
-			// the goroutine.
-			if unix.Setns(own, unix.CLONE_NEWNET) == nil {
-				runtime.UnlockOSThread()
-			}
-		}()
-		fd, oerr := unix.Open("/run/netns/"+ns, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if oerr != nil {
-			err = fmt.Errorf("namespace %s: %v", ns, oerr)
-			return
-		}
-		defer unix.Close(fd)
-		if err = unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
-			err = fmt.Errorf("entering namespace %s: %v", ns, err)
-			return
-		}
-		var c net.Conn
-		if c, err = net.DialTimeout("tcp4", addr, timeout); err == nil {
-			c.Close()
-		}
-	}()
-	return <-ch
+	c, err := connectIn(ns, addr, timeout)
+	if err == nil {
+		c.Close()
+	}
+	return err
 }
 
 // NodeIngressResult is a node run's window in the receive direction.

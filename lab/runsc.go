@@ -419,13 +419,45 @@ func (l *Lab) MeasureSandbox(s *Sandbox, o measure.Options) (measure.Result, err
 	if r.IdleRTT, err = idleRTT(l.NSP, NetstackAddr); err != nil {
 		return r, err
 	}
+	var rr *rrProbe
+	if o.RR {
+		stopEcho, err := startEcho(s)
+		if err != nil {
+			return r, err
+		}
+		defer stopEcho()
+		if rr, err = dialRR(l.NSP, NetstackAddr); err != nil {
+			return r, err
+		}
+		defer rr.c.Close()
+		idle, err := rr.run(5, 100*time.Millisecond)
+		if err != nil {
+			return r, fmt.Errorf("the TCP request/response probe, idle: %v", err)
+		}
+		r.IdleRR = measure.Quantile(idle, 0.5)
+	}
 	var cout strings.Builder
 	cli, err := s.Exec(&cout, iperfArgs(PeerAddr, o)...)
 	if err != nil {
 		return r, err
 	}
 	defer cli.Process.Kill()
-	if err := window(o, l.NSP, NetstackAddr, wireBytes(l.NSP, l.VethP1), &r, s.CPU); err != nil {
+	var rrWait func() ([]time.Duration, error)
+	if rr != nil {
+		interval := o.PingInterval
+		if interval == 0 {
+			interval = 10 * time.Millisecond
+		}
+		rrWait = rrDuring(rr, o.Warmup, o.Window, interval)
+	}
+	err = window(o, l.NSP, NetstackAddr, wireBytes(l.NSP, l.VethP1), &r, s.CPU)
+	if rrWait != nil {
+		var rerr error
+		if r.RRs, rerr = rrWait(); err == nil && rerr != nil {
+			err = fmt.Errorf("the TCP request/response probe under load: %v", rerr)
+		}
+	}
+	if err != nil {
 		return r, err
 	}
 	if r.WireBytes == 0 {

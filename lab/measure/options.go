@@ -46,6 +46,10 @@ type Options struct {
 	// Progress (in-process runs), if set, is called once a second with
 	// the last second.
 	Progress func(Progress)
+	// RR (runsc runs) adds a sparse TCP flow: every PingInterval (10 ms
+	// if 0) the peer writes 64 bytes to an echo server in the sandbox and
+	// reads them back, one connection for the run (Result.RRs).
+	RR bool
 	// Sparse (in-process runs) adds a ping-like UDP echo probe and counts
 	// each stream's goodput, for the bufferbloat suite.
 	Sparse bool

@@ -88,6 +88,12 @@ type Result struct {
 	UDPSent   int
 	UDPLost   int
 	StreamBps []float64
+
+	// With Options.RR (runsc runs): a 64-byte TCP request/response's
+	// round trips in the window, from the peer to an echo server in the
+	// sandbox, and its median before the load.
+	RRs    []time.Duration
+	IdleRR time.Duration
 }
 
 // Point is one timeline sample.

@@ -2,6 +2,8 @@ package fq_test
 
 import (
 	"encoding/binary"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -87,6 +89,47 @@ func TestSparseFlowFirst(t *testing.T) {
 	r.send(99, 100)
 	if got := r.next(); got != 99 {
 		t.Errorf("after a sparse flow's packet arrived, flow %d was served, want the sparse flow 99", got)
+	}
+}
+
+// TestSparseFlowAmongMany: a sparse flow whose packets come faster than
+// a round of 64 bulk flows (each a quantum) still has each served next:
+// it keeps its new-flow turn while it sends less than its credit. One
+// that sends more than its quantum each time gets no such turn: it waits
+// its round as a bulk flow does.
+func TestSparseFlowAmongMany(t *testing.T) {
+	r := newRig(t, fq.Config{Quantum: 2 * mtu, InitialQuantum: 2 * mtu})
+	for range 20 {
+		for h := uint32(1); h <= 64; h++ {
+			r.send(h, mtu)
+		}
+	}
+	for range 3 * 64 { // the bulk flows spend their first credit: all are old
+		r.next()
+	}
+	for i := range 10 {
+		r.send(99, 100)
+		if got := r.next(); got != 99 {
+			t.Fatalf("sparse packet %d: flow %d was served first, want the sparse flow 99", i, got)
+		}
+		for range 5 { // less than a round of the bulk flows
+			r.next()
+		}
+	}
+	// A greedy flow: 3 packets of an MTU each time, more than its quantum.
+	waited := 0
+	for range 4 {
+		for range 3 {
+			r.send(77, mtu)
+		}
+		for r.next() != 77 {
+			waited++
+		}
+		r.next()
+		r.next()
+	}
+	if waited < 64 {
+		t.Errorf("a flow sending more than its quantum each time waited %d dequeues in all, want at least a round of the 64 bulk flows", waited)
 	}
 }
 
@@ -230,5 +273,67 @@ func TestParse(t *testing.T) {
 		if got := q.Config().String(); got != tc.want {
 			t.Errorf("Parse(%q) shows %q, want %q", tc.words, got, tc.want)
 		}
+	}
+}
+
+// TestCutGSO: under a tbf that asks it (SplitGSOAt), a host-GSO packet
+// is cut as it reaches its flow's head into pieces of at most the size
+// given: a sparse flow's packet waits for one piece, not the whole GSO
+// packet, the pieces carry the payload in order, the counts follow the
+// pieces, and the GSO packet is released when its last piece is.
+func TestCutGSO(t *testing.T) {
+	const mss = 1448
+	q, err := fq.New(fq.Config{Quantum: 3028, InitialQuantum: 3028}, mtu, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	piece := uint64(3 * (mss + qdisctest.GSOHeaderLen))
+	q.SplitGSOAt(piece)
+	big := qdisctest.GSOPacket(10*mss, mss, 1, 1, 1000)
+	wire := uint32(10 * (mss + qdisctest.GSOHeaderLen))
+	big.IncRef() // the test's own, to watch
+	if !q.Enqueue(big, wire, 0) {
+		t.Fatal("the GSO packet was refused")
+	}
+	p, size, ok := q.Dequeue(0)
+	if !ok || uint64(size) > piece {
+		t.Fatalf("first Dequeue: %d bytes (ok %v), want a piece of at most %d", size, ok, piece)
+	}
+	payload, seq := qdisctest.GSOPayload(p)
+	got := append([]byte(nil), payload...)
+	if seq != 1000 {
+		t.Errorf("first piece's sequence number %d, want 1000", seq)
+	}
+	p.DecRef()
+	if n, b := q.Len(); n != 3 || b != uint64(wire)-uint64(size) {
+		t.Errorf("after the first piece: Len %d packets %d bytes, want the 3 other pieces, %d bytes", n, b, uint64(wire)-uint64(size))
+	}
+	sparse := qdisctest.MakePacket(100, 2, 2)
+	q.Enqueue(sparse, 100, 0)
+	if p, _, _ := q.Dequeue(0); p.Hash != 2 {
+		t.Errorf("after the first piece, flow %d was served, want the sparse flow 2", p.Hash)
+		p.DecRef()
+	} else {
+		p.DecRef()
+	}
+	for {
+		p, _, ok := q.Dequeue(0)
+		if !ok {
+			break
+		}
+		payload, _ := qdisctest.GSOPayload(p)
+		got = append(got, payload...)
+		p.DecRef()
+	}
+	want, _ := qdisctest.GSOPayload(big)
+	if !slices.Equal(got, want) {
+		t.Errorf("the pieces carry %d bytes that differ from the GSO packet's %d", len(got), len(want))
+	}
+	if n := big.ReadRefs(); n != 1 {
+		t.Errorf("the GSO packet holds %d references after its pieces left, want the test's own 1", n)
+	}
+	big.DecRef()
+	if !strings.Contains(q.TCXStats(), "gso_split 1") {
+		t.Errorf("xstats %q do not count the cut", q.TCXStats())
 	}
 }

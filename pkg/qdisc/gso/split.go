@@ -62,8 +62,11 @@ func (h *headers) size() int { return len(h.link) + len(h.network) + len(h.tcp) 
 // the metadata that PacketBuffer.Clone keeps and that is exported:
 // NetworkProtocolNumber, TransportProtocolNumber, Hash, Owner, Mark,
 // EgressRoute, PktType, NICID, InputNICID, RXChecksumValidated and
-// NetworkPacketInfo. Connection-tracking state and pkt's release callback
-// are not carried over.
+// NetworkPacketInfo. Connection-tracking state is not carried over, nor
+// is pkt's release callback; instead each piece holds a reference to pkt
+// until the piece is released, so that a sender told of pkt's release
+// (TCP small queues, runsc patch 0006) learns of it when the last piece
+// has left or been dropped, not when pkt was cut.
 //
 // If pkt already fits (WireSize(pkt) <= maxWire), Split returns one piece,
 // a copy of pkt (with its checksums computed as above); callers that only
@@ -135,11 +138,13 @@ type pieceInfo struct {
 // piece returns a new packet of payload (size bytes, owned by the new
 // packet) after a copy of h's headers, fixed for the piece at.
 func (h *headers) piece(pkt *stack.PacketBuffer, payload buffer.Buffer, size int, at pieceInfo) *stack.PacketBuffer {
+	pkt.IncRef()
 	p := stack.NewPacketBuffer(stack.PacketBufferOptions{
 		ReserveHeaderBytes: h.size() + min(pkt.AvailableHeaderBytes(), maxSpareHeaderBytes),
 		Payload:            payload,
 		IsForwardedPacket:  pkt.NetworkPacketInfo.IsForwardedPacket,
 		Mark:               pkt.Mark,
+		OnRelease:          func() { pkt.DecRef() },
 	})
 	p.NetworkProtocolNumber = pkt.NetworkProtocolNumber
 	p.TransportProtocolNumber = pkt.TransportProtocolNumber

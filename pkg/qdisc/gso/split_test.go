@@ -227,8 +227,17 @@ func checkSplit(t *testing.T, orig snap, pkt *stack.PacketBuffer, pieces []*stac
 	if diff := diffSnap(orig, snapshot(pkt)); diff != "" {
 		t.Errorf("Split changed the packet:\n%s", diff)
 	}
-	if got := pkt.ReadRefs(); got != 1 {
-		t.Errorf("the packet has %d references after Split, want 1", got)
+	// The caller's reference, and one each piece holds until released.
+	if got := pkt.ReadRefs(); got != int64(1+len(pieces)) {
+		t.Errorf("the packet has %d references after Split, want 1 and one a piece (%d)", got, 1+len(pieces))
+	}
+	if len(pieces) > 0 {
+		p := pieces[len(pieces)-1]
+		p.IncRef()
+		p.DecRef()
+		if got := pkt.ReadRefs(); got != int64(1+len(pieces)) {
+			t.Errorf("a piece's reference taken and given back released the packet's: %d references, want %d", got, 1+len(pieces))
+		}
 	}
 	mss := int(orig.GSO.MSS)
 	perPiece := max(1, (len(orig.Payload)+mss-1)/mss)

@@ -147,6 +147,23 @@ func scriptedCases() []scripted {
 			},
 		},
 		{
+			// Issue 48: in runsc with host GSO, such a class got 0.00-0.01
+			// of its 5; the kernel's htb with TSO gives 5.05 and 95.1.
+			name: "a 5 Mbit/s class with a 1600-byte burst beside a busy prio-0 class, both sending 64 KiB packets",
+			cfg: htb.Config{Classes: []htb.ClassConfig{
+				{ID: root, Rate: 100 * mbps},
+				{ID: c10, Parent: root, Rate: 90 * mbps, Ceil: 100 * mbps, Prio: 0},
+				{ID: c20, Parent: root, Rate: 5 * mbps, Ceil: 5 * mbps, Burst: 1600, CBurst: 1600, Prio: 1},
+			}},
+			// Over 3.9 s, so that one 64 KiB packet is under 3% of the
+			// class's bytes.
+			arrivals: htbtest.Merge(offer(c10, 150, 0, 4*sec, 65536), offer(c20, 20, 0, 4*sec, 65536)),
+			check: func(t *testing.T, _ []htbtest.Arrival, sent []htbtest.Departure) {
+				rateOf(t, sent, c20, win0, 4*sec, 5*mbps, 0.03)
+				rateOf(t, sent, c10, win0, 4*sec, 95*mbps, 0.03)
+			},
+		},
+		{
 			name: "same-prio borrowers share the excess in proportion to quantum (DRR)",
 			cfg: htb.Config{Classes: []htb.ClassConfig{
 				{ID: root, Rate: 100 * mbps},

@@ -37,6 +37,9 @@ func (d *Discipline) Change(cfg Config) error {
 	}
 	d.maxSize.Store(d.bound(p.maxSize))
 	d.lanes.SetGate(p.gate, p.maxSize)
+	if d.child != nil {
+		d.lanes.Lanes[0].Locked(func() { d.splitGSOAt(d.child, p.cfg) })
+	}
 	d.cfg = p.cfg
 	return nil
 }
