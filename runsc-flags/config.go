@@ -46,7 +46,8 @@ type Config struct {
 	// direction's packet bucket, as TBFPacketRate and TBFPacketBurst.
 	IngressPacketRate  uint64
 	IngressPacketBurst uint64
-	// TBFChild is the tbf's queue: "" (its byte FIFO) or "fq_codel".
+	// TBFChild is the tbf's queue: "" (fq, the default), "fifo" (its byte
+	// FIFO) or "fq_codel".
 	TBFChild string
 	// fq_codel's knobs, for --qdisc=fq_codel and --qdisc-tbf-child=fq_codel
 	// (package fqcodel; 0 means Linux's default): packets, flows, bytes,
@@ -241,8 +242,8 @@ func (c *Config) validateIngress() error {
 // fq_codel's limits could exceed, and the knobs make a valid
 // fqcodel.Config.
 func (c *Config) validateFQCoDel() error {
-	if (c.TBFChild == ChildFQCoDel || c.TBFChild == ChildFQ) && (c.TBFLimit != 0 || c.TBFLatency != 0) {
-		return fmt.Errorf("--%s=%s: %s's limits bound the queue under the tbf; leave --%s and --%s unset", FlagTBFChild, c.TBFChild, c.TBFChild, FlagTBFLimit, FlagTBFLatency)
+	if c.TBFChild == ChildFQCoDel && (c.TBFLimit != 0 || c.TBFLatency != 0) {
+		return fmt.Errorf("--%s=fq_codel: fq_codel's limits bound the queue under the tbf; leave --%s and --%s unset", FlagTBFChild, FlagTBFLimit, FlagTBFLatency)
 	}
 	if err := c.FQCoDelConfig().Check(); err != nil {
 		return flagError(err, fqCoDelFlags)
@@ -251,24 +252,27 @@ func (c *Config) validateFQCoDel() error {
 }
 
 // TBFConfig returns the tbf.Config the flags describe, with one queue per
-// GOMAXPROCS, as runsc gives fifo, or one with a flow-queueing child
-// (fq or fq_codel is one qdisc), which NewTBFChild makes. Validate first:
-// it assumes sizes fit in 32 bits.
+// GOMAXPROCS with the byte FIFO (--qdisc-tbf-child=fifo), as runsc
+// gives fifo, or one with a flow-queueing child (fq, the default, or
+// fq_codel: one qdisc), which NewTBFChild makes. Validate first: it
+// assumes sizes fit in 32 bits.
 func (c *Config) TBFConfig() tbf.Config {
 	t := c.tbfConfig(EgressCeiling)
-	if c.TBFChild == ChildFQCoDel || c.TBFChild == ChildFQ {
+	if c.TBFChild != ChildFIFO {
 		t.Lanes = 1
 	}
 	return t
 }
 
 // NewTBFChild returns the tbf's child the flags describe, for a link whose
-// MTU plus header is mtu: fq_codel (--qdisc-tbf-child=fq_codel), fq with
-// Linux's defaults (--qdisc-tbf-child=fq), or nil for the tbf's byte FIFO.
+// MTU plus header is mtu: fq with Linux's defaults (unset, or
+// --qdisc-tbf-child=fq; the tbf's limit or latency, if set, bounds its
+// bytes), fq_codel (--qdisc-tbf-child=fq_codel), or nil for the tbf's
+// byte FIFO (--qdisc-tbf-child=fifo).
 func (c *Config) NewTBFChild(mtu uint32) (qdisc.Queue, error) {
 	switch c.TBFChild {
-	case ChildFQ:
-		return fq.New(fq.Config{}, mtu, nil)
+	case "":
+		return fq.NewQueue(fq.Config{}, mtu, nil)
 	case ChildFQCoDel:
 	default:
 		return nil, nil

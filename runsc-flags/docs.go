@@ -34,7 +34,7 @@ func (f *Flag) unitDoc() string {
 	case KindAliasWords:
 		return "tc-" + f.alias.kind + "'s words (`" + f.Example + "`)"
 	case KindChild:
-		return "`fifo`, `" + ChildFQ + "`, `" + ChildFQCoDel + "`"
+		return "`" + ChildFQ + "`, `" + ChildFIFO + "`, `" + ChildFQCoDel + "`"
 	case KindRate:
 		return "bytes/s, or tc units (`10mbit`)"
 	case KindSize:

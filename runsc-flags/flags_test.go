@@ -13,7 +13,9 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"gvisor.dev/gvisor/pkg/tcpip/faketime"
 
+	"github.com/netqdisc/netqdisc/pkg/qdisc"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/fifo"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/fq"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/qdisctest"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/tbf"
 )
@@ -73,7 +75,7 @@ func TestFlagErrors(t *testing.T) {
 		args []string
 		says []string
 	}{
-		{"unknown qdisc", []string{"--qdisc=red"}, []string{`"red"`, "none, fifo, tbf, fq_codel, htb or cake"}},
+		{"unknown qdisc", []string{"--qdisc=red"}, []string{`"red"`, "none, fifo, tbf, fq_codel, htb, cake or fq"}},
 		{"bad rate unit", []string{"--qdisc-tbf-rate=10mbits"}, []string{"qdisc-tbf-rate", `"10mbits"`, "unknown unit"}},
 		{"negative burst", []string{"--qdisc-tbf-burst=-1"}, []string{"qdisc-tbf-burst", "negative"}},
 		{"tbf without rate", []string{"--qdisc=tbf", "--qdisc-tbf-burst=12500"}, []string{"--qdisc-tbf-rate"}},
@@ -233,7 +235,7 @@ func TestApplyAnnotations(t *testing.T) {
 		{"peak rate without mtu", operatorTBF, a("qdisc-tbf-peakrate", "100mbit"), nil, []string{"invalid configuration", "--qdisc-tbf-mtu"}},
 		{"leave tbf for fifo", operatorTBF, a("qdisc", "fifo"), nil, []string{"only tbf", "--allow-flag-override"}},
 		{"leave tbf for none", operatorTBF, a("qdisc", "none"), nil, []string{"only tbf"}},
-		{"unknown qdisc", operatorTBF, a("qdisc", "red"), nil, []string{`"red"`, "none, fifo, tbf, fq_codel, htb or cake"}},
+		{"unknown qdisc", operatorTBF, a("qdisc", "red"), nil, []string{`"red"`, "none, fifo, tbf, fq_codel, htb, cake or fq"}},
 		{"cake in place of the operator's tbf", operatorTBF, a("qdisc", "cake"), nil, []string{"only tbf, or fq_codel", "qdisc=cake over the operator's tbf", "--allow-flag-override"}},
 		{"set override", operatorTBF, a("allow-flag-override", "true"), nil, []string{"allow-flag-override", "operator"}},
 		{"override cannot be set even with override", append([]string{"--allow-flag-override"}, operatorTBF...), a("allow-flag-override", "false"), nil, []string{"cannot be set"}},
@@ -328,9 +330,14 @@ func TestNewQueueingDiscipline(t *testing.T) {
 		}
 		defer q.Close()
 		d := q.(*tbf.Discipline)
-		if got := d.Config(); got.Rate != 1_250_000 || got.Burst != 12500 || got.Limit != 1000*1514 || d.Lanes() != runtime.GOMAXPROCS(0) {
-			t.Errorf("tbf config %+v with %d queues; want rate 1250000, burst 12500, limit 1000 packets of 1514, GOMAXPROCS queues", got, d.Lanes())
+		if got := d.Config(); got.Rate != 1_250_000 || got.Burst != 12500 || got.Limit != 1000*1514 || d.Lanes() != 1 {
+			t.Errorf("tbf config %+v with %d queues; want rate 1250000, burst 12500, limit 1000 packets of 1514, one queue", got, d.Lanes())
 		}
+		d.Child(func(child qdisc.Queue) {
+			if _, ok := child.(*fq.Queue); !ok {
+				t.Errorf("the tbf's child is %T, want fq, the default", child)
+			}
+		})
 	})
 	t.Run("tbf from annotations", func(t *testing.T) {
 		c, _ := parse(t, "--qdisc=tbf", "--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500", "--qdisc-tbf-latency=50ms")
@@ -342,7 +349,7 @@ func TestNewQueueingDiscipline(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer q.Close()
-		if got, want := q.(*tbf.Discipline).String(), "tbf rate 5Mbit burst 12500b lat 20ms"; got != want {
+		if got, want := q.(*tbf.Discipline).String(), "tbf rate 5Mbit burst 12500b lat 20ms; child fq limit 10000p flow_limit 100p quantum 3028b initial_quantum 15140b refill_delay 40ms nopacing"; got != want {
 			t.Errorf("qdisc %q, want %q", got, want)
 		}
 	})

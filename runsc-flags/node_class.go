@@ -9,6 +9,7 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 
 	"github.com/netqdisc/netqdisc/pkg/qdisc/classify"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/fq"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/node"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/rate"
 )
@@ -66,7 +67,11 @@ func (n *NodeClass) uplink(link stack.LinkEndpoint, w stack.LinkWriter, clock tc
 
 // NewQueueingDisciplineIn is NewQueueingDiscipline for a NIC whose
 // egress is nc's class of its node: the qdisc writes through the class's
-// uplink, which holds what leaves to the class's share.
+// uplink, which holds what leaves to the class's share. runsc's default
+// fifo (--qdisc=fifo with no words) is fq there: under the class's
+// ceiling, as under a tbf's, a sparse flow's packets should not wait
+// behind the bulk flows' (docs/backpressure.md), and host-GSO packets are
+// cut to a millisecond of the class's rate as they leave.
 func (c *Config) NewQueueingDisciplineIn(lower stack.LinkEndpoint, clock tcpip.Clock, nc *NodeClass) (stack.QueueingDiscipline, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
@@ -74,6 +79,14 @@ func (c *Config) NewQueueingDisciplineIn(lower stack.LinkEndpoint, clock tcpip.C
 	up, err := nc.uplink(lower, nil, clock)
 	if err != nil {
 		return nil, err
+	}
+	if c.QDisc == QDiscFIFO && c.Words[kindFlagName(EgressCeiling, "fifo")] == "" {
+		q, err := fq.New(up, clock, fq.Config{})
+		if err != nil {
+			return nil, err
+		}
+		q.SplitGSOAt(max(uint64(lower.MTU()+uint32(lower.MaxHeaderLength())), nc.seat.Rate/1000))
+		return q, nil
 	}
 	return c.NewQueueingDiscipline(up, clock)
 }

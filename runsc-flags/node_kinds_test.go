@@ -16,7 +16,8 @@ import (
 // (NewQueueingDisciplineIn), sits under its class of a node: backlogged
 // alone on the node, its NIC sends the class's ceil (40 Mbit/s under a
 // root of 100), or its own qdisc's rate where that is lower, within 1%
-// over a second of a ManualClock.
+// over a second of a ManualClock. runsc's default fifo is fq there (flow
+// queueing under the class's ceiling); a fifo given words stays a fifo.
 func TestNodeKinds(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -24,6 +25,7 @@ func TestNodeKinds(t *testing.T) {
 		want  uint64 // Mbit/s
 	}{
 		{"fifo", []string{"--qdisc=fifo"}, 40},
+		{"fifo with words", []string{"--qdisc=fifo", "--qdisc-fifo=limit 500"}, 40},
 		{"tbf below the class", []string{"--qdisc=tbf", "--qdisc-tbf-rate=20mbit", "--qdisc-tbf-burst=3028"}, 20},
 		{"tbf above the class", []string{"--qdisc=tbf", "--qdisc-tbf-rate=1gbit", "--qdisc-tbf-burst=64kb"}, 40},
 		{"fq_codel", []string{"--qdisc=fq_codel"}, 40},
@@ -58,6 +60,9 @@ func TestNodeKinds(t *testing.T) {
 			}
 			defer sq.Close()
 			q := sq.(qdisc.Discipline)
+			if kind, _ := qdisc.SplitKind(q.String()); (kind == "fq") != (tc.name == "fifo") {
+				t.Errorf("%s under a node's class is %q; want fq for runsc's default fifo only", tc.name, q.String())
+			}
 			var seq uint64
 			// step keeps the qdisc backlogged for d, 1 ms at a time, and
 			// returns the bytes the link took. The node's allocator

@@ -6,6 +6,7 @@ package runscflags
 import (
 	_ "github.com/netqdisc/netqdisc/pkg/qdisc/cake"
 	_ "github.com/netqdisc/netqdisc/pkg/qdisc/fifo"
+	_ "github.com/netqdisc/netqdisc/pkg/qdisc/fq"
 	_ "github.com/netqdisc/netqdisc/pkg/qdisc/fqcodel"
 	_ "github.com/netqdisc/netqdisc/pkg/qdisc/htb"
 	_ "github.com/netqdisc/netqdisc/pkg/qdisc/tbf"

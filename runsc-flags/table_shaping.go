@@ -139,10 +139,10 @@ var shapingRows = []Flag{
 	},
 	{
 		Name: FlagTBFChild, Kind: KindChild, field: func(c *Config) any { return &c.TBFChild },
-		Default: "fifo", Unset: "the tbf's byte FIFO",
-		Usage: "tbf: the queue under the bucket: fifo (a byte FIFO, bounded by --qdisc-tbf-limit or -latency), fq (flow queues, Linux's fq without pacing: a sparse flow's packets do not wait behind bulk flows, and nothing is dropped short of its limits) or fq_codel (flow queues with CoDel); set no tbf limit or latency with fq or fq_codel.",
-		Annotation: Rule{Permit: Select, Choices: []Choice{{Value: ChildFQ}, {Value: ChildFQCoDel}, {Value: "fifo", Over: []string{"fifo"}}},
-			Note: "refused where the tbf has a limit or latency, which fq's or fq_codel's limits would replace"},
+		Default: "fq", Unset: "fq: flow queues, bounded by --qdisc-tbf-limit or -latency if set",
+		Usage: "tbf: the queue under the bucket: fq (the default: flow queues, Linux's fq without pacing; a sparse flow's packets do not wait behind bulk flows, host-GSO packets are cut to 1 ms of the rate, nothing is dropped short of the limits; --qdisc-tbf-limit or -latency bound its bytes), fifo (one byte FIFO, bounded by --qdisc-tbf-limit or -latency) or fq_codel (flow queues with CoDel; set no tbf limit or latency).",
+		Annotation: Rule{Permit: Select, Choices: []Choice{{Value: ChildFQ}, {Value: ChildFQCoDel}, {Value: ChildFIFO, Over: []string{ChildFIFO}}},
+			Note: "fq_codel is refused where the tbf has a limit or latency, which its limits would replace"},
 		Linux: Linux{Qdisc: "the tbf's child qdisc"},
 	},
 	{

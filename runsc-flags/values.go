@@ -85,11 +85,12 @@ func (q QueueingDiscipline) valid() bool {
 // Get implements flag.Getter.Get.
 func (q *QueueingDiscipline) Get() any { return *q }
 
-// ChildFQCoDel and ChildFQ are --qdisc-tbf-child's values besides the
-// default ("fifo", the tbf's own byte FIFO).
+// --qdisc-tbf-child's values: fq, the default (held as ""), the tbf's
+// own byte FIFO, and fq_codel.
 const (
-	ChildFQCoDel = "fq_codel"
 	ChildFQ      = "fq"
+	ChildFIFO    = "fifo"
+	ChildFQCoDel = "fq_codel"
 )
 
 // Kind is the unit and syntax of a flag's value.
@@ -98,8 +99,8 @@ type Kind int
 const (
 	// KindQDisc is --qdisc's choice: none, fifo, tbf, fq_codel, htb or cake.
 	KindQDisc Kind = iota
-	// KindChild is the tbf child's choice: fifo (held as ""), fq or
-	// fq_codel.
+	// KindChild is the tbf child's choice: fq (the default, held as ""),
+	// fifo or fq_codel.
 	KindChild
 	// KindRate is bytes per second, or tc's units ("10mbit").
 	KindRate
@@ -144,9 +145,9 @@ func (k Kind) parse(s string) (any, error) {
 		return q, err
 	case KindChild:
 		switch s {
-		case "fifo", "":
+		case "", ChildFQ:
 			return "", nil
-		case ChildFQCoDel, ChildFQ:
+		case ChildFIFO, ChildFQCoDel:
 			return s, nil
 		}
 		return "", fmt.Errorf("invalid tbf child %q: choose fifo, fq or fq_codel", s)
@@ -189,7 +190,7 @@ func (f *Flag) get(c *Config) string {
 		return p.String()
 	case *string:
 		if *p == "" && f.Kind == KindChild {
-			return "fifo"
+			return ChildFQ
 		}
 		return *p
 	case *uint64:

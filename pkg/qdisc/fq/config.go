@@ -79,6 +79,54 @@ func (c Config) String() string {
 		c.Limit, c.FlowLimit, c.Quantum, c.InitialQuantum, rate.FormatTCTime(float64(c.RefillDelay.Microseconds())))
 }
 
+// show is `tc qdisc show`'s line: the kind, then String.
+func (c Config) show() string { return "fq " + c.String() }
+
+// Words writes the words set (Parse reads them back to c): "" for
+// Linux's defaults.
+func (c Config) Words() string {
+	var w []string
+	add := func(word string, v uint32, unit string) {
+		if v != 0 {
+			w = append(w, fmt.Sprintf("%s %d%s", word, v, unit))
+		}
+	}
+	add("limit", c.Limit, "")
+	add("flow_limit", c.FlowLimit, "")
+	add("quantum", c.Quantum, "")
+	add("initial_quantum", c.InitialQuantum, "")
+	if c.RefillDelay != 0 {
+		w = append(w, "refill_delay "+rate.FormatTCTime(float64(c.RefillDelay.Microseconds())))
+	}
+	return strings.Join(w, " ")
+}
+
+// Tighten returns pod, fq's words a container author asks for, if they
+// hold no more of the host than operator's: a packet limit and a flow
+// limit no larger (Linux's defaults where unset). Quantum and refill
+// delay order only the pod's own packets.
+func (operator Config) Tighten(pod Config) (Config, error) {
+	for _, w := range []struct {
+		word        string
+		pod, op, df uint32
+	}{
+		{"limit", pod.Limit, operator.Limit, DefaultLimit},
+		{"flow_limit", pod.FlowLimit, operator.FlowLimit, DefaultFlowLimit},
+	} {
+		p, op := w.pod, w.op
+		if p == 0 {
+			p = w.df
+		}
+		if op == 0 {
+			op = w.df
+		}
+		if p > op {
+			return Config{}, fmt.Errorf("fq %s %d is above the operator's %d; give %d or less", w.word, p, op, op)
+		}
+	}
+	return pod, nil
+}
+
 // Parse reads tc-fq's words (tc/q_fq.c's fq_parse_opt) into a Config.
 // Pacing's words (maxrate, pacing, low_rate_threshold, timer_slack,
 // horizon...) are refused: netqdisc's fq schedules flows under a parent

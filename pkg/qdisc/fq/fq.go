@@ -45,6 +45,7 @@ type Classifier func(pkt *stack.PacketBuffer) uint32
 // packet is dequeued by the caller's taking it, dropped or purged.
 type Queue struct {
 	cfg      Config
+	mtu      uint32
 	classify Classifier
 
 	byHash map[uint32]int32
@@ -64,6 +65,8 @@ type Queue struct {
 	piece uint64
 	// splits counts the host-GSO packets cut.
 	splits uint64
+	// byteLimit, if not 0, bounds the bytes queued (SetByteLimit).
+	byteLimit uint64
 
 	peeked    entry
 	hasPeeked bool
@@ -94,10 +97,10 @@ type flow struct {
 
 var _ qdisc.Queue = (*Queue)(nil)
 
-// New returns an empty fq configured as cfg, on a link whose MTU plus
-// header is mtu, that classifies packets with classify (nil: pkt.Hash if
-// set, else a seeded hash of their headers).
-func New(cfg Config, mtu uint32, classify Classifier) (*Queue, error) {
+// NewQueue returns an empty fq configured as cfg, on a link whose MTU
+// plus header is mtu, that classifies packets with classify (nil:
+// pkt.Hash if set, else a seeded hash of their headers).
+func NewQueue(cfg Config, mtu uint32, classify Classifier) (*Queue, error) {
 	cfg, err := cfg.withDefaults(mtu)
 	if err != nil {
 		return nil, err
@@ -111,7 +114,7 @@ func New(cfg Config, mtu uint32, classify Classifier) (*Queue, error) {
 			return h.Packet(pkt.NetworkProtocolNumber, pkt)
 		}
 	}
-	q := &Queue{cfg: cfg, classify: classify, byHash: make(map[uint32]int32)}
+	q := &Queue{cfg: cfg, mtu: mtu, classify: classify, byHash: make(map[uint32]int32)}
 	q.newFlows.init()
 	q.oldFlows.init()
 	q.detached.init()
@@ -122,14 +125,25 @@ func New(cfg Config, mtu uint32, classify Classifier) (*Queue, error) {
 func (q *Queue) Config() Config { return q.cfg }
 
 // String describes the configuration as `tc qdisc show` does.
-func (q *Queue) String() string { return "fq " + q.cfg.String() }
+func (q *Queue) String() string { return q.cfg.show() }
+
+// Change puts cfg (Linux's defaults for what it leaves unset) in force,
+// as fq_change does; the packets queued stay.
+func (q *Queue) Change(cfg Config) error {
+	c, err := cfg.withDefaults(q.mtu)
+	if err != nil {
+		return err
+	}
+	q.cfg = c
+	return nil
+}
 
 // Enqueue implements qdisc.Queue.Enqueue (fq_enqueue): past Limit
-// packets, or past FlowLimit on the packet's flow, the packet is refused
-// and counted. A flow coming back from idle joins the new flows, its
+// packets (or the byte limit a parent set), or past FlowLimit on the
+// packet's flow, the packet is refused and counted. A flow coming back from idle joins the new flows, its
 // credit refilled to a quantum if it was idle longer than RefillDelay.
 func (q *Queue) Enqueue(pkt *stack.PacketBuffer, size uint32, now int64) bool {
-	if q.qlen >= int(q.cfg.Limit) {
+	if q.qlen >= int(q.cfg.Limit) || (q.byteLimit != 0 && q.backlog+uint64(size) > q.byteLimit) {
 		q.drops++
 		return false
 	}
@@ -257,6 +271,10 @@ func (q *Queue) take(now int64) (entry, bool) {
 		return e, true
 	}
 }
+
+// SetByteLimit implements tbf.ByteLimiter: past bytes queued (0: no
+// bound), a packet is refused and counted, as over Limit.
+func (q *Queue) SetByteLimit(bytes uint64) { q.byteLimit = bytes }
 
 // SplitGSOAt implements tbf.GSOSplitter: host-GSO packets of more than
 // maxWire bytes on the wire are cut to fit as they leave (0: never).

@@ -31,7 +31,7 @@ type rig struct {
 
 func newRig(t *testing.T, cfg fq.Config) *rig {
 	t.Helper()
-	q, err := fq.New(cfg, mtu, nil)
+	q, err := fq.NewQueue(cfg, mtu, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +265,7 @@ func TestParse(t *testing.T) {
 		if err != nil {
 			continue
 		}
-		q, err := fq.New(cfg, mtu, nil)
+		q, err := fq.NewQueue(cfg, mtu, nil)
 		if err != nil {
 			t.Errorf("New(%q): %v", tc.words, err)
 			continue
@@ -283,7 +283,7 @@ func TestParse(t *testing.T) {
 // pieces, and the GSO packet is released when its last piece is.
 func TestCutGSO(t *testing.T) {
 	const mss = 1448
-	q, err := fq.New(fq.Config{Quantum: 3028, InitialQuantum: 3028}, mtu, nil)
+	q, err := fq.NewQueue(fq.Config{Quantum: 3028, InitialQuantum: 3028}, mtu, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

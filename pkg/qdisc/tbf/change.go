@@ -38,7 +38,7 @@ func (d *Discipline) Change(cfg Config) error {
 	d.maxSize.Store(d.bound(p.maxSize))
 	d.lanes.SetGate(p.gate, p.maxSize)
 	if d.child != nil {
-		d.lanes.Lanes[0].Locked(func() { d.splitGSOAt(d.child, p.cfg) })
+		d.lanes.Lanes[0].Locked(func() { d.setChild(d.child, p.cfg) })
 	}
 	d.cfg = p.cfg
 	return nil
@@ -97,7 +97,7 @@ func (d *Discipline) checkNoCeiling(cfg Config) (Config, error) {
 		return cfg, configErr("latency", "latency needs a rate to give a limit, and the ceiling is removed; give a limit in bytes, or none")
 	}
 	if cfg.Child != nil {
-		if cfg.Limit != 0 {
+		if cfg.Limit != 0 && !isByteLimiter(cfg.Child) {
 			return cfg, configErr("limit", "with a child qdisc (%s), the child's limits bound the queue; leave limit unset", childName(cfg.Child))
 		}
 		return cfg, nil

@@ -155,7 +155,7 @@ func (c Config) validate(link *linkBounds) (Config, uint32, error) {
 	case c.Latency < 0:
 		return c, 0, configErr("latency", "latency %v is negative; give a positive duration such as 50ms", c.Latency)
 	// Ours: the child's own limits bound the queue, and it is one queue.
-	case c.Child != nil && (c.Limit != 0 || c.Latency != 0):
+	case c.Child != nil && !isByteLimiter(c.Child) && (c.Limit != 0 || c.Latency != 0):
 		return c, 0, configErr("limit", "with a child qdisc (%s), the child's limits bound the queue; leave limit and latency unset", childName(c.Child))
 	case c.Child != nil && c.Lanes > 1:
 		return c, 0, configErr("lanes", "a tbf with a child qdisc (%s) has one lane (the child spreads flows itself); leave lanes unset", childName(c.Child))
@@ -222,7 +222,7 @@ func (c Config) validate(link *linkBounds) (Config, uint32, error) {
 			return c, 0, configErr("latency", "latency %v at rate %s allows a backlog of %d bytes, more than the %d a limit can hold (Linux's tc_tbf_qopt.limit is u32); lower latency", c.Latency, rate.FormatRate(c.Rate), limit, uint32(math.MaxUint32))
 		}
 		c.Limit = uint32(limit)
-	case c.Child != nil:
+	case c.Child != nil && !isByteLimiter(c.Child):
 		return c, maxSize, nil // the child bounds the queue
 	case c.Limit == 0:
 		if link == nil {

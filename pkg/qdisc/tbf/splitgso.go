@@ -17,6 +17,33 @@ type GSOSplitter interface {
 	SplitGSOAt(maxWire uint64)
 }
 
+// ByteLimiter is a child queue that takes the tbf's limit (or latency, as
+// a limit at the rate) as a bound on its bytes queued, beside its own
+// limits: fq, the default child under a runtime's ceiling, so that a
+// limit or latency an operator or a Kubernetes bandwidth sets holds as it
+// does over the byte FIFO. SetByteLimit (0: none) is called under the
+// lock that guards the child.
+type ByteLimiter interface {
+	qdisc.Queue
+	SetByteLimit(bytes uint64)
+}
+
+// isByteLimiter says whether child takes the tbf's limit.
+func isByteLimiter(child qdisc.Queue) bool {
+	_, ok := child.(ByteLimiter)
+	return ok
+}
+
+// setChild tells a child what it takes of cfg: the size to cut host-GSO
+// packets to (GSOSplitter) and the byte limit (ByteLimiter). The caller
+// holds the lock that guards the child, or it is not running yet.
+func (d *Discipline) setChild(child qdisc.Queue, cfg Config) {
+	d.splitGSOAt(child, cfg)
+	if b, ok := child.(ByteLimiter); ok {
+		b.SetByteLimit(uint64(cfg.Limit))
+	}
+}
+
 // splitGSORate is how many pieces a second a cut host-GSO packet's take
 // at the rate: each takes a millisecond at most.
 const splitGSORate = 1000

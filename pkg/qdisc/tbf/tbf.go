@@ -242,7 +242,7 @@ func newTo(out stack.LinkWriter, link stack.LinkEndpoint, clock tcpip.Clock, cfg
 	d := &Discipline{link: link, splitsGSO: splitsGSO}
 	d.maxSize.Store(maxSize)
 	d.child = cfg.Child
-	d.splitGSOAt(d.child, cfg) // not running yet: no lock
+	d.setChild(d.child, cfg) // not running yet: no lock
 	slack := cfg.slackInForce()
 	if cfg.Slack == 0 {
 		cfg.Slack = slack // the Slack in force

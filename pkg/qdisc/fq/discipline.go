@@ -1,0 +1,115 @@
+package fq
+
+import (
+	"fmt"
+
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
+
+	"github.com/netqdisc/netqdisc/pkg/qdisc"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/dispatch"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/gso"
+)
+
+// Discipline is fq as a NIC's qdisc (`--qdisc=fq`): one lane over a
+// Queue. Under a ceiling of its lower link's (a node's class), its flows
+// share what the ceiling lets through as under a tbf.
+type Discipline struct {
+	q     *Queue
+	lanes dispatch.Group
+}
+
+var _ qdisc.Discipline = (*Discipline)(nil)
+
+// New returns fq on lower, timed by clock, and starts its dispatcher.
+func New(lower stack.LinkEndpoint, clock tcpip.Clock, cfg Config) (*Discipline, error) {
+	if lower == nil || clock == nil {
+		return nil, fmt.Errorf("fq: no lower link endpoint or clock")
+	}
+	return start(dispatch.Config{Lower: lower}, lower, clock, cfg)
+}
+
+// NewTo is New on the receive path (package ingress): what leaves goes to
+// out, a link's delivering goroutine only queues, and a packet GRO merged
+// is charged as the segments it was on the link.
+func NewTo(out stack.LinkWriter, link stack.LinkEndpoint, clock tcpip.Clock, cfg Config) (*Discipline, error) {
+	if out == nil || link == nil || clock == nil {
+		return nil, fmt.Errorf("fq: no link endpoint or clock")
+	}
+	mtu := link.MTU()
+	return start(dispatch.Config{
+		Lower:     out,
+		QueueOnly: true,
+		Size:      func(pkt *stack.PacketBuffer) uint64 { return gso.ReceivedWireSize(pkt, mtu) },
+	}, link, clock, cfg)
+}
+
+// start builds fq for link's packets with lane's lower link and starts
+// its dispatcher.
+func start(lane dispatch.Config, link stack.LinkEndpoint, clock tcpip.Clock, cfg Config) (*Discipline, error) {
+	q, err := NewQueue(cfg, link.MTU()+uint32(link.MaxHeaderLength()), nil)
+	if err != nil {
+		return nil, err
+	}
+	d := &Discipline{q: q}
+	lane.MaxPackets, lane.Queue, lane.Clock = 1, q, clock
+	d.lanes.Init(1, lane)
+	d.lanes.Start()
+	return d, nil
+}
+
+// WritePacket implements stack.QueueingDiscipline.WritePacket.
+func (d *Discipline) WritePacket(pkt *stack.PacketBuffer) tcpip.Error {
+	return d.lanes.Lanes[0].Enqueue(pkt)
+}
+
+// Enqueue queues pkt: the receive path's WritePacket (one lane).
+func (d *Discipline) Enqueue(pkt *stack.PacketBuffer, _ uint32) tcpip.Error {
+	return d.lanes.Lanes[0].Enqueue(pkt)
+}
+
+// Lanes returns 1: fq spreads flows itself.
+func (d *Discipline) Lanes() int { return 1 }
+
+// Close implements stack.QueueingDiscipline.Close: what is queued is
+// dropped and counted, and the dispatcher has exited when it returns.
+func (d *Discipline) Close() { d.lanes.Close() }
+
+// Stats returns the tc -s counters.
+func (d *Discipline) Stats() qdisc.Stats { return d.lanes.Stats() }
+
+// Quiescent reports whether the dispatcher is idle. Tests use it.
+func (d *Discipline) Quiescent() bool { return d.lanes.Quiescent() }
+
+// Config returns the configuration in force.
+func (d *Discipline) Config() Config {
+	var c Config
+	d.lanes.Lanes[0].Locked(func() { c = d.q.Config() })
+	return c
+}
+
+// Change puts cfg in force on the running qdisc, as fq_change does: the
+// packets queued stay (a lower limit refuses new ones until they leave).
+func (d *Discipline) Change(cfg Config) error {
+	var err error
+	d.lanes.Lanes[0].Locked(func() { err = d.q.Change(cfg) })
+	return err
+}
+
+// SplitGSOAt cuts host-GSO packets of more than maxWire bytes on the wire
+// as they leave (0: never): for a ceiling below the qdisc (a node's
+// class), about a millisecond of its rate.
+func (d *Discipline) SplitGSOAt(maxWire uint64) {
+	d.lanes.Lanes[0].Locked(func() { d.q.SplitGSOAt(maxWire) })
+}
+
+// String describes the qdisc as `tc qdisc show` does.
+func (d *Discipline) String() string { return d.Config().show() }
+
+// Show implements qdisc.Shower: fq's line, its counters and its own.
+func (d *Discipline) Show() qdisc.Showing {
+	s := qdisc.Showing{Stats: d.Stats()}
+	d.lanes.Lanes[0].Locked(func() { s.XStats = d.q.TCXStats() })
+	s.Kind, s.Options = qdisc.SplitKind(d.String())
+	return qdisc.Gated(d.lanes.Gate(), s)
+}
