@@ -322,7 +322,7 @@ func TestNewQueueingDiscipline(t *testing.T) {
 			t.Errorf("fifo described as %q, want %q", got, want)
 		}
 	})
-	t.Run("tbf default limit", func(t *testing.T) {
+	t.Run("tbf default child", func(t *testing.T) {
 		c, _ := parse(t, "--qdisc=tbf", "--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500")
 		q, err := c.NewQueueingDiscipline(qdisctest.NewLink(clock), clock)
 		if err != nil {
@@ -330,8 +330,10 @@ func TestNewQueueingDiscipline(t *testing.T) {
 		}
 		defer q.Close()
 		d := q.(*tbf.Discipline)
-		if got := d.Config(); got.Rate != 1_250_000 || got.Burst != 12500 || got.Limit != 1000*1514 || d.Lanes() != 1 {
-			t.Errorf("tbf config %+v with %d queues; want rate 1250000, burst 12500, limit 1000 packets of 1514, one queue", got, d.Lanes())
+		// fq's own limits bound the queue (10000 packets, 100 a
+		// flow, fq.DefaultByteLimit bytes), as a child's do in Linux.
+		if got := d.Config(); got.Rate != 1_250_000 || got.Burst != 12500 || got.Limit != 0 || d.Lanes() != 1 {
+			t.Errorf("tbf config %+v with %d queues; want rate 1250000, burst 12500, no limit of the tbf's own, one queue", got, d.Lanes())
 		}
 		d.Child(func(child qdisc.Queue) {
 			if _, ok := child.(*fq.Queue); !ok {

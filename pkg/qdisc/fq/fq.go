@@ -65,7 +65,8 @@ type Queue struct {
 	piece uint64
 	// splits counts the host-GSO packets cut.
 	splits uint64
-	// byteLimit, if not 0, bounds the bytes queued (SetByteLimit).
+	// byteLimit bounds the bytes queued (SetByteLimit; DefaultByteLimit
+	// until set).
 	byteLimit uint64
 
 	peeked    entry
@@ -114,7 +115,7 @@ func NewQueue(cfg Config, mtu uint32, classify Classifier) (*Queue, error) {
 			return h.Packet(pkt.NetworkProtocolNumber, pkt)
 		}
 	}
-	q := &Queue{cfg: cfg, mtu: mtu, classify: classify, byHash: make(map[uint32]int32)}
+	q := &Queue{cfg: cfg, mtu: mtu, classify: classify, byHash: make(map[uint32]int32), byteLimit: DefaultByteLimit}
 	q.newFlows.init()
 	q.oldFlows.init()
 	q.detached.init()
@@ -143,7 +144,7 @@ func (q *Queue) Change(cfg Config) error {
 // packet's flow, the packet is refused and counted. A flow coming back from idle joins the new flows, its
 // credit refilled to a quantum if it was idle longer than RefillDelay.
 func (q *Queue) Enqueue(pkt *stack.PacketBuffer, size uint32, now int64) bool {
-	if q.qlen >= int(q.cfg.Limit) || (q.byteLimit != 0 && q.backlog+uint64(size) > q.byteLimit) {
+	if q.qlen >= int(q.cfg.Limit) || q.backlog+uint64(size) > q.byteLimit {
 		q.drops++
 		return false
 	}
@@ -272,9 +273,19 @@ func (q *Queue) take(now int64) (entry, bool) {
 	}
 }
 
-// SetByteLimit implements tbf.ByteLimiter: past bytes queued (0: no
-// bound), a packet is refused and counted, as over Limit.
-func (q *Queue) SetByteLimit(bytes uint64) { q.byteLimit = bytes }
+// DefaultByteLimit bounds the bytes fq queues where its parent sets no
+// limit, as fq_codel's memory_limit does by default: its packet limits
+// alone would let 10000 host-GSO packets of 64 KiB, 640 MiB, wait.
+const DefaultByteLimit = 32 << 20
+
+// SetByteLimit implements tbf.ByteLimiter: past bytes queued (0:
+// DefaultByteLimit), a packet is refused and counted, as over Limit.
+func (q *Queue) SetByteLimit(bytes uint64) {
+	if bytes == 0 {
+		bytes = DefaultByteLimit
+	}
+	q.byteLimit = bytes
+}
 
 // SplitGSOAt implements tbf.GSOSplitter: host-GSO packets of more than
 // maxWire bytes on the wire are cut to fit as they leave (0: never).

@@ -337,3 +337,32 @@ func TestCutGSO(t *testing.T) {
 		t.Errorf("xstats %q do not count the cut", q.TCXStats())
 	}
 }
+
+// TestByteLimit: past the byte limit a parent set (a tbf's limit or
+// latency), or fq.DefaultByteLimit where none is set, a packet is
+// refused and counted; a smaller one that fits is still taken.
+func TestByteLimit(t *testing.T) {
+	r := newRig(t, fq.Config{})
+	r.q.SetByteLimit(3000)
+	if !r.send(1, 1500) || !r.send(2, 1400) {
+		t.Fatal("packets within the byte limit refused")
+	}
+	if r.send(3, 200) {
+		t.Error("a packet past the byte limit taken")
+	}
+	if !r.send(3, 100) {
+		t.Error("a packet that fits the byte limit refused")
+	}
+	if d := r.q.Drops(); d != 1 {
+		t.Errorf("Drops %d, want 1", d)
+	}
+	r.q.SetByteLimit(0) // the default
+	for h := uint32(10); h < 10+fq.DefaultByteLimit/(64<<10)-1; h++ { // with the 3000 bytes queued
+		if !r.send(h, 64<<10) {
+			t.Fatalf("packet %d refused under the default byte limit", h)
+		}
+	}
+	if r.send(99, 64<<10) {
+		t.Error("a packet past fq.DefaultByteLimit taken")
+	}
+}

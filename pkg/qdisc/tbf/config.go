@@ -222,7 +222,7 @@ func (c Config) validate(link *linkBounds) (Config, uint32, error) {
 			return c, 0, configErr("latency", "latency %v at rate %s allows a backlog of %d bytes, more than the %d a limit can hold (Linux's tc_tbf_qopt.limit is u32); lower latency", c.Latency, rate.FormatRate(c.Rate), limit, uint32(math.MaxUint32))
 		}
 		c.Limit = uint32(limit)
-	case c.Child != nil && !isByteLimiter(c.Child):
+	case c.Child != nil && c.Limit == 0:
 		return c, maxSize, nil // the child bounds the queue
 	case c.Limit == 0:
 		if link == nil {
