@@ -356,8 +356,10 @@ func TestByteLimit(t *testing.T) {
 	if d := r.q.Drops(); d != 1 {
 		t.Errorf("Drops %d, want 1", d)
 	}
-	r.q.SetByteLimit(0)                                               // the default
-	for h := uint32(10); h < 10+fq.DefaultByteLimit/(64<<10)-1; h++ { // with the 3000 bytes queued
+	// The default, with the 3000 bytes still queued: one 64 KiB packet
+	// short of it fits.
+	r.q.SetByteLimit(0)
+	for h := uint32(10); h < 10+fq.DefaultByteLimit/(64<<10)-1; h++ {
 		if !r.send(h, 64<<10) {
 			t.Fatalf("packet %d refused under the default byte limit", h)
 		}
