@@ -7,6 +7,7 @@ import (
 
 	"github.com/netqdisc/netqdisc/lab"
 	"github.com/netqdisc/netqdisc/lab/measure"
+	runscflags "github.com/netqdisc/netqdisc/runsc-flags"
 )
 
 // TestRunscSmallQueues: a runsc sandbox's TCP slows at its qdisc (TCP
@@ -15,7 +16,8 @@ import (
 // (host GSO on, as runsc defaults), each case measured once:
 //
 //   - with the operator's rate and burst only (fq under the bucket, the
-//     default), at 10 and 100 Mbit/s with 1, 8 and 64
+//     default), or a pod's kubernetes.io/egress-bandwidth alone, at 10
+//     and 100 Mbit/s with 1, 8 and 64
 //     streams, a sparse flow (the peer's ping, and a 64-byte TCP
 //     request/response to an echo server in the sandbox) keeps its p99
 //     RTT within 5 ms of idle, the tbf drops at most 0.1% of what it
@@ -32,21 +34,33 @@ func TestRunscSmallQueues(t *testing.T) {
 		flag    string
 		streams int
 		child   string
+		// kube, if set, is the pod's kubernetes.io/egress-bandwidth, in
+		// place of the operator's tbf flags.
+		kube string
 	}{
-		{100 * mbit, "100mbit", 1, "fq"},
-		{100 * mbit, "100mbit", 8, "fq"},
-		{100 * mbit, "100mbit", 64, "fq"},
-		{10 * mbit, "10mbit", 1, "fq"},
-		{10 * mbit, "10mbit", 8, "fq"},
-		{10 * mbit, "10mbit", 64, "fq"},
-		{100 * mbit, "100mbit", 8, "fifo"},
+		{100 * mbit, "100mbit", 1, "fq", ""},
+		{100 * mbit, "100mbit", 8, "fq", ""},
+		{100 * mbit, "100mbit", 64, "fq", ""},
+		{10 * mbit, "10mbit", 1, "fq", ""},
+		{10 * mbit, "10mbit", 8, "fq", ""},
+		{10 * mbit, "10mbit", 64, "fq", ""},
+		{100 * mbit, "100mbit", 8, "fifo", ""},
+		{10 * mbit, "10mbit", 64, "fq", "10M"},
+		{100 * mbit, "100mbit", 8, "fq", "100M"},
 	} {
-		t.Run(fmt.Sprintf("%s %d streams %s", tc.flag, tc.streams, tc.child), func(t *testing.T) {
-			flags := []string{"--qdisc=tbf", "--qdisc-tbf-rate=" + tc.flag, "--qdisc-tbf-burst=128kb"}
+		name := fmt.Sprintf("%s %d streams %s", tc.flag, tc.streams, tc.child)
+		if tc.kube != "" {
+			name = fmt.Sprintf("egress-bandwidth %s %d streams", tc.kube, tc.streams)
+		}
+		t.Run(name, func(t *testing.T) {
+			opts := lab.SandboxOptions{Flags: []string{"--qdisc=tbf", "--qdisc-tbf-rate=" + tc.flag, "--qdisc-tbf-burst=128kb"}}
 			if tc.child != "fq" { // fq is the default: the operator sets a rate only
-				flags = append(flags, "--qdisc-tbf-child="+tc.child)
+				opts.Flags = append(opts.Flags, "--qdisc-tbf-child="+tc.child)
 			}
-			s := r.start(t, lab.SandboxOptions{Flags: flags})
+			if tc.kube != "" { // the pod's annotation alone
+				opts = lab.SandboxOptions{Annotations: map[string]string{runscflags.AnnotationKubeEgress: tc.kube}}
+			}
+			s := r.start(t, opts)
 			defer s.Close()
 			sent0, drops0 := egressCounters(t, s)
 			res, err := r.MeasureSandbox(s, measure.Options{Streams: tc.streams, Warmup: 3 * time.Second, Window: 5 * time.Second, PingInterval: 50 * time.Millisecond, RR: tc.child == "fq"})

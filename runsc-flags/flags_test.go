@@ -351,7 +351,7 @@ func TestNewQueueingDiscipline(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer q.Close()
-		if got, want := q.(*tbf.Discipline).String(), "tbf rate 5Mbit burst 12500b lat 20ms; child fq limit 10000p flow_limit 100p quantum 3028b initial_quantum 15140b refill_delay 40ms nopacing"; got != want {
+		if got, want := q.(*tbf.Discipline).String(), "tbf rate 5Mbit burst 12500b lat 20ms; child fq limit 10000p flow_limit 1000p quantum 3028b initial_quantum 15140b refill_delay 40ms nopacing"; got != want {
 			t.Errorf("qdisc %q, want %q", got, want)
 		}
 	})

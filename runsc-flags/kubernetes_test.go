@@ -59,8 +59,9 @@ func kube(kv ...string) map[string]string {
 
 // TestKubeAnnotations: Kubernetes' bandwidth annotations tighten: egress
 // selects tbf, each direction gets the rate, a burst holding a full-size
-// GSO packet (or 10 ms of rate), and 25 ms of queue, each only where it is
-// smaller than what is in force; above the operator's rate they get the
+// GSO packet (or 10 ms of rate), and 25 ms of queue (on egress under fq,
+// the default child, only where a limit or latency is in force: fq's own
+// limits bound it), each only where it is smaller than what is in force; above the operator's rate they get the
 // operator's rate, with a notice naming the annotation and the ceiling
 // (Warnings, for the boot log).
 func TestKubeAnnotations(t *testing.T) {
@@ -72,16 +73,20 @@ func TestKubeAnnotations(t *testing.T) {
 		want     Config
 		says     []string // an error that says these
 	}{
+		// Under fq, the default child, fq's own limits bound the queue
+		// where the operator set no limit or latency.
 		{"egress on fifo selects tbf", nil, kube(AnnotationKubeEgress, "10M"),
-			Config{QDisc: QDiscTBF, TBFRate: 1_250_000, TBFBurst: 65550, TBFLatency: 25 * time.Millisecond}, nil},
+			Config{QDisc: QDiscTBF, TBFRate: 1_250_000, TBFBurst: 65550}, nil},
+		{"egress over a tbf's byte FIFO: 25 ms of queue", []string{"--qdisc=tbf", "--qdisc-tbf-rate=100mbit", "--qdisc-tbf-burst=125000", "--qdisc-tbf-child=fifo"}, kube(AnnotationKubeEgress, "10M"),
+			Config{QDisc: QDiscTBF, TBFRate: 1_250_000, TBFBurst: 65550, TBFChild: ChildFIFO, TBFLatency: 25 * time.Millisecond}, nil},
 		{"egress below the operator's tbf", operatorTBF, kube(AnnotationKubeEgress, "5M"),
 			Config{QDisc: QDiscTBF, TBFRate: 625_000, TBFBurst: 12500, TBFLatency: 25 * time.Millisecond}, nil},
-		{"egress at 1G: 10 ms of burst, the default queue", nil, kube(AnnotationKubeEgress, "1G"),
+		{"egress at 1G: 10 ms of burst, the default queue", []string{"--qdisc-tbf-child=fifo"}, kube(AnnotationKubeEgress, "1G"),
 			// 25 ms at 1 Gbit/s is more than the default queue (1000
 			// full-size packets) the operator left: held to it.
-			Config{QDisc: QDiscTBF, TBFRate: 125_000_000, TBFBurst: 1_250_000, TBFLatency: 2112 * time.Microsecond}, nil},
-		{"egress at 10G: the burst alone past the default queue", nil, kube(AnnotationKubeEgress, "10G"),
-			Config{QDisc: QDiscTBF, TBFRate: 1_250_000_000, TBFBurst: 12_500_000, TBFLimit: DefaultQueueBytes}, nil},
+			Config{QDisc: QDiscTBF, TBFRate: 125_000_000, TBFBurst: 1_250_000, TBFChild: ChildFIFO, TBFLatency: 2112 * time.Microsecond}, nil},
+		{"egress at 10G: the burst alone past the default queue", []string{"--qdisc-tbf-child=fifo"}, kube(AnnotationKubeEgress, "10G"),
+			Config{QDisc: QDiscTBF, TBFRate: 1_250_000_000, TBFBurst: 12_500_000, TBFChild: ChildFIFO, TBFLimit: DefaultQueueBytes}, nil},
 		{"egress keeps a smaller limit", []string{"--qdisc=tbf", "--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500", "--qdisc-tbf-limit=20000"}, kube(AnnotationKubeEgress, "5M"),
 			Config{QDisc: QDiscTBF, TBFRate: 625_000, TBFBurst: 12500, TBFLimit: 20000}, nil},
 		{"egress caps a larger limit at 25 ms", []string{"--qdisc=tbf", "--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500", "--qdisc-tbf-limit=1mb"}, kube(AnnotationKubeEgress, "5M"),

@@ -30,8 +30,9 @@ import (
 // caught up, never sent early.
 //
 // Slack saves wake-ups only while a lane's backlog outlasts it. A lane
-// says when the packets its gate has booked run out (the last one's
-// departure), and the alarm fires by then however recent the last
+// says when its queue would run dry (the last booked packet's departure,
+// and where the gate can say, Drainer, the bytes queued behind it at
+// its rate), and the alarm fires by then however recent the last
 // firing: senders that queue a packet only when one of theirs has left
 // (TCP small queues) would otherwise find the queue empty and the link
 // idle for the rest of the Slack, their rate cut to what they keep

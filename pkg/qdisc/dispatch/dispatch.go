@@ -140,6 +140,16 @@ type Gate interface {
 	BookAll(seen []int64, sizes []uint32, departures []int64)
 }
 
+// Drainer is a Gate that can say when bytes more, booked right after a
+// departure at last, would have left (at its byte rate; packets charged
+// more, overhead or a packet rate, leave later): how a lane that has
+// booked only its queue's head (a flow queue) tells the alarm when the
+// queue runs dry.
+type Drainer interface {
+	Gate
+	DrainAfter(last int64, bytes uint64) int64
+}
+
 // NowGate is a Gate that books more cheaply a batch of packets all seen
 // at one time (far from the ceiling, every batch a pass books).
 type NowGate interface {

@@ -264,16 +264,29 @@ func (l *Lane) waitLocked(deadline int64) bool {
 }
 
 // drainLocked is when the lane may run dry if nothing more arrives: the
-// departure its gate booked for the last packet it booked (packets
-// queued behind are booked when it gets there), or noDeadline when it
-// has no gate or waits to offer the link again what it refused.
+// departure its gate booked for the last packet it booked, or, where
+// the gate says (Drainer), when the packets queued behind would have
+// left after it; noDeadline when it has no gate or waits to offer the
+// link again what it refused.
 // +checklocks:l.mu
 func (l *Lane) drainLocked() int64 {
 	b := &l.booked
 	if l.gate == nil || b.n <= b.next || b.n <= b.due || !l.requeued.IsEmpty() {
 		return noDeadline
 	}
-	return b.departures[b.n-1]
+	last := b.departures[b.n-1]
+	d, ok := l.gate.(Drainer)
+	if !ok {
+		return last
+	}
+	var booked uint64
+	for _, s := range b.sizes[b.next:b.n] {
+		booked += uint64(s)
+	}
+	if _, queued := l.queue.Len(); queued > booked {
+		return d.DrainAfter(last, queued-booked)
+	}
+	return last
 }
 
 // onAlarm runs when the alarm serves the lanes at now. If the lane is

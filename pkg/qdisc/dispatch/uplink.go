@@ -73,6 +73,19 @@ func (c *chained) BookAll(seen []int64, sizes []uint32, departures []int64) {
 	c.then.BookAll(departures, sizes, departures)
 }
 
+// DrainAfter implements Drainer with the sooner of the two gates' (a
+// gate that cannot say counts as draining at last): a drain said too
+// soon costs a wake-up, one said too late would idle the link.
+func (c *chained) DrainAfter(last int64, bytes uint64) int64 {
+	at := func(g Gate) int64 {
+		if d, ok := g.(Drainer); ok {
+			return d.DrainAfter(last, bytes)
+		}
+		return last
+	}
+	return min(at(c.first), at(c.then))
+}
+
 // Start implements Starter for the gates that are Starters.
 func (c *chained) Start(now int64) {
 	for _, g := range []Gate{c.first, c.then} {

@@ -15,8 +15,13 @@ type Config struct {
 	// Limit is the most packets queued in all (tc "limit"; default 10000).
 	Limit uint32
 	// FlowLimit is the most packets one flow may queue (tc "flow_limit";
-	// default 100): a flow past it has its packets dropped, the others'
-	// are taken.
+	// default 1000): a flow past it has its packets dropped, the others'
+	// are taken. Linux's default is 100, of skbs that carry up to 64 KiB
+	// each on a TSO device; a link without host GSO hands fq packets of
+	// one MTU, and a TCP whose small queues allow a millisecond of what
+	// it estimates its rate to be (more than the link's where its RTT is
+	// short, as between netstacks on one host) overran 100 of them in
+	// slow start. A sparse flow's turn does not depend on it.
 	FlowLimit uint32
 	// Quantum is the bytes a flow may send per round (tc "quantum";
 	// default twice the link's MTU plus header).
@@ -34,7 +39,7 @@ type Config struct {
 // Linux's defaults (sch_fq.c's fq_init) and bounds.
 const (
 	DefaultLimit       = 10000
-	DefaultFlowLimit   = 100
+	DefaultFlowLimit   = 1000
 	DefaultRefillDelay = 40 * time.Millisecond
 	// MaxQuantum is the largest quantum fq_change accepts (1 << 20).
 	MaxQuantum = 1 << 20

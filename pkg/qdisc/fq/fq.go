@@ -278,6 +278,11 @@ func (q *Queue) take(now int64) (entry, bool) {
 // alone would let 10000 host-GSO packets of 64 KiB, 640 MiB, wait.
 const DefaultByteLimit = 32 << 20
 
+// MaxSlack implements tbf.SlackBounder: a tbf's timer may wake at most a
+// millisecond late over fq, which is what a sparse flow's packet, next
+// to leave, would otherwise wait (the default Slack is 8 ms).
+func (q *Queue) MaxSlack() time.Duration { return time.Millisecond }
+
 // SetByteLimit implements tbf.ByteLimiter: past bytes queued (0:
 // DefaultByteLimit), a packet is refused and counted, as over Limit.
 func (q *Queue) SetByteLimit(bytes uint64) {

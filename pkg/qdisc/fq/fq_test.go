@@ -250,7 +250,7 @@ func TestParse(t *testing.T) {
 		words, want string
 		err         bool
 	}{
-		{"", "limit 10000p flow_limit 100p quantum 3028b initial_quantum 15140b refill_delay 40ms nopacing", false},
+		{"", "limit 10000p flow_limit 1000p quantum 3028b initial_quantum 15140b refill_delay 40ms nopacing", false},
 		{"limit 2000 flow_limit 50p quantum 3000 initial_quantum 10kb refill_delay 10ms nopacing", "limit 2000p flow_limit 50p quantum 3000b initial_quantum 10240b refill_delay 10ms nopacing", false},
 		{"maxrate 1mbit", "", true},
 		{"limit 0", "", true},

@@ -16,6 +16,13 @@ type gate interface {
 	String() string
 }
 
+// drainAfter is dispatch.Drainer's DrainAfter for a bucket of rate r: the
+// bytes at the rate, after last (a queue's bytes fit 32 bits; more is
+// held at the most).
+func drainAfter(r rate.Rate, last int64, bytes uint64) int64 {
+	return last + int64(r.TimeNS(uint32(min(bytes, math.MaxUint32))))
+}
+
 // fresh is a bucket's time before its first booking: the bucket is full
 // at the first packet's time, whatever the epoch of the clock that times
 // the lanes, as Linux's tbf is full after tbf_init and after tbf_change
@@ -75,6 +82,9 @@ type rateBucket struct {
 
 // String implements gate.String.
 func (b *rateBucket) String() string { return b.desc }
+
+// DrainAfter implements dispatch.Drainer.
+func (b *rateBucket) DrainAfter(last int64, bytes uint64) int64 { return drainAfter(b.rate, last, bytes) }
 
 // Start implements dispatch.Starter: the bucket is full from now, if no
 // packet was booked yet (the lanes sharing it each call Start).
@@ -192,6 +202,10 @@ type dualBucket struct {
 
 // String implements gate.String.
 func (b *dualBucket) String() string { return b.desc }
+
+// DrainAfter implements dispatch.Drainer (at the byte rate: the peak and
+// packet rates only make packets leave later).
+func (b *dualBucket) DrainAfter(last int64, bytes uint64) int64 { return drainAfter(b.rate, last, bytes) }
 
 // Start implements dispatch.Starter, as rateBucket.Start.
 func (b *dualBucket) Start(now int64) {
