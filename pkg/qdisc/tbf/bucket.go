@@ -84,7 +84,9 @@ type rateBucket struct {
 func (b *rateBucket) String() string { return b.desc }
 
 // DrainAfter implements dispatch.Drainer.
-func (b *rateBucket) DrainAfter(last int64, bytes uint64) int64 { return drainAfter(b.rate, last, bytes) }
+func (b *rateBucket) DrainAfter(last int64, bytes uint64) int64 {
+	return drainAfter(b.rate, last, bytes)
+}
 
 // Start implements dispatch.Starter: the bucket is full from now, if no
 // packet was booked yet (the lanes sharing it each call Start).
@@ -205,7 +207,9 @@ func (b *dualBucket) String() string { return b.desc }
 
 // DrainAfter implements dispatch.Drainer (at the byte rate: the peak and
 // packet rates only make packets leave later).
-func (b *dualBucket) DrainAfter(last int64, bytes uint64) int64 { return drainAfter(b.rate, last, bytes) }
+func (b *dualBucket) DrainAfter(last int64, bytes uint64) int64 {
+	return drainAfter(b.rate, last, bytes)
+}
 
 // Start implements dispatch.Starter, as rateBucket.Start.
 func (b *dualBucket) Start(now int64) {
