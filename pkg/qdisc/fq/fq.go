@@ -65,6 +65,9 @@ type Queue struct {
 	piece uint64
 	// splits counts the host-GSO packets cut.
 	splits uint64
+	// served counts the bytes dequeued, from every flow: the clock by
+	// which a sparse flow earns its quantum.
+	served uint64
 	// byteLimit bounds the bytes queued (SetByteLimit; DefaultByteLimit
 	// until set).
 	byteLimit uint64
@@ -91,7 +94,11 @@ type flow struct {
 	head    int
 	credit  int64
 	// age is when the flow was detached (or created).
-	age        int64
+	age int64
+	// earned is the queue's served when the flow last had a quantum added
+	// to its credit (made, refilled or rotated): see Enqueue's sparse
+	// case.
+	earned     uint64
 	list       *flowList
 	prev, next int32
 }
@@ -162,14 +169,22 @@ func (q *Queue) Enqueue(pkt *stack.PacketBuffer, size uint32, now int64) bool {
 		q.newFlows.pushBack(q.flows, idx)
 		if now == qdisc.Unstamped || now-f.age > int64(q.cfg.RefillDelay) {
 			f.credit = max(f.credit, int64(q.cfg.Quantum))
+			f.earned = q.served
 		}
 	case f.list == &q.oldFlows && f.len() == 0 && f.credit > 0:
 		// Sparse: the flow sent what it had within its credit and is
 		// waiting, empty, for its turn on the old list to be detached.
 		// Linux's fq leaves it there, so that with many bulk flows a
 		// sparse flow's next packet waits a whole round; here it is new
-		// again, with the credit it has left (no refill), so it may send
-		// no more than a quantum a round ahead of the old flows.
+		// again. It earns a quantum for each round's worth of bytes the
+		// queue has served since it last had one (a quantum for each
+		// active flow), as it would have on the old list: so it sends no
+		// more than a quantum a round ahead of the others, and a flow
+		// below its share (a request/response) never runs out.
+		if q.served-f.earned >= uint64(q.cfg.Quantum)*uint64(q.newFlows.n+q.oldFlows.n) {
+			f.credit = max(f.credit, int64(q.cfg.Quantum))
+			f.earned = q.served
+		}
 		q.oldFlows.remove(q.flows, idx)
 		q.newFlows.pushBack(q.flows, idx)
 	}
@@ -201,7 +216,7 @@ func (q *Queue) lookup(hash uint32, now int64) int32 {
 		q.flows = append(q.flows, flow{})
 		idx = int32(len(q.flows) - 1)
 	}
-	q.flows[idx] = flow{hash: hash, credit: int64(q.cfg.InitialQuantum), age: now, packets: q.flows[idx].packets[:0]}
+	q.flows[idx] = flow{hash: hash, credit: int64(q.cfg.InitialQuantum), age: now, earned: q.served, packets: q.flows[idx].packets[:0]}
 	q.byHash[hash] = idx
 	q.detached.pushBack(q.flows, idx)
 	q.inactive++
@@ -246,6 +261,7 @@ func (q *Queue) take(now int64) (entry, bool) {
 		f := &q.flows[idx]
 		if f.credit <= 0 {
 			f.credit += int64(q.cfg.Quantum)
+			f.earned = q.served
 			list.remove(q.flows, idx)
 			q.oldFlows.pushBack(q.flows, idx)
 			continue
@@ -269,6 +285,7 @@ func (q *Queue) take(now int64) (entry, bool) {
 			e = q.cut(f, e)
 		}
 		f.credit -= int64(e.size)
+		q.served += uint64(e.size)
 		return e, true
 	}
 }

@@ -93,10 +93,11 @@ func TestSparseFlowFirst(t *testing.T) {
 }
 
 // TestSparseFlowAmongMany: a sparse flow whose packets come faster than
-// a round of 64 bulk flows (each a quantum) still has each served next:
-// it keeps its new-flow turn while it sends less than its credit. One
-// that sends more than its quantum each time gets no such turn: it waits
-// its round as a bulk flow does.
+// a round of 64 bulk flows (each a quantum) still has each served next,
+// for as long as it runs (300 request/responses of two packets, 130 and
+// 66 bytes, well past its first credit): it keeps its new-flow turn and
+// earns a quantum a round, as it sends less than that. One that sends more than its quantum each time gets no such
+// turn: it waits its round as a bulk flow does.
 func TestSparseFlowAmongMany(t *testing.T) {
 	r := newRig(t, fq.Config{Quantum: 2 * mtu, InitialQuantum: 2 * mtu})
 	for range 20 {
@@ -107,13 +108,19 @@ func TestSparseFlowAmongMany(t *testing.T) {
 	for range 3 * 64 { // the bulk flows spend their first credit: all are old
 		r.next()
 	}
-	for i := range 10 {
-		r.send(99, 100)
-		if got := r.next(); got != 99 {
-			t.Fatalf("sparse packet %d: flow %d was served first, want the sparse flow 99", i, got)
+	bulk := uint32(0)
+	for i := range 300 {
+		r.send(99, 130)
+		r.send(99, 66)
+		for k := range 2 {
+			if got := r.next(); got != 99 {
+				t.Fatalf("sparse exchange %d, packet %d: flow %d was served first, want the sparse flow 99", i, k, got)
+			}
 		}
-		for range 5 { // less than a round of the bulk flows
+		for range 10 { // less than a round of the bulk flows, which stay backlogged
 			r.next()
+			r.send(bulk%64+1, mtu)
+			bulk++
 		}
 	}
 	// A greedy flow: 3 packets of an MTU each time, more than its quantum.

@@ -4,6 +4,8 @@ package fq
 // flows' prev and next indices.
 type flowList struct {
 	head, tail int32
+	// n counts the flows in the list.
+	n int
 }
 
 const none = -1
@@ -21,6 +23,7 @@ func (l *flowList) pushBack(flows []flow, idx int32) {
 		flows[l.tail].next = idx
 	}
 	l.tail = idx
+	l.n++
 }
 
 // remove takes flows[idx] out of l.
@@ -37,4 +40,5 @@ func (l *flowList) remove(flows []flow, idx int32) {
 		flows[f.next].prev = f.prev
 	}
 	f.list = nil
+	l.n--
 }
