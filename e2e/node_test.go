@@ -37,6 +37,10 @@ const (
 // the warm-up, and each sandbox's bytes are counted at the peer.
 var nodeOptions = measure.Options{Warmup: 2 * time.Second, Window: 5 * time.Second}
 
+// nodeFirstWindow is the node's window in TestNodeSharesAgainstKernelHTB:
+// 1 s after the streams start, in samples of 500 ms (checkNodeWindows).
+var nodeFirstWindow = measure.Options{Warmup: time.Second, Window: 5 * time.Second, Sample: 500 * time.Millisecond}
+
 // nodeStreams are a busy sandbox's iperf streams. The kernel's htb drops
 // what overflows a leaf's pfifo (1000 packets), and a TCP that lost a
 // burst can leave its class idle for a while: with 2 streams a sandbox
@@ -235,8 +239,10 @@ func hasRunscFlag(runsc, name string) bool {
 // what the peer receives for each busy sandbox over a window (its frames'
 // bytes a second) is within [0.97, 1.03] of what it receives under the
 // kernel's htb, and the node's uplink never sends more than 1.005 of the
-// root's rate (its frames, as htb counts them). `runsc qdisc show` of a
-// sandbox names the node's three classes. Each case is measured once,
+// root's rate (its frames, as htb counts them), and from 1 s after its
+// streams start every 1 s of it is within the same bounds, and every
+// 500 ms at least 0.95 of the sandbox's guarantee (checkNodeWindows).
+// `runsc qdisc show` of a sandbox names the node's three classes. Each case is measured once,
 // the control and the node alike (issue 48: with small queues and fq
 // under the class, no window is taken again); a control that did not
 // give a busy sandbox its rate is an error of its own: it says nothing
@@ -267,11 +273,12 @@ func TestNodeSharesAgainstKernelHTB(t *testing.T) {
 		t.Skipf("%s has no --qdisc-node-rate: the kernel's half ran (above), the node's needs a runsc built with the node's flags (runsc/build.sh)", r.runsc)
 	}
 	sandboxes, classes := r.eachCase(t, nodeCases, nodeFlags, func(t *testing.T, k int, c nodeCase, sandboxes []*lab.Sandbox) {
-		node, err := r.Measure(sandboxes, c.streams, nodeOptions)
+		node, err := r.Measure(sandboxes, c.streams, nodeFirstWindow)
 		if err != nil {
 			t.Fatal(err)
 		}
 		checkNodeShares(t, c.classes, c.streams, kernel[k], node)
+		checkNodeWindows(t, c.classes, c.streams, kernel[k], node)
 	})
 	show, err := sandboxes[0].QDisc("show")
 	if err != nil {
@@ -372,6 +379,32 @@ func checkNodeShares(t *testing.T, classes []nodeClass, streams []int, kernel, n
 		checkRate(t, fmt.Sprintf("sandbox %d (%d Mbit/s prio %d): the node's share of the kernel's", i+1, c.rate, c.prio), node.Bps[i]/kernel.Bps[i], 0.97, 1.03)
 	}
 	checkRate(t, "the node's uplink of the root's rate", node.UplinkBps/(nodeRoot*mbit), 0, 1.005)
+}
+
+// checkNodeWindows checks a node's window sample by sample (its 500 ms
+// samples, nodeFirstWindow): from 1 s after the streams started, every
+// busy sandbox's share over each 1 s is within [0.97, 1.03] of the
+// kernel's over its window, and over each 500 ms at least 0.95 of its
+// guarantee.
+func checkNodeWindows(t *testing.T, classes []nodeClass, streams []int, kernel, node lab.NodeResult) {
+	t.Helper()
+	var table strings.Builder
+	for k, s := range node.Samples {
+		fmt.Fprintf(&table, "%4.1fs %s\n", 1+0.5*float64(k+1), mbits(s))
+	}
+	t.Logf("the node's 500 ms samples from 1 s after the start:\n%s", table.String())
+	for i, c := range classes {
+		if streams[i] == 0 {
+			continue
+		}
+		for k, s := range node.Samples {
+			checkRate(t, fmt.Sprintf("sandbox %d (%d Mbit/s) over 500 ms to %.1f s: of its guarantee", i+1, c.rate, 1+0.5*float64(k+1)), s[i]/float64(c.rate*mbit), 0.95, math.Inf(1))
+			if k%2 == 1 {
+				second := (node.Samples[k-1][i] + s[i]) / 2
+				checkRate(t, fmt.Sprintf("sandbox %d (%d Mbit/s prio %d) over the second to %.0f s: of the kernel's share", i+1, c.rate, c.prio, 1+0.5*float64(k+1)), second/kernel.Bps[i], 0.97, 1.03)
+			}
+		}
+	}
 }
 
 // cpuSecs prints CPU times in seconds.

@@ -12,13 +12,10 @@ import (
 	"math"
 	"os"
 	"os/exec"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/netqdisc/netqdisc/lab/measure"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/htb"
@@ -336,63 +333,31 @@ type devBytes struct {
 // process is listed in the namespace it is in (ip netns pids), which a
 // Lab's Close kills.
 func netDevs(nss ...string) ([]map[string]devBytes, time.Time, error) {
-	type result struct {
-		devs []map[string]devBytes
-		at   time.Time
-		err  error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		var r result
-		defer func() { ch <- r }()
-		runtime.LockOSThread()
-		own, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			runtime.UnlockOSThread()
-			r.err = fmt.Errorf("this thread's namespace: %v", err)
-			return
-		}
-		defer unix.Close(own)
-		defer func() {
-			// Left locked if it cannot go back, the thread ends with
-			// the goroutine (or, the main thread, never runs another).
-			if unix.Setns(own, unix.CLONE_NEWNET) == nil {
-				runtime.UnlockOSThread()
-			}
-		}()
-		fds := make([]int, len(nss))
-		for i, ns := range nss {
-			fd, err := unix.Open("/run/netns/"+ns, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-			if err != nil {
-				r.err = fmt.Errorf("namespace %s: %v", ns, err)
-				return
-			}
-			defer unix.Close(fd)
-			fds[i] = fd
-		}
+	var devs []map[string]devBytes
+	var at time.Time
+	err := onNSThread(nss, func(enter func(i int) error) error {
 		texts := make([][]byte, len(nss))
 		t0 := time.Now()
-		for i, fd := range fds {
-			if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
-				r.err = fmt.Errorf("entering namespace %s: %v", nss[i], err)
-				return
+		for i := range nss {
+			if err := enter(i); err != nil {
+				return err
 			}
-			if texts[i], r.err = os.ReadFile("/proc/thread-self/net/dev"); r.err != nil {
-				return
+			var err error
+			if texts[i], err = os.ReadFile("/proc/thread-self/net/dev"); err != nil {
+				return err
 			}
 		}
-		r.at = t0.Add(time.Since(t0) / 2)
+		at = t0.Add(time.Since(t0) / 2)
 		for i, text := range texts {
-			devs, err := parseNetDev(string(text))
+			d, err := parseNetDev(string(text))
 			if err != nil {
-				r.err = fmt.Errorf("namespace %s: %v", nss[i], err)
-				return
+				return fmt.Errorf("namespace %s: %v", nss[i], err)
 			}
-			r.devs = append(r.devs, devs)
+			devs = append(devs, d)
 		}
-	}()
-	r := <-ch
-	return r.devs, r.at, r.err
+		return nil
+	})
+	return devs, at, err
 }
 
 // parseNetDev reads /proc/net/dev: after two lines of headings, a line
@@ -428,6 +393,9 @@ type NodeResult struct {
 	// CPU is the CPU time each sandbox used over the window (0 for an
 	// idle place, or where its cgroup has no CPU accounting).
 	CPU []time.Duration
+	// Samples, with measure.Options.Sample, are Bps over each Sample of
+	// the window, in order: Samples[k][i] is host i's in the k-th.
+	Samples [][]float64
 }
 
 // NodeLoad is bulk TCP load running from a node's sandboxes to the
@@ -519,10 +487,28 @@ func (nd *Node) Measure(sandboxes []*Sandbox, streams []int, o measure.Options) 
 	if err != nil {
 		return r, err
 	}
-	time.Sleep(o.Window)
-	c1, err := nd.Counters()
-	if err != nil {
-		return r, err
+	c1 := c0
+	if o.Sample > 0 {
+		// The window in samples: each read is the next's start.
+		for k := range int(o.Window / o.Sample) {
+			time.Sleep(time.Until(c0.At.Add(time.Duration(k+1) * o.Sample)))
+			next, err := nd.Counters()
+			if err != nil {
+				return r, err
+			}
+			secs := next.At.Sub(c1.At).Seconds()
+			bps := make([]float64, len(nd.Hosts))
+			for i := range next.Peer {
+				bps[i] = float64(next.Peer[i]-c1.Peer[i]) / secs
+			}
+			r.Samples = append(r.Samples, bps)
+			c1 = next
+		}
+	} else {
+		time.Sleep(o.Window)
+		if c1, err = nd.Counters(); err != nil {
+			return r, err
+		}
 	}
 	cpu1 := cpu()
 	r.CPU = make([]time.Duration, len(sandboxes))

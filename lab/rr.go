@@ -4,12 +4,9 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"runtime"
 	"strings"
 	"sync"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // rrPort is where the sandbox's echo server listens for the TCP
@@ -32,47 +29,19 @@ func startEcho(s *Sandbox) (func(), error) {
 }
 
 // connectIn connects to addr (IPv4) from network namespace ns: the socket
-// is made on a thread that enters ns (a socket stays in the namespace it
-// was made in) and goes back to its own before it is unlocked, as netDevs
-// does; the connection is used from any thread thereafter.
+// is made on a thread in ns (a socket stays in the namespace it was made
+// in), and used from any thread thereafter.
 func connectIn(ns, addr string, timeout time.Duration) (net.Conn, error) {
-	type result struct {
-		c   net.Conn
-		err error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		var r result
-		defer func() { ch <- r }()
-		runtime.LockOSThread()
-		own, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			runtime.UnlockOSThread()
-			r.err = fmt.Errorf("this thread's namespace: %v", err)
-			return
+	var c net.Conn
+	err := onNSThread([]string{ns}, func(enter func(i int) error) error {
+		if err := enter(0); err != nil {
+			return err
 		}
-		defer unix.Close(own)
-		defer func() {
-			// Left locked if it cannot go back: the thread ends with the
-			// goroutine.
-			if unix.Setns(own, unix.CLONE_NEWNET) == nil {
-				runtime.UnlockOSThread()
-			}
-		}()
-		fd, err := unix.Open("/run/netns/"+ns, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			r.err = fmt.Errorf("namespace %s: %v", ns, err)
-			return
-		}
-		defer unix.Close(fd)
-		if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
-			r.err = fmt.Errorf("entering namespace %s: %v", ns, err)
-			return
-		}
-		r.c, r.err = net.DialTimeout("tcp4", addr, timeout)
-	}()
-	r := <-ch
-	return r.c, r.err
+		var err error
+		c, err = net.DialTimeout("tcp4", addr, timeout)
+		return err
+	})
+	return c, err
 }
 
 // rrProbe is a TCP request/response probe on one connection.

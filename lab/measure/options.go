@@ -40,7 +40,8 @@ type Options struct {
 	// Pace (in-process runs), if not 0, is the total bytes/s the streams
 	// offer, split evenly; 0 sends as fast as TCP allows.
 	Pace uint64
-	// Sample (in-process runs) is the period of the timeline (default
+	// Sample (in-process runs, and a node's: lab.Node.Measure) is the
+	// period of the timeline (in process, default
 	// 100 ms).
 	Sample time.Duration
 	// Progress (in-process runs), if set, is called once a second with

@@ -182,3 +182,15 @@ func final(h uint32) uint32 {
 	h ^= h >> 16
 	return h
 }
+
+// ByPacket returns a packet's flow as the flow queues (fq, fq_codel) take
+// it: pkt.Hash where the stack set one (gVisor's TCP does, per
+// connection), else h's hash of its headers (UDP, ICMP and ARP carry 0).
+func (h Hasher) ByPacket() func(*stack.PacketBuffer) uint32 {
+	return func(pkt *stack.PacketBuffer) uint32 {
+		if pkt.Hash != 0 {
+			return pkt.Hash
+		}
+		return h.Packet(pkt.NetworkProtocolNumber, pkt)
+	}
+}

@@ -114,13 +114,7 @@ func NewQueue(cfg Config, mtu uint32, classify Classifier) (*Queue, error) {
 		return nil, err
 	}
 	if classify == nil {
-		h := flowhash.New()
-		classify = func(pkt *stack.PacketBuffer) uint32 {
-			if pkt.Hash != 0 {
-				return pkt.Hash
-			}
-			return h.Packet(pkt.NetworkProtocolNumber, pkt)
-		}
+		classify = flowhash.New().ByPacket()
 	}
 	q := &Queue{cfg: cfg, mtu: mtu, classify: classify, byHash: make(map[uint32]int32), byteLimit: DefaultByteLimit}
 	q.newFlows.init()

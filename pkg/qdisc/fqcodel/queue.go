@@ -32,13 +32,7 @@ func NewQueue(cfg Config, mtu uint32, classify Classifier) (*Queue, error) {
 		return nil, err
 	}
 	if classify == nil {
-		h := flowhash.New()
-		classify = func(pkt *stack.PacketBuffer) uint32 {
-			if pkt.Hash != 0 {
-				return pkt.Hash
-			}
-			return h.Packet(pkt.NetworkProtocolNumber, pkt)
-		}
+		classify = flowhash.New().ByPacket()
 	}
 	return &Queue{Scheduler: q, classify: classify}, nil
 }
