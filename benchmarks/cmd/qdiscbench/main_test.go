@@ -20,7 +20,7 @@ func TestBadInputExits2BeforeTraffic(t *testing.T) {
 		says string
 	}{
 		{"unknown flag", []string{"--rate=10mbit"}, "flag provided but not defined"},
-		{"bad qdisc", []string{"--qdisc=red"}, "none, fifo, tbf, fq_codel, htb or cake"},
+		{"bad qdisc", []string{"--qdisc=red"}, "none, fifo, tbf, fq_codel, htb, cake or fq"},
 		{"bad rate", []string{"--qdisc-tbf-rate=fast"}, `"fast"`},
 		{"tbf without burst", []string{"--qdisc-tbf-burst=0"}, "--qdisc-tbf-burst"},
 		{"annotation raising the rate", []string{"--annotation", "dev.gvisor.flag.qdisc-tbf-rate=1gbit"}, "--allow-flag-override"},
