@@ -22,8 +22,12 @@ import (
 var dockerOperator = []string{"--qdisc=tbf", "--qdisc-tbf-rate=100mbit", "--qdisc-tbf-burst=128kb", "--qdisc-tbf-latency=50ms"}
 
 // dockerBootLine is what the boot log says of dockerOperator's qdisc: tc
-// prints 128kb (131072 bytes) as 128Kb.
-const dockerBootLine = `Enabling qdisc on "eth0": tbf rate 100Mbit burst 128Kb lat 50ms`
+// prints 128kb (131072 bytes) as 128Kb; fq is the tbf's default child
+// (dockerChild).
+const dockerBootLine = `Enabling qdisc on "eth0": tbf rate 100Mbit burst 128Kb lat 50ms` + dockerChild
+
+// dockerChild is how the boot log names fq, the tbf's default child.
+const dockerChild = `; child fq limit 10000p flow_limit 1000p quantum 3028b initial_quantum 15140b refill_delay 40ms nopacing`
 
 // newDocker starts Debian's dockerd with o's runtimes in a namespace of
 // the test's own. It skips, saying why, where the machine cannot run it;
@@ -347,7 +351,7 @@ func TestDockerReload(t *testing.T) {
 		}
 		line := regexp.MustCompile(`Enabling qdisc on [^\n]*`).FindString(log)
 		t.Logf("%s: %s", c.what, line)
-		if want := `tbf rate ` + c.rate + ` burst 128Kb lat 50ms`; !strings.HasSuffix(line, want) {
+		if want := `tbf rate ` + c.rate + ` burst 128Kb lat 50ms` + dockerChild; !strings.HasSuffix(line, want) {
 			t.Errorf("%s: the boot log says %q; want %q", c.what, line, want)
 		}
 	}
