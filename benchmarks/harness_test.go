@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"runtime"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -190,7 +191,11 @@ func TestJain(t *testing.T) {
 // tests a 1 s window once saw no echo sent.
 func TestSparseRun(t *testing.T) {
 	s := BufferbloatSuite([]uint64{10 * Mbit}, measure.Options{Warmup: 200 * time.Millisecond, Window: 3 * udpProbeTimeout})
-	r, err := Run(s.Settings[0].Candidates[2], s.Settings[0].Options)
+	i := slices.IndexFunc(s.Settings[0].Candidates, func(c Candidate) bool { return c.Variant == "fq_codel" })
+	if i < 0 {
+		t.Fatal("the bufferbloat suite has no tbf with an fq_codel child")
+	}
+	r, err := Run(s.Settings[0].Candidates[i], s.Settings[0].Options)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -141,21 +141,24 @@ func ShapedCPUSuite(rates []uint64, burst uint64, o measure.Options) Suite {
 // BufferbloatSuite is an RRUL-like test of latency under load: 4 bulk
 // streams, the TCP request/response probe and a ping-like UDP echo
 // (measure.Options.Sparse) through each candidate at each rate, burst 10 ms of
-// it: tbf with its default FIFO queue, tbf with latency 20 ms, tbf with
-// fq_codel as its child, fq_codel alone at line rate, and upstream's tbf.
+// it: tbf with its default child (fq), with the byte FIFO that was the
+// default before, with the FIFO bounded at 20 ms, with fq_codel as its
+// child, fq_codel alone at line rate, and upstream's tbf.
 func BufferbloatSuite(rates []uint64, o measure.Options) Suite {
 	s := Suite{Name: "bufferbloat"}
 	o.Sparse = true
 	o.Streams = 4
 	for _, r := range rates {
 		base := &runscflags.Config{QDisc: runscflags.QDiscTBF, TBFRate: r, TBFBurst: AccuracyBurst(r)}
-		lat, fq := *base, *base
+		fifo, lat, fqc := *base, *base, *base
+		fifo.TBFChild, lat.TBFChild = runscflags.ChildFIFO, runscflags.ChildFIFO
 		lat.TBFLatency = 20 * time.Millisecond
-		fq.TBFChild = runscflags.ChildFQCoDel
+		fqc.TBFChild = runscflags.ChildFQCoDel
 		cands := []Candidate{
 			FromConfig(base),
-			withVariant(FromConfig(&lat), "latency 20ms"),
-			withVariant(FromConfig(&fq), "fq_codel"),
+			withVariant(FromConfig(&fifo), "fifo"),
+			withVariant(FromConfig(&lat), "fifo, latency 20ms"),
+			withVariant(FromConfig(&fqc), "fq_codel"),
 			FromConfig(&runscflags.Config{QDisc: runscflags.QDiscFQCoDel}),
 			Upstream(base),
 		}
@@ -171,7 +174,7 @@ func withVariant(c Candidate, v string) Candidate {
 }
 
 // BufferbloatNames are the bufferbloat suite's candidates, in table order.
-var BufferbloatNames = []string{"netqdisc tbf", "netqdisc tbf (latency 20ms)", "netqdisc tbf (fq_codel)", "netqdisc fq_codel", "upstream tbf"}
+var BufferbloatNames = []string{"netqdisc tbf", "netqdisc tbf (fifo)", "netqdisc tbf (fifo, latency 20ms)", "netqdisc tbf (fq_codel)", "netqdisc fq_codel", "upstream tbf"}
 
 // Suites returns the named suites with their default settings for
 // qdiscbench --compare: throughput, accuracy, paced, smallburst,

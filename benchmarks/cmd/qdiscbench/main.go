@@ -70,7 +70,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	pace := fs.String("pace", "", "pace the streams to this total rate (tc units, e.g. 50mbit); default: as fast as TCP goes")
 	upstream := fs.Bool("upstream", false, "run gVisor's upstream qdisc with the same settings instead of netqdisc's")
 	compare := fs.Bool("compare", false, "run the side-by-side tables (--suites) against gVisor's upstream qdiscs")
-	suiteNames := fs.String("suites", "throughput,accuracy,paced", "with --compare: the suites to run, of throughput, accuracy, paced, smallburst (1-2 packet bursts at 10 and 100 Mbit/s), shapedcpu (CPU per packet when shaping, against fifo), bufferbloat (latency under load: tbf with its FIFO, with latency 20ms, with fq_codel, fq_codel alone, upstream tbf; sparse TCP and UDP probes, goodput, fairness)")
+	suiteNames := fs.String("suites", "throughput,accuracy,paced", "with --compare: the suites to run, of throughput, accuracy, paced, smallburst (1-2 packet bursts at 10 and 100 Mbit/s), shapedcpu (CPU per packet when shaping, against fifo), bufferbloat (latency under load: tbf with fq (its default child), with its FIFO, with the FIFO at latency 20ms, with fq_codel, fq_codel alone, upstream tbf; sparse TCP and UDP probes, goodput, fairness)")
 	rounds := fs.Int("rounds", 0, "rounds, interleaved (default 1; with --compare 2)")
 	cmpDuration := fs.Duration("compare-duration", time.Second, "with --compare: how long to measure each run")
 	jsonPath := fs.String("json", "", "write machine-readable results to this file")
