@@ -330,10 +330,12 @@ func TestNewQueueingDiscipline(t *testing.T) {
 		}
 		defer q.Close()
 		d := q.(*tbf.Discipline)
-		// fq's own limits bound the queue (10000 packets, 100 a
-		// flow, fq.DefaultByteLimit bytes), as a child's do in Linux.
-		if got := d.Config(); got.Rate != 1_250_000 || got.Burst != 12500 || got.Limit != 0 || d.Lanes() != 1 {
-			t.Errorf("tbf config %+v with %d queues; want rate 1250000, burst 12500, no limit of the tbf's own, one queue", got, d.Lanes())
+		// The tbf's default limit, 1000 full-size packets, bounds fq's
+		// bytes as it bounded the FIFO's (tbf.ByteLimiter).
+		link := qdisctest.NewLink(clock)
+		wantLimit := uint32(tbf.DefaultLimitPackets * (link.MTU() + uint32(link.MaxHeaderLength())))
+		if got := d.Config(); got.Rate != 1_250_000 || got.Burst != 12500 || got.Limit != wantLimit || d.Lanes() != 1 {
+			t.Errorf("tbf config %+v with %d queues; want rate 1250000, burst 12500, limit %d, one queue", got, d.Lanes(), wantLimit)
 		}
 		d.Child(func(child qdisc.Queue) {
 			if _, ok := child.(*fq.Queue); !ok {

@@ -129,8 +129,8 @@ func (c *Config) kubeShaperOf(key string) kubeShaper {
 // applyKube applies a bandwidth annotation of r bytes/s to c: the rate
 // and burst become the smaller of theirs and the annotation's, the queue
 // is bounded by KubeLatency (or the limit in force, if smaller; on egress
-// under fq, the default child, by fq's own limits unless a limit or
-// latency is in force), and egress selects tbf. A rate above the operator's is a limit the ceiling
+// under fq, the default child, by the tbf's default limit and fq's own
+// unless a limit or latency is in force), and egress selects tbf. A rate above the operator's is a limit the ceiling
 // already enforces, not a reservation to refuse: the pod gets the
 // ceiling, and a notice (Notices) says so. With --allow-flag-override the
 // annotation's values are set as they are.
@@ -157,9 +157,9 @@ func (c *Config) applyKube(op *Config, key, value string, r uint64) {
 	*s.burst = minSet(*s.burst, kubeBurst(r))
 	if d == EgressCeiling && c.TBFChild == "" && *s.limit == 0 && *s.latency == 0 {
 		// Under fq, the default child, there is no FIFO for the
-		// plugin's 25 ms to bound: fq's own limits bound the queue, as
-		// a child's do under Linux's tbf, and a bulk flow's couple of
-		// packets (TCP small queues) wait there, not a sparse flow's.
+		// plugin's 25 ms to bound: the tbf's default limit and fq's
+		// own bound the queue, and a bulk flow's couple of packets
+		// (TCP small queues) wait there, not a sparse flow's.
 		return
 	}
 	if *s.limit != 0 {

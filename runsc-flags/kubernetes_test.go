@@ -73,7 +73,7 @@ func TestKubeAnnotations(t *testing.T) {
 		want     Config
 		says     []string // an error that says these
 	}{
-		// Under fq, the default child, fq's own limits bound the queue
+		// Under fq, the default child, the tbf's default limit and fq's own bound the queue
 		// where the operator set no limit or latency.
 		{"egress on fifo selects tbf", nil, kube(AnnotationKubeEgress, "10M"),
 			Config{QDisc: QDiscTBF, TBFRate: 1_250_000, TBFBurst: 65550}, nil},

@@ -279,14 +279,15 @@ func (l *Lane) drainLocked() int64 {
 	if !ok {
 		return last
 	}
+	packets, queued := l.queue.Len()
+	if packets <= b.n-b.next {
+		return last // every packet queued is booked (a FIFO's usual case)
+	}
 	var booked uint64
 	for _, s := range b.sizes[b.next:b.n] {
 		booked += uint64(s)
 	}
-	if _, queued := l.queue.Len(); queued > booked {
-		return d.DrainAfter(last, queued-booked)
-	}
-	return last
+	return d.DrainAfter(last, queued-min(booked, queued))
 }
 
 // onAlarm runs when the alarm serves the lanes at now. If the lane is

@@ -284,9 +284,10 @@ func (q *Queue) take(now int64) (entry, bool) {
 	}
 }
 
-// DefaultByteLimit bounds the bytes fq queues where its parent sets no
-// limit, as fq_codel's memory_limit does by default: its packet limits
-// alone would let 10000 host-GSO packets of 64 KiB, 640 MiB, wait.
+// DefaultByteLimit bounds the bytes fq queues where no parent sets a
+// limit (fq as a kind of its own, a tbf with no ceiling), as fq_codel's
+// memory_limit does by default: its packet limits alone would let 10000
+// host-GSO packets of 64 KiB, 640 MiB, wait.
 const DefaultByteLimit = 32 << 20
 
 // MaxSlack implements tbf.SlackBounder: a tbf's timer may wake at most a

@@ -47,6 +47,34 @@ func TestUnderTBF(t *testing.T) {
 			t.Errorf("stats %+v: want 10 to 12 of the 30 packets sent or queued and the rest dropped", s)
 		}
 	})
+	t.Run("no limit given: 1000 packets as senders hand them down", func(t *testing.T) {
+		for _, tc := range []struct {
+			name      string
+			gso       bool
+			wantLimit uint32
+		}{
+			{"MTU link", false, tbf.DefaultLimitPackets * (mtu)},
+			{"host-GSO link", true, tbf.DefaultLimitPackets * (65536 + 14)},
+		} {
+			clock := qdisctest.NewStepClock()
+			link := qdisctest.NewLink(clock)
+			if tc.gso {
+				link.GSO, link.GSOMax = stack.HostGSOSupported, 65536
+			}
+			child, err := fq.NewQueue(fq.Config{}, mtu, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, err := tbf.New(link, clock, tbf.Config{Rate: 10 * mbit, Burst: 3028, Child: child})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := d.Config().Limit; got != tc.wantLimit {
+				t.Errorf("%s: the tbf's limit over fq is %d bytes, want %d", tc.name, got, tc.wantLimit)
+			}
+			d.Close()
+		}
+	})
 	t.Run("GSO cut to a millisecond", func(t *testing.T) {
 		clock := qdisctest.NewStepClock()
 		link := qdisctest.NewLink(clock)

@@ -96,14 +96,14 @@ func (d *Discipline) checkNoCeiling(cfg Config) (Config, error) {
 	if cfg.Latency != 0 {
 		return cfg, configErr("latency", "latency needs a rate to give a limit, and the ceiling is removed; give a limit in bytes, or none")
 	}
-	if cfg.Child != nil {
-		if cfg.Limit != 0 && !isByteLimiter(cfg.Child) {
+	if cfg.Child != nil && !isByteLimiter(cfg.Child) {
+		if cfg.Limit != 0 {
 			return cfg, configErr("limit", "with a child qdisc (%s), the child's limits bound the queue; leave limit unset", childName(cfg.Child))
 		}
 		return cfg, nil
 	}
 	if cfg.Limit == 0 {
-		cfg.Limit = uint32(min(DefaultLimitPackets*boundsOf(d.link, d.splitsGSO).mtu, math.MaxUint32))
+		cfg.Limit = uint32(min(boundsOf(d.link, d.splitsGSO).defaultLimit(cfg.Child != nil), math.MaxUint32))
 	}
 	return cfg, nil // any limit, as New takes (see validate)
 }

@@ -67,8 +67,21 @@ type linkBounds struct {
 	max  uint64
 	what string
 	// mtu is the MTU plus header (Linux's psched_mtu), for the default
-	// limit.
-	mtu uint64
+	// limit; sent is the largest packet a sender hands down (the
+	// host-GSO maximum where the link takes host GSO, else mtu), for a
+	// ByteLimiter child's default limit.
+	mtu, sent uint64
+}
+
+// defaultLimit is the limit in bytes where none is given:
+// DefaultLimitPackets of what the queue holds. A child (a ByteLimiter)
+// holds packets as the sender handed them down (fq cuts a host-GSO packet
+// only at its flow's head); the byte FIFO, pieces of at most the MTU.
+func (b *linkBounds) defaultLimit(child bool) uint64 {
+	if child {
+		return DefaultLimitPackets * b.sent
+	}
+	return DefaultLimitPackets * b.mtu
 }
 
 // linkMaxOf is the link's MTU plus header: Linux's psched_mtu.
@@ -78,10 +91,11 @@ func linkMaxOf(l stack.LinkEndpoint) uint64 { return uint64(l.MTU()) + uint64(l.
 // are cut to fit the bucket, so only the MTU bounds it.
 func boundsOf(lower stack.LinkEndpoint, splitsGSO bool) *linkBounds {
 	mtu := linkMaxOf(lower)
-	b := &linkBounds{max: mtu, mtu: mtu, what: fmt.Sprintf("the lower link's largest packet (MTU %d + %d header bytes)", lower.MTU(), lower.MaxHeaderLength())}
-	if gso, ok := lower.(stack.GSOEndpoint); ok && gso.SupportedGSO() == stack.HostGSOSupported && !splitsGSO {
-		if g := uint64(gso.GSOMaxSize()) + uint64(lower.MaxHeaderLength()); g > b.max {
-			b.max = g
+	b := &linkBounds{max: mtu, mtu: mtu, sent: mtu, what: fmt.Sprintf("the lower link's largest packet (MTU %d + %d header bytes)", lower.MTU(), lower.MaxHeaderLength())}
+	if gso, ok := lower.(stack.GSOEndpoint); ok && gso.SupportedGSO() == stack.HostGSOSupported {
+		b.sent = max(mtu, uint64(gso.GSOMaxSize())+uint64(lower.MaxHeaderLength()))
+		if b.sent > b.max && !splitsGSO {
+			b.max = b.sent
 			b.what = fmt.Sprintf("the lower link's largest host-GSO packet (%d + %d header bytes; or disable host GSO)", gso.GSOMaxSize(), lower.MaxHeaderLength())
 		}
 	}
@@ -222,13 +236,13 @@ func (c Config) validate(link *linkBounds) (Config, uint32, error) {
 			return c, 0, configErr("latency", "latency %v at rate %s allows a backlog of %d bytes, more than the %d a limit can hold (Linux's tc_tbf_qopt.limit is u32); lower latency", c.Latency, rate.FormatRate(c.Rate), limit, uint32(math.MaxUint32))
 		}
 		c.Limit = uint32(limit)
-	case c.Child != nil && c.Limit == 0:
+	case c.Child != nil && c.Limit == 0 && !isByteLimiter(c.Child):
 		return c, maxSize, nil // the child bounds the queue
 	case c.Limit == 0:
 		if link == nil {
 			return c, maxSize, nil // the default depends on the link
 		}
-		c.Limit = uint32(min(max(DefaultLimitPackets*link.mtu, uint64(maxSize)), math.MaxUint32))
+		c.Limit = uint32(min(max(link.defaultLimit(c.Child != nil), uint64(maxSize)), math.MaxUint32))
 	}
 	// tbf_change takes any limit, below the burst too: bfifo_enqueue then
 	// drops (and counts) each packet larger than the limit, as the lane's

@@ -21,8 +21,12 @@ type GSOSplitter interface {
 // a limit at the rate) as a bound on its bytes queued, beside its own
 // limits: fq, the default child under a runtime's ceiling, so that a
 // limit or latency an operator or a Kubernetes bandwidth sets holds as it
-// does over the byte FIFO. SetByteLimit (0: none) is called under the
-// lock that guards the child.
+// does over the byte FIFO. Unset, the limit is DefaultLimitPackets of
+// the largest packets a sender hands down (host-GSO ones where the link
+// takes them): a sender without small queues would otherwise fill 1000
+// packets a flow, a deep queue whose tail drops stall its TCP.
+// SetByteLimit (0: the child's own default, on a tbf with no ceiling) is
+// called under the lock that guards the child.
 type ByteLimiter interface {
 	qdisc.Queue
 	SetByteLimit(bytes uint64)
