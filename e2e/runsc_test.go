@@ -67,7 +67,9 @@ func newRunscRig(t *testing.T) *runscRig {
 // start starts a sandbox with the rig's runsc and the given runsc flags.
 func (r *runscRig) start(t *testing.T, o lab.SandboxOptions) *lab.Sandbox {
 	t.Helper()
-	o.Runsc = r.runsc
+	if o.Runsc == "" {
+		o.Runsc = r.runsc
+	}
 	s, err := r.StartSandbox(o)
 	if err != nil {
 		t.Fatal(err)

@@ -23,10 +23,22 @@ import (
 // for upstream's), found from the working directory up. The error says how
 // to build it.
 func RunscBinary(upstream bool) (string, error) {
-	name, env, how := "runsc", "NETQDISC_RUNSC", "runsc/build.sh"
 	if upstream {
-		name, env, how = "runsc-upstream", "NETQDISC_RUNSC_UPSTREAM", "runsc/build.sh --upstream"
+		return runscNamed("runsc-upstream", "NETQDISC_RUNSC_UPSTREAM", "runsc/build.sh --upstream")
 	}
+	return runscNamed("runsc", "NETQDISC_RUNSC", "runsc/build.sh")
+}
+
+// RunscNoTSQBinary returns the path of runsc/build.sh's runsc without its
+// TCP small queues (patch 0006), runsc/bin/runsc-notsq, or
+// $NETQDISC_RUNSC_NOTSQ: the control of the backpressure tests.
+func RunscNoTSQBinary() (string, error) {
+	return runscNamed("runsc-notsq", "NETQDISC_RUNSC_NOTSQ", "runsc/build.sh")
+}
+
+// runscNamed finds runsc/bin/name from the working directory up, or takes
+// $env; the error says to run how.
+func runscNamed(name, env, how string) (string, error) {
 	if p := os.Getenv(env); p != "" {
 		return p, nil
 	}

@@ -5,6 +5,8 @@
 #
 #   runsc/build.sh              -> runsc/bin/runsc
 #   runsc/build.sh --upstream   -> runsc/bin/runsc-upstream (no patches: the control)
+#   (runsc/build.sh also makes runsc/bin/runsc-notsq: runsc without patch
+#   0006, TCP small queues, the control of the backpressure tests)
 #
 # build.sh checks the patches as a series a reviewer takes one by one: they
 # apply in order (git am), and at each patch's commit runsc builds, its
@@ -105,6 +107,35 @@ fi
 echo "building runsc"
 CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags-netqdisc" -o bin/runsc gvisor.dev/gvisor/runsc
 echo "runsc/bin/runsc"
+
+# runsc-notsq is the same runsc without patch 0006 (TCP small queues): the
+# control of the tests that measure what the patch changes (TestRunscRRUL).
+# go build -overlay puts each file that patch touched back as it was before
+# it (a file it added, removed), so only those packages and what imports
+# them compile again.
+notsq=$(git log --format=%H --grep='^tcp: small queues' -n 1)
+if [ -n "$notsq" ]; then
+  overlay=.build/notsq
+  rm -rf "$overlay" && mkdir -p "$overlay/files"
+  abs=$(cd "$tree" && pwd) files=$(cd "$overlay/files" && pwd)
+  {
+    printf '{"Replace":{'
+    sep=""
+    while read -r status path; do
+      case "$status" in
+        M) mkdir -p "$files/$(dirname "$path")"
+           git show "$notsq~1:$path" >"$files/$path"
+           printf '%s"%s":"%s"' "$sep" "$abs/$path" "$files/$path" ;;
+        A) printf '%s"%s":""' "$sep" "$abs/$path" ;;
+        *) echo "patch 0006 $status $path: the overlay reverts only modified and added files" >&2; exit 1 ;;
+      esac
+      sep=","
+    done < <(git diff --name-status "$notsq~1" "$notsq")
+    printf '}}\n'
+  } >"$overlay/overlay.json"
+  CGO_ENABLED=0 go build -trimpath -overlay "$overlay/overlay.json" -ldflags "$ldflags-netqdisc-notsq" -o bin/runsc-notsq gvisor.dev/gvisor/runsc
+  echo "runsc/bin/runsc-notsq"
+fi
 
 # Patch 0006 (TCP small queues) in process: this module's netstacks are
 # the patched tree's, so the benchmark harness run here shapes its TCP.
