@@ -30,6 +30,9 @@ import (
 // With $NETQDISC_RRUL_SVG set to a directory, each run is drawn there
 // (rrul-<name>.svg), as docs/backpressure.md shows them.
 func TestRunscRRUL(t *testing.T) {
+	if raceDetector {
+		t.Skip("RTTs and shares on real peers are timing-sensitive: measured without -race (.ci/run runs go test ./e2e/ too, and CI's time is tight)")
+	}
 	r := newRunscRig(t)
 	notsq, err := lab.RunscNoTSQBinary()
 	if err != nil {
@@ -76,7 +79,7 @@ func TestRunscRRUL(t *testing.T) {
 			t.Logf("ping idle %v, under load p50 %v p99 %v (%d answered; %d of %d in all); upload %s = %.2f (Jain %.3f); download %s = %.2f; the tbf sent %d packets and dropped %d",
 				idle, p50, p99, len(loaded), len(res.Pings), res.PingsSent, mbits(bytesPerSec(up)), sum(up)/1e6, jain(up), mbits(bytesPerSec(down)), sum(down)/1e6, sent, drops)
 			if tc.control {
-				if !raceDetector && p50 <= withP99 {
+				if p50 <= withP99 {
 					t.Errorf("without backpressure the loaded median RTT is %v, not above the p99 with it (%v): the run does not see the queue", p50, withP99)
 				}
 				return
@@ -85,9 +88,6 @@ func TestRunscRRUL(t *testing.T) {
 			checkRate(t, "upload goodput, of the rate", sum(up)*1/8/rate, 0.90, 1.01)
 			if drops*1000 > max(sent, 1000) {
 				t.Errorf("the tbf dropped %d of %d packets, want at most 0.1%%", drops, sent)
-			}
-			if raceDetector {
-				return
 			}
 			if bound := idle + 5*time.Millisecond; p99 > bound {
 				t.Errorf("the ping's p99 RTT under load is %v, want at most %v (5 ms above idle)", p99, bound)

@@ -5,7 +5,6 @@ package lab
 import (
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/netqdisc/netqdisc/lab/measure"
 )
@@ -44,12 +43,11 @@ func (l *Lab) MeasureSandboxIngressHTB(s *Sandbox, loads []IngressLoad, o measur
 		return r, err
 	}
 	var sout strings.Builder
-	srv, err := s.Exec(&sout, "iperf", "-s", "-p", fmt.Sprint(iperfPort))
+	stopServer, err := s.startIperfServer(iperfPort, &sout)
 	if err != nil {
 		return r, err
 	}
-	defer srv.Process.Kill()
-	time.Sleep(500 * time.Millisecond) // the server listens (ss in NSN cannot see the sandbox's sockets)
+	defer stopServer()
 	var cout strings.Builder
 	stop, err := l.startDownloads(loads, iperfPort, o, &cout)
 	if err != nil {

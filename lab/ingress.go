@@ -169,15 +169,14 @@ const userHZ = 100
 func (l *Lab) MeasureSandboxIngress(s *Sandbox, o measure.Options) (measure.Result, error) {
 	var r measure.Result
 	var sout strings.Builder
-	srv, err := s.Exec(&sout, "iperf", "-s", "-p", fmt.Sprint(iperfPort))
+	stopServer, err := s.startIperfServer(iperfPort, &sout)
 	if err != nil {
 		return r, err
 	}
-	defer srv.Process.Kill()
+	defer stopServer()
 	if r.IdleRTT, err = idleRTT(l.NSP, NetstackAddr); err != nil {
 		return r, err
 	}
-	time.Sleep(500 * time.Millisecond) // the server listens (ss in NSN cannot see the sandbox's sockets)
 	var cout strings.Builder
 	cli, err := l.Start(l.NSP, &cout, iperfArgs(NetstackAddr, o)...)
 	if err != nil {

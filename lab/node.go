@@ -396,6 +396,13 @@ type NodeResult struct {
 	// Samples, with measure.Options.Sample, are Bps over each Sample of
 	// the window, in order: Samples[k][i] is host i's in the k-th.
 	Samples [][]float64
+	// With measure.Options.PingInterval, the peer pings each busy
+	// sandbox (a sparse flow beside its streams, its echo reply through
+	// the sandbox's class): IdleRTT[i] is the median of 5 before the
+	// load, RTTs[i] the answered ones over the window, of PingsSent[i].
+	IdleRTT   []time.Duration
+	RTTs      [][]time.Duration
+	PingsSent []int
 }
 
 // NodeLoad is bulk TCP load running from a node's sandboxes to the
@@ -467,6 +474,13 @@ func (l *NodeLoad) Stop() {
 // then stops it.
 func (nd *Node) Measure(sandboxes []*Sandbox, streams []int, o measure.Options) (NodeResult, error) {
 	var r NodeResult
+	var pinged func() error
+	if o.PingInterval > 0 {
+		var err error
+		if r.IdleRTT, err = nd.idleRTTs(streams); err != nil {
+			return r, err
+		}
+	}
 	load, err := nd.StartLoad(sandboxes, streams, o.Warmup+o.Window)
 	if err != nil {
 		return r, err
@@ -482,6 +496,14 @@ func (nd *Node) Measure(sandboxes []*Sandbox, streams []int, o measure.Options) 
 		return d
 	}
 	time.Sleep(o.Warmup)
+	if o.PingInterval > 0 {
+		pinged = nd.pingDuring(streams, o, &r)
+		defer func() { // on an error, the pings still end before Measure does
+			if pinged != nil {
+				pinged()
+			}
+		}()
+	}
 	cpu0 := cpu()
 	c0, err := nd.Counters()
 	if err != nil {
@@ -522,6 +544,13 @@ func (nd *Node) Measure(sandboxes []*Sandbox, streams []int, o measure.Options) 
 	for i := range c0.Peer {
 		r.Bps[i] = float64(c1.Peer[i]-c0.Peer[i]) / secsIn
 	}
+	if pinged != nil {
+		err := pinged()
+		pinged = nil
+		if err != nil {
+			return r, err
+		}
+	}
 	// A busy sandbox's streams carry far more than a thousandth of the
 	// uplink; below it (a SYN or two), they did not run.
 	for i, n := range streams {
@@ -530,6 +559,49 @@ func (nd *Node) Measure(sandboxes []*Sandbox, streams []int, o measure.Options) 
 		}
 	}
 	return r, nil
+}
+
+// idleRTTs pings each busy sandbox (streams[i] > 0) 5 times from the
+// peer and returns the medians (0 for an idle place).
+func (nd *Node) idleRTTs(streams []int) ([]time.Duration, error) {
+	out := make([]time.Duration, len(nd.Hosts))
+	for i, n := range streams {
+		if n > 0 {
+			var err error
+			if out[i], err = idleRTT(nd.NSP, nd.Hosts[i].Addr); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
+}
+
+// pingDuring starts a ping from the peer to each busy sandbox every
+// o.PingInterval for o.Window; the func it returns waits for them and
+// fills r's RTTs and PingsSent.
+func (nd *Node) pingDuring(streams []int, o measure.Options, r *NodeResult) func() error {
+	r.RTTs, r.PingsSent = make([][]time.Duration, len(nd.Hosts)), make([]int, len(nd.Hosts))
+	errs := make([]error, len(nd.Hosts))
+	var wg sync.WaitGroup
+	for i, n := range streams {
+		if n == 0 {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.RTTs[i], r.PingsSent[i], errs[i] = ping(nd.NSP, nd.Hosts[i].Addr, int(o.Window/o.PingInterval), o.PingInterval)
+		}()
+	}
+	return func() error {
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				return fmt.Errorf("pinging sandbox %d: %v", i+1, err)
+			}
+		}
+		return nil
+	}
 }
 
 // execKillable starts a program in the sandbox as Exec does, and returns

@@ -112,12 +112,11 @@ func (l *Lab) MeasureSandboxRRUL(s *Sandbox, o RRULOptions) (RRULResult, error) 
 		return r, err
 	}
 	var sout strings.Builder
-	down, err := s.Exec(&sout, "iperf", "-s", "-p", fmt.Sprint(rrulDownPort))
+	stopDown, err := s.startIperfServer(rrulDownPort, &sout)
 	if err != nil {
 		return r, err
 	}
-	defer down.Process.Kill()
-	time.Sleep(500 * time.Millisecond) // the server listens (ss in NSN cannot see the sandbox's sockets)
+	defer stopDown()
 
 	total := 2*o.Idle + o.Load
 	var pout strings.Builder

@@ -478,6 +478,18 @@ func (l *Lab) MeasureSandbox(s *Sandbox, o measure.Options) (measure.Result, err
 	return r, nil
 }
 
+// startIperfServer starts iperf's server in the sandbox on port, its
+// output to out, and gives it half a second to listen (ss in the
+// sandbox's namespace cannot see the sandbox's sockets); stop kills it.
+func (s *Sandbox) startIperfServer(port int, out *strings.Builder) (stop func(), err error) {
+	srv, err := s.Exec(out, "iperf", "-s", "-p", fmt.Sprint(port))
+	if err != nil {
+		return nil, err
+	}
+	time.Sleep(500 * time.Millisecond)
+	return func() { srv.Process.Kill() }, nil
+}
+
 // LastLines returns the last n lines of a log, to show how it ended.
 func LastLines(log string, n int) string {
 	lines := strings.Split(strings.TrimRight(log, "\n"), "\n")
