@@ -96,14 +96,11 @@ func (l *Lab) MeasureKernelIngress(rate, burst uint64, latency time.Duration, o 
 	if err := Tbf(l.NSK, ifb, rate, burst, latency); err != nil {
 		return r, err
 	}
-	srv, err := l.Start(l.NSK, nil, "iperf", "-s", "-p", fmt.Sprint(iperfPort))
+	stopServer, err := l.startIperfServerIn(l.NSK, iperfPort)
 	if err != nil {
 		return r, err
 	}
-	defer srv.Process.Kill()
-	if err := WaitListening(l.NSK, iperfPort); err != nil {
-		return r, err
-	}
+	defer stopServer()
 	if r.IdleRTT, err = idleRTT(l.NSP, KernelAddr); err != nil {
 		return r, err
 	}

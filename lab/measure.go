@@ -115,12 +115,18 @@ func idleRTT(ns, target string) (time.Duration, error) {
 // startIperfServer starts iperf's server on the peer and waits until it
 // listens; stop kills it.
 func (l *Lab) startIperfServer() (stop func(), err error) {
-	srv, err := l.Start(l.NSP, nil, "iperf", "-s", "-p", fmt.Sprint(iperfPort))
+	return l.startIperfServerIn(l.NSP, iperfPort)
+}
+
+// startIperfServerIn starts iperf's server in namespace ns on port and
+// waits until it listens; stop kills it.
+func (l *Lab) startIperfServerIn(ns string, port int) (stop func(), err error) {
+	srv, err := l.Start(ns, nil, "iperf", "-s", "-p", fmt.Sprint(port))
 	if err != nil {
 		return nil, err
 	}
 	stop = func() { srv.Process.Kill() }
-	if err := WaitListening(l.NSP, iperfPort); err != nil {
+	if err := WaitListening(ns, port); err != nil {
 		stop()
 		return nil, err
 	}

@@ -103,14 +103,11 @@ func (l *Lab) MeasureSandboxRRUL(s *Sandbox, o RRULOptions) (RRULResult, error) 
 	if o.Streams <= 0 || o.Idle <= 0 || o.Load < 2*time.Second || o.PingInterval <= 0 || o.Sample <= 0 {
 		return r, fmt.Errorf("rrul: want streams, idle, ping interval and sample above 0 and a load of at least 2 s; got %+v", o)
 	}
-	up, err := l.Start(l.NSP, nil, "iperf", "-s", "-p", fmt.Sprint(rrulUpPort))
+	stopUp, err := l.startIperfServerIn(l.NSP, rrulUpPort)
 	if err != nil {
 		return r, err
 	}
-	defer up.Process.Kill()
-	if err := WaitListening(l.NSP, rrulUpPort); err != nil {
-		return r, err
-	}
+	defer stopUp()
 	var sout strings.Builder
 	stopDown, err := s.startIperfServer(rrulDownPort, &sout)
 	if err != nil {

@@ -25,8 +25,8 @@ type GSOSplitter interface {
 // the largest packets a sender hands down (host-GSO ones where the link
 // takes them): a sender without small queues would otherwise fill 1000
 // packets a flow, a deep queue whose tail drops stall its TCP.
-// SetByteLimit (0: the child's own default, on a tbf with no ceiling) is
-// called under the lock that guards the child.
+// SetByteLimit (0: the child's own default) is called under the lock
+// that guards the child.
 type ByteLimiter interface {
 	qdisc.Queue
 	SetByteLimit(bytes uint64)

@@ -167,8 +167,9 @@ type Config struct {
 	// FIFO, as `tc qdisc add dev eth0 parent 1: fq_codel` grafts one under
 	// a tbf: any qdisc.Queue (fq_codel's is fqcodel.NewQueue). The buckets
 	// charge each packet when the child hands it over, and the child's own
-	// limits bound the queue, so Limit and Latency must be 0 and there is
-	// one queue. New takes the child over (Close purges it); Change keeps
+	// limits bound the queue, so Limit and Latency must be 0 (but for a
+	// ByteLimiter, which also takes Limit, given or by default) and there
+	// is one queue. New takes the child over (Close purges it); Change keeps
 	// it, so a Change's Child is nil or the one in force. A child that is
 	// a fmt.Stringer is shown by String, and one that keeps counters of
 	// its own (qdisc.XStatser) by TCStats.
