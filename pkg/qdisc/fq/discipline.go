@@ -89,7 +89,8 @@ func (d *Discipline) Config() Config {
 }
 
 // Change puts cfg in force on the running qdisc, as fq_change does: the
-// packets queued stay (a lower limit refuses new ones until they leave).
+// packets queued stay (past a lower limit, the next packet to arrive
+// makes room from the longest flows).
 func (d *Discipline) Change(cfg Config) error {
 	var err error
 	d.lanes.Lanes[0].Locked(func() { err = d.q.Change(cfg) })

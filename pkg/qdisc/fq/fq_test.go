@@ -165,9 +165,12 @@ func TestRoundRobin(t *testing.T) {
 }
 
 // TestLimits: a flow past FlowLimit has its packets refused, counted as
-// flows_plimit, while other flows' are taken; past Limit every packet is
-// refused, before it makes a flow. Refused packets are the caller's (the rig checks each packet's
-// references at the end).
+// flows_plimit, while other flows' are taken. Past Limit the arriving
+// packet is taken and the longest flow loses its oldest packet, counted
+// in Drops: the flow that made the queue pays, and its
+// newest packets, which tell its receiver of the loss, stay. Refused and
+// dropped packets are released (the rig checks each packet's references
+// at the end).
 func TestLimits(t *testing.T) {
 	r := newRig(t, fq.Config{Limit: 10, FlowLimit: 4})
 	took := 0
@@ -186,17 +189,31 @@ func TestLimits(t *testing.T) {
 			}
 		}
 	}
-	if r.send(5, mtu) {
-		t.Error("an 11th packet taken past limit 10")
+	if !r.send(5, mtu) {
+		t.Error("an 11th packet, on a flow of its own, refused past limit 10: want room made from the longest flow")
 	}
 	if n, b := r.q.Len(); n != 10 || b != 10*mtu {
-		t.Errorf("Len %d packets %d bytes, want 10 and %d", n, b, 10*mtu)
+		t.Errorf("Len %d packets %d bytes, want 10 and %d (flow 1's oldest dropped)", n, b, 10*mtu)
 	}
 	if d := r.q.Drops(); d != 3 {
-		t.Errorf("Drops %d, want 3", d)
+		t.Errorf("Drops %d, want 3 (2 refused at flow_limit, 1 dropped at limit)", d)
 	}
-	if want := "  flows 4 (inactive 0 throttled 0)\n  gc 0 highprio 0 throttled 0 flows_plimit 2"; r.q.TCXStats() != want {
+	if want := "  flows 5 (inactive 0 throttled 0)\n  gc 0 highprio 0 throttled 0 flows_plimit 2"; r.q.TCXStats() != want {
 		t.Errorf("xstats %q, want %q", r.q.TCXStats(), want)
+	}
+	var flow1 []uint64
+	for {
+		p, _, ok := r.q.Dequeue(r.now)
+		if !ok {
+			break
+		}
+		if p.Hash == 1 {
+			flow1 = append(flow1, seqOf(p))
+		}
+		p.DecRef()
+	}
+	if want := []uint64{2, 3, 4}; !slices.Equal(flow1, want) {
+		t.Errorf("flow 1 sent packets %v, want its newest %v", flow1, want)
 	}
 }
 
@@ -346,32 +363,39 @@ func TestCutGSO(t *testing.T) {
 }
 
 // TestByteLimit: past the byte limit a parent set (a tbf's limit or
-// latency), or fq.DefaultByteLimit where none is set, a packet is
-// refused and counted; a smaller one that fits is still taken.
+// latency), or fq.DefaultByteLimit where none is set, room is made from
+// the head of the longest flow, and the arriving packet is taken.
 func TestByteLimit(t *testing.T) {
 	r := newRig(t, fq.Config{})
 	r.q.SetByteLimit(3000)
 	if !r.send(1, 1500) || !r.send(2, 1400) {
 		t.Fatal("packets within the byte limit refused")
 	}
-	if r.send(3, 200) {
-		t.Error("a packet past the byte limit taken")
+	if !r.send(3, 200) {
+		t.Error("a packet past the byte limit refused: want flow 1's dropped to make room")
 	}
-	if !r.send(3, 100) {
-		t.Error("a packet that fits the byte limit refused")
+	if n, b := r.q.Len(); n != 2 || b != 1600 {
+		t.Errorf("Len %d packets %d bytes, want flows 2 and 3's 1600", n, b)
 	}
 	if d := r.q.Drops(); d != 1 {
 		t.Errorf("Drops %d, want 1", d)
 	}
-	// The default, with the 3000 bytes still queued: one 64 KiB packet
-	// short of it fits.
+	// The default, with the 1600 bytes still queued: one 64 KiB packet
+	// short of it fits; one more makes a 64 KiB flow lose its packet.
 	r.q.SetByteLimit(0)
 	for h := uint32(10); h < 10+fq.DefaultByteLimit/(64<<10)-1; h++ {
 		if !r.send(h, 64<<10) {
 			t.Fatalf("packet %d refused under the default byte limit", h)
 		}
 	}
-	if r.send(99, 64<<10) {
-		t.Error("a packet past fq.DefaultByteLimit taken")
+	if d := r.q.Drops(); d != 1 {
+		t.Errorf("Drops %d under the default byte limit, want still 1", d)
+	}
+	r.send(99, 64<<10)
+	if _, b := r.q.Len(); b > fq.DefaultByteLimit {
+		t.Errorf("%d bytes queued past fq.DefaultByteLimit", b)
+	}
+	if d := r.q.Drops(); d != 2 {
+		t.Errorf("Drops %d, want 2", d)
 	}
 }

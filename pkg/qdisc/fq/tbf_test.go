@@ -13,7 +13,8 @@ import (
 
 // TestUnderTBF: fq as a tbf's child takes what the tbf gives it. A
 // latency bounds fq's bytes as it would the tbf's FIFO (rate*latency +
-// burst: what is past it is dropped and counted, what fits waits), and on
+// burst: what is past it is dropped from the longest flow's head and
+// counted, what fits waits, the newest of each flow among it), and on
 // a host-GSO link a GSO packet leaves in pieces of a millisecond at the
 // rate, one segment at 10 Mbit/s, each charged and sent in turn.
 func TestUnderTBF(t *testing.T) {
@@ -36,15 +37,33 @@ func TestUnderTBF(t *testing.T) {
 			p.DecRef()
 		}
 		qdisctest.WaitQuiescent(t, d)
-		// 10 ms at the rate and the burst: 10 packets wait; the burst's 2
-		// may have left before fq filled, or after.
+		// 10 ms at the rate and the burst, 10 packets, wait; the burst's
+		// 2 may have left before fq filled, or after.
 		const limit = 10*mbit/100 + 3028
 		s := d.Stats()
-		if s.BacklogBytes > limit {
-			t.Errorf("backlog %d bytes under a %d-byte limit", s.BacklogBytes, limit)
+		if s.BacklogBytes > limit || s.BacklogBytes < limit-3*mtu {
+			t.Errorf("backlog %d bytes under a %d-byte limit, want it full but for the burst's 2 packets: %+v", s.BacklogBytes, limit, s)
 		}
-		if taken := s.Packets + s.BacklogPackets; taken < 10 || taken > 12 || taken+s.Drops != 30 {
-			t.Errorf("stats %+v: want 10 to 12 of the 30 packets sent or queued and the rest dropped", s)
+		if s.Packets+s.BacklogPackets+s.Drops != 30 {
+			t.Errorf("stats %+v: want the 30 packets sent, queued or dropped", s)
+		}
+		// What waited leaves at the rate; each flow's newest is among it.
+		for range 20 {
+			clock.Advance(10 * time.Millisecond)
+			clock.Fire()
+			qdisctest.WaitQuiescent(t, d)
+		}
+		sent := map[uint64]bool{}
+		for _, r := range link.Records() {
+			sent[r.Seq] = true
+		}
+		for seq := uint64(27); seq < 30; seq++ {
+			if !sent[seq] {
+				t.Errorf("packet %d, its flow's newest, never sent: want the oldest dropped", seq)
+			}
+		}
+		if got, want := uint64(len(link.Records())), s.Packets+s.BacklogPackets; got != want {
+			t.Errorf("the link took %d packets, want the %d sent or queued", got, want)
 		}
 	})
 	t.Run("no limit given: 1000 packets as senders hand them down", func(t *testing.T) {
