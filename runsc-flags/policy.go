@@ -94,8 +94,33 @@ func (c *Config) applyPolicy(annotations map[string]string, src source) error {
 			return fmt.Errorf("%s: %w", src.set(applied), err)
 		}
 	}
+	next.keepFIFOBound(op)
 	*c = next
 	return nil
+}
+
+// keepFIFOBound holds a flow-queueing child a pod put in place of the
+// operator's byte FIFO (--qdisc-tbf-child=fifo) to the FIFO's bound where
+// neither set one: the FIFO's unset limit is 1000 full-size packets
+// (DefaultQueueBytes), fq's is 1000 packets as the sender hands them down
+// (64 KiB each on a host-GSO link) and fq_codel's its own 32 MiB. fq
+// takes it as the tbf's limit, fq_codel as its memory limit (which counts
+// at least a packet's bytes). A notice says so.
+func (c *Config) keepFIFOBound(op *Config) {
+	if op.AllowFlagOverride || op.TBFChild != ChildFIFO || c.TBFChild == ChildFIFO || c.TBFLimit != 0 || c.TBFLatency != 0 {
+		return
+	}
+	switch c.TBFChild {
+	case ChildFQCoDel:
+		if c.FQMemoryLimit != 0 && c.FQMemoryLimit <= DefaultQueueBytes {
+			return
+		}
+		c.FQMemoryLimit = DefaultQueueBytes
+		c.Notices = append(c.Notices, fmt.Sprintf("--%s=%s in place of the operator's fifo keeps its bound: --%s=%d (1000 full-size packets)", FlagTBFChild, c.TBFChild, FlagFQCoDelMemLimit, c.FQMemoryLimit))
+	default:
+		c.TBFLimit = DefaultQueueBytes
+		c.Notices = append(c.Notices, fmt.Sprintf("--%s=fq in place of the operator's fifo keeps its bound: --%s=%d (1000 full-size packets)", FlagTBFChild, FlagTBFLimit, c.TBFLimit))
+	}
 }
 
 // ceilings returns the operator's values annotations are held to: c's

@@ -142,7 +142,7 @@ var shapingRows = []Flag{
 		Default: "fq", Unset: "fq: flow queues, bounded by --qdisc-tbf-limit or -latency if set",
 		Usage: "tbf: the queue under the bucket: fq (the default: flow queues, Linux's fq without pacing; a sparse flow's packets do not wait behind bulk flows, host-GSO packets are cut to 1 ms of the rate, nothing is dropped short of the limits; --qdisc-tbf-limit or -latency bound its bytes), fifo (one byte FIFO, bounded by --qdisc-tbf-limit or -latency) or fq_codel (flow queues with CoDel; set no tbf limit or latency).",
 		Annotation: Rule{Permit: Select, Choices: []Choice{{Value: ChildFQ}, {Value: ChildFQCoDel}, {Value: ChildFIFO, Over: []string{ChildFIFO}}},
-			Note: "fq_codel is refused where the tbf has a limit or latency, which its limits would replace"},
+			Note: "fq_codel is refused where the tbf has a limit or latency, which its limits would replace; in place of the operator's fifo with no bound set, fq takes the fifo's, 1000 full-size packets, as the tbf's limit and fq_codel as its memory limit"},
 		Linux: Linux{Qdisc: "the tbf's child qdisc"},
 	},
 	{
