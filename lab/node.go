@@ -403,6 +403,10 @@ type NodeResult struct {
 	IdleRTT   []time.Duration
 	RTTs      [][]time.Duration
 	PingsSent []int
+	// Flowing is how long after the load was started every busy
+	// sandbox's streams were reaching the peer: the node's change, from
+	// which Warmup counts (runsc exec takes hundreds of milliseconds).
+	Flowing time.Duration
 }
 
 // NodeLoad is bulk TCP load running from a node's sandboxes to the
@@ -471,21 +475,32 @@ func (l *NodeLoad) Stop() {
 
 // Measure runs a load (StartLoad) and reads what the peer received for
 // each address and what the uplink sent over o.Window after o.Warmup,
-// then stops it.
+// counted from when every busy sandbox's streams reach the peer
+// (NodeResult.Flowing), then stops it.
 func (nd *Node) Measure(sandboxes []*Sandbox, streams []int, o measure.Options) (NodeResult, error) {
 	var r NodeResult
 	var pinged func() error
+	if err := nd.waitQuiet(); err != nil {
+		return r, err
+	}
 	if o.PingInterval > 0 {
 		var err error
 		if r.IdleRTT, err = nd.idleRTTs(streams); err != nil {
 			return r, err
 		}
 	}
-	load, err := nd.StartLoad(sandboxes, streams, o.Warmup+o.Window)
+	before, err := nd.Counters()
+	if err != nil {
+		return r, err
+	}
+	load, err := nd.StartLoad(sandboxes, streams, flowingTimeout+o.Warmup+o.Window)
 	if err != nil {
 		return r, err
 	}
 	defer load.Stop()
+	if r.Flowing, err = nd.waitFlowing(streams, before, load); err != nil {
+		return r, err
+	}
 	cpu := func() []time.Duration {
 		d := make([]time.Duration, len(sandboxes))
 		for i, s := range sandboxes {
@@ -559,6 +574,75 @@ func (nd *Node) Measure(sandboxes []*Sandbox, streams []int, o measure.Options) 
 		}
 	}
 	return r, nil
+}
+
+// flowingBytes is what the peer must have received from a busy sandbox
+// since its load started for its streams to be flowing: far more than
+// handshakes and ARP, 50 ms at 10 Mbit/s.
+const flowingBytes = 64 << 10
+
+// flowingTimeout bounds waitFlowing.
+const flowingTimeout = 10 * time.Second
+
+// waitQuiet waits, for flowingTimeout at most, until the peer receives
+// less than quietBytes from every place over 100 ms: a previous load's
+// streams, their sink gone, can go on sending what their sockets held
+// for a while after Stop, and would count as the next load flowing.
+func (nd *Node) waitQuiet() error {
+	prev, err := nd.Counters()
+	if err != nil {
+		return err
+	}
+	for start := prev.At; ; {
+		time.Sleep(100 * time.Millisecond)
+		c, err := nd.Counters()
+		if err != nil {
+			return err
+		}
+		busy := -1
+		for i := range c.Peer {
+			if c.Peer[i]-prev.Peer[i] >= quietBytes {
+				busy = i
+			}
+		}
+		if busy < 0 {
+			return nil
+		}
+		if c.At.Sub(start) > flowingTimeout {
+			return fmt.Errorf("the peer still receives from sandbox %d %v after the last load was stopped (%d bytes in 100 ms)", busy+1, flowingTimeout, c.Peer[busy]-prev.Peer[busy])
+		}
+		prev = c
+	}
+}
+
+// quietBytes is what a place may send in 100 ms and be quiet: ARP and a
+// ping or two, not a stream.
+const quietBytes = 4 << 10
+
+// waitFlowing polls the node's counters every 10 ms until the peer has
+// received flowingBytes from every busy sandbox (streams[i] > 0) since
+// before, and returns how long that took since before was read.
+func (nd *Node) waitFlowing(streams []int, before NodeCounters, load *NodeLoad) (time.Duration, error) {
+	for {
+		c, err := nd.Counters()
+		if err != nil {
+			return 0, err
+		}
+		waiting := -1
+		for i, n := range streams {
+			if n > 0 && c.Peer[i]-before.Peer[i] < flowingBytes {
+				waiting = i
+				break
+			}
+		}
+		if waiting < 0 {
+			return c.At.Sub(before.At), nil
+		}
+		if c.At.Sub(before.At) > flowingTimeout {
+			return 0, fmt.Errorf("sandbox %d's streams had not reached the peer %v after they were started (%d bytes); iperf in it said: %s", waiting+1, flowingTimeout, c.Peer[waiting]-before.Peer[waiting], load.Said(waiting))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // idleRTTs pings each busy sandbox (streams[i] > 0) 5 times from the
