@@ -18,19 +18,15 @@ import (
 // TestSmallQueues: bulk TCP streams between two netstacks in process
 // through a tbf set by its rate and burst only (fq under it, the
 // default), each case measured once: the main command's default (100
-// Mbit/s, 4 streams), and 16 streams. (At 1 Gbit/s, where this
-// machine's veth path cannot go, two netstacks in one process on its 2
-// cores carried 0.86-0.90 of the rate with fq, 0.97 with the FIFO, and a
-// p99 of 9-24 ms either way: docs/backpressure.md.) With the small
-// queues each flow keeps a couple of packets in the
-// tbf, so the probe's median RTT (a TCP request/response, a sparse flow)
-// stays within 5 ms of idle (its p99 is logged: both netstacks, the
-// streams and the probe share one process on 2 cores, and it was 4-11
-// ms, the qdisc's timer alone ending waits up to 3 ms late at p99; the
-// 5 ms p99 promise is measured in runsc, e2e's TestRunscSmallQueues),
-// the tbf drops at most 0.1% of what it sends (gVisor's TCP as it is filled the
-// tbf: 58 ms p50 and hundreds of drops at 100 Mbit/s, issue 48), and the
-// link carries at least 0.95 of the rate.
+// Mbit/s, 4 streams) and 16 streams, and 1, 8 and 64 streams at 1 Gbit/s,
+// where this machine's veth path cannot go (issue 48). With the small
+// queues each flow keeps a couple of packets in the tbf, so the probe's
+// RTT (a TCP request/response, a sparse flow) stays within 5 ms of idle
+// at p99 (gVisor's TCP as it is filled the tbf: 58 ms p50 and hundreds of
+// drops at 100 Mbit/s), the tbf drops at most 0.1% of what it sends, and
+// the link carries at least 0.95 of the rate. (Before the sender's wake
+// took the endpoint as a syscall does, TCP's processor goroutines spun on
+// its lock: at 1 Gbit/s 0.86-0.91 of the rate, p99 9-24 ms.)
 func TestSmallQueues(t *testing.T) {
 	for _, tc := range []struct {
 		rate, burst uint64 // bytes/s, bytes
@@ -38,6 +34,9 @@ func TestSmallQueues(t *testing.T) {
 	}{
 		{12_500_000, 125_000, 4},
 		{12_500_000, 125_000, 16},
+		{125_000_000, 1_250_000, 1},
+		{125_000_000, 1_250_000, 8},
+		{125_000_000, 1_250_000, 64},
 	} {
 		t.Run(fmt.Sprintf("%d Mbit/s %d streams", tc.rate*8/1e6, tc.streams), func(t *testing.T) {
 			cfg := &runscflags.Config{QDisc: runscflags.QDiscTBF, TBFRate: tc.rate, TBFBurst: tc.burst}
@@ -51,8 +50,8 @@ func TestSmallQueues(t *testing.T) {
 			p50, p99 := res.RTT(0.5), res.RTT(0.99)
 			t.Logf("on the link %.2f Mbit/s, probe RTT idle %v, p50 %v p99 %v, drops %d of %d packets, CPU %.1f s/GB",
 				res.WireBps*8/1e6, res.IdleRTT, p50, p99, res.Drops, res.Stats.Packets, res.CPU.Seconds()/(float64(res.WireBytes)/1e9))
-			if bound := res.IdleRTT + 5*time.Millisecond; p50 > bound {
-				t.Errorf("the probe's median RTT under load is %v, want at most %v (5 ms above idle)", p50, bound)
+			if bound := res.IdleRTT + 5*time.Millisecond; p99 > bound {
+				t.Errorf("the probe's RTT under load is %v at p99 (p50 %v), want at most %v (5 ms above idle)", p99, p50, bound)
 			}
 			if res.Drops*1000 > max(res.Stats.Packets, 1000) {
 				t.Errorf("the tbf dropped %d of %d packets, want at most 0.1%%", res.Drops, res.Stats.Packets)
