@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -16,9 +18,10 @@ import (
 // (host GSO on, as runsc defaults), each case measured once:
 //
 //   - with the operator's rate and burst only (fq under the bucket, the
-//     default), or a pod's kubernetes.io/egress-bandwidth alone, at 10
-//     and 100 Mbit/s with 1, 8 and 64
-//     streams, a sparse flow (the peer's ping, and a 64-byte TCP
+//     default) at 10 and 100 Mbit/s with 1, 8 and 64 streams, and a
+//     pod's kubernetes.io/egress-bandwidth alone or the sandbox as a
+//     node's class (fq under it) with 64 streams at 10 Mbit/s and 8 at
+//     100, a sparse flow (the peer's ping, and a 64-byte TCP
 //     request/response to an echo server in the sandbox) keeps its p99
 //     RTT within 5 ms of idle, the tbf drops at most 0.1% of what it
 //     sends, and the link carries at least 0.95 of the rate;
@@ -40,28 +43,44 @@ func TestRunscSmallQueues(t *testing.T) {
 		// kube, if set, is the pod's kubernetes.io/egress-bandwidth, in
 		// place of the operator's tbf flags.
 		kube string
+		// node, if set, makes the sandbox a class of a node of its own
+		// at the rate (--qdisc-node-rate and -ceil), in place of the
+		// operator's tbf flags.
+		node bool
 	}{
-		{100 * mbit, "100mbit", 1, "fq", ""},
-		{100 * mbit, "100mbit", 8, "fq", ""},
-		{100 * mbit, "100mbit", 64, "fq", ""},
-		{10 * mbit, "10mbit", 1, "fq", ""},
-		{10 * mbit, "10mbit", 8, "fq", ""},
-		{10 * mbit, "10mbit", 64, "fq", ""},
-		{100 * mbit, "100mbit", 8, "fifo", ""},
-		{10 * mbit, "10mbit", 64, "fq", "10M"},
-		{100 * mbit, "100mbit", 8, "fq", "100M"},
+		{100 * mbit, "100mbit", 1, "fq", "", false},
+		{100 * mbit, "100mbit", 8, "fq", "", false},
+		{100 * mbit, "100mbit", 64, "fq", "", false},
+		{10 * mbit, "10mbit", 1, "fq", "", false},
+		{10 * mbit, "10mbit", 8, "fq", "", false},
+		{10 * mbit, "10mbit", 64, "fq", "", false},
+		{100 * mbit, "100mbit", 8, "fifo", "", false},
+		{10 * mbit, "10mbit", 64, "fq", "10M", false},
+		{100 * mbit, "100mbit", 8, "fq", "100M", false},
+		{10 * mbit, "10mbit", 64, "fq", "", true},
+		{100 * mbit, "100mbit", 8, "fq", "", true},
 	} {
 		name := fmt.Sprintf("%s %d streams %s", tc.flag, tc.streams, tc.child)
-		if tc.kube != "" {
+		switch {
+		case tc.kube != "":
 			name = fmt.Sprintf("egress-bandwidth %s %d streams", tc.kube, tc.streams)
+		case tc.node:
+			name = fmt.Sprintf("node class %s %d streams", tc.flag, tc.streams)
 		}
 		t.Run(name, func(t *testing.T) {
 			opts := lab.SandboxOptions{Flags: []string{"--qdisc=tbf", "--qdisc-tbf-rate=" + tc.flag, "--qdisc-tbf-burst=128kb"}}
 			if tc.child != "fq" { // fq is the default: the operator sets a rate only
 				opts.Flags = append(opts.Flags, "--qdisc-tbf-child="+tc.child)
 			}
-			if tc.kube != "" { // the pod's annotation alone
+			switch {
+			case tc.kube != "": // the pod's annotation alone
 				opts = lab.SandboxOptions{Annotations: map[string]string{runscflags.AnnotationKubeEgress: tc.kube}}
+			case tc.node: // a node's class: fq under it by default
+				tree := filepath.Join(t.TempDir(), "node.htb")
+				if err := os.WriteFile(tree, []byte("class root classid 1:1 rate "+tc.flag+" ceil "+tc.flag+"\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				opts = lab.SandboxOptions{Flags: []string{"--qdisc-node=" + tree, "--qdisc-node-parent=1:1", "--qdisc-node-rate=" + tc.flag, "--qdisc-node-ceil=" + tc.flag}}
 			}
 			s := r.start(t, opts)
 			defer s.Close()
@@ -77,7 +96,7 @@ func TestRunscSmallQueues(t *testing.T) {
 			}
 			p50, p99 := res.RTT(0.5), res.RTT(0.99)
 			rr50, rr99 := measure.Quantile(res.RRs, 0.5), measure.Quantile(res.RRs, 0.99)
-			t.Logf("on the wire %.2f Mbit/s; ping idle %v, under load p50 %v p99 %v; TCP request/response idle %v, p50 %v p99 %v (%d); the tbf sent %d packets and dropped %d; sandbox CPU %v",
+			t.Logf("on the wire %.2f Mbit/s; ping idle %v, under load p50 %v p99 %v; TCP request/response idle %v, p50 %v p99 %v (%d); the qdisc sent %d packets and dropped %d; sandbox CPU %v",
 				res.WireBps*8/1e6, res.IdleRTT, p50, p99, res.IdleRR, rr50, rr99, len(res.RRs), sent, drops, res.CPU.Round(time.Millisecond))
 			defer func() {
 				if t.Failed() {
@@ -90,7 +109,7 @@ func TestRunscSmallQueues(t *testing.T) {
 			// byte FIFO (not the default) meets its limit now and then:
 			// 0 drops in most runs, 264 of 16360 once in CI (logged above).
 			if tc.child == "fq" && drops*1000 > max(sent, 1000) {
-				t.Errorf("the tbf dropped %d of %d packets, want at most 0.1%%", drops, sent)
+				t.Errorf("the qdisc dropped %d of %d packets, want at most 0.1%%", drops, sent)
 			}
 			if tc.child == "fifo" {
 				if bound := time.Duration(float64(tc.streams*2*2*1514)/tc.rate*float64(time.Second)) + 5*time.Millisecond; p50 > bound {
