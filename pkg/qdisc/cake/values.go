@@ -15,18 +15,8 @@ import (
 	"github.com/netqdisc/netqdisc/pkg/qdisc/rate"
 )
 
-// parseTCRate reads a rate as tc's get_rate64 does: a bare number is bits
-// per second.
-func parseTCRate(v string) (uint64, error) {
-	if strings.Trim(v, "0123456789.") != "" {
-		return rate.ParseRate(v)
-	}
-	bps, err := rate.ParseRate(v + "bit")
-	if err != nil {
-		return 0, fmt.Errorf("a bare number is bits per second in tc's words (say 10mbit, or 1250000bps for bytes): %w", err)
-	}
-	return bps, nil
-}
+// parseTCRate reads a rate as tc's get_rate64 does (rate.ParseTCRate).
+func parseTCRate(v string) (uint64, error) { return rate.ParseTCRate(v) }
 
 // timeUnits are tc's get_time suffixes, matched without regard to case,
 // in microseconds.

@@ -40,22 +40,8 @@ func parseHex16(s string) (uint32, error) {
 	return uint32(n), err
 }
 
-// parseRateWord reads a rate as tc's get_rate64 does: a bare number is bits
-// per second.
-func parseRateWord(v string) (uint64, error) {
-	if strings.HasSuffix(v, "%") {
-		return 0, errors.New("a percentage of the link's speed is not taken; give a rate such as 10mbit")
-	}
-	if strings.Trim(v, "0123456789.") != "" {
-		return rate.ParseRate(v)
-	}
-	// A bare number: bits per second, as tc reads it.
-	bps, err := rate.ParseRate(v + "bit")
-	if err != nil {
-		return 0, fmt.Errorf("a bare number is bits per second in tc's words (say 10mbit, or 1250000bps for bytes): %w", err)
-	}
-	return bps, nil
-}
+// parseRateWord reads a rate as tc's get_rate64 does (rate.ParseTCRate).
+func parseRateWord(v string) (uint64, error) { return rate.ParseTCRate(v) }
 
 // parseSizeWord reads a size as tc's get_size_and_cell does: bytes in tc's
 // units, perhaps followed by a cell size (/8), a power of 2, which is

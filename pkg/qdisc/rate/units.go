@@ -1,6 +1,7 @@
 package rate
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/big"
@@ -61,6 +62,24 @@ const (
 // ki, mi, gi, ti powers of 1024.
 func ParseRate(text string) (uint64, error) {
 	return parse("rate", text, rateUnits, rateUnitList, "bytes per second")
+}
+
+// ParseTCRate reads a rate in a qdisc's tc words, as tc's get_rate64
+// does: tc's units, and a bare number in bits per second (where
+// ParseRate, for runsc's flags, reads bytes). A percentage of the
+// device's speed is refused: a netstack's link has no speed to read.
+func ParseTCRate(v string) (uint64, error) {
+	if strings.HasSuffix(v, "%") {
+		return 0, errors.New("a percentage of the link's speed is not taken (a netstack's link has no speed to read); give a rate such as 10mbit")
+	}
+	if v == "" || strings.Trim(v, "0123456789.") != "" {
+		return ParseRate(v)
+	}
+	bps, err := ParseRate(v + "bit")
+	if err != nil {
+		return 0, fmt.Errorf("a bare number is bits per second in tc's words (say 10mbit, or 1250000bps for bytes): %w", err)
+	}
+	return bps, nil
 }
 
 // ParseSize reads a size as tc does ("10kb" is 10240 bytes, "1mbit" is

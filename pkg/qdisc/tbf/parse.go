@@ -133,13 +133,7 @@ func (c *Config) setWord(key, v string) error {
 // parseRateWord reads a rate as tc's get_rate64 does: tc's units, a bare
 // number in bits per second.
 func parseRateWord(v string) (uint64, error) {
-	if strings.HasSuffix(v, "%") {
-		return 0, errors.New("a percentage of the device's speed is not taken (a netstack's link has no speed to read); give a rate such as 10mbit")
-	}
-	if v != "" && strings.Trim(v, "0123456789.") == "" {
-		v += "bit"
-	}
-	r, err := rate.ParseRate(v)
+	r, err := rate.ParseTCRate(v)
 	if err == nil && r == 0 {
 		err = errors.New("a rate of 0 sends nothing; give a rate such as 10mbit")
 	}
