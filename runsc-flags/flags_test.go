@@ -75,7 +75,7 @@ func TestFlagErrors(t *testing.T) {
 		args []string
 		says []string
 	}{
-		{"unknown qdisc", []string{"--qdisc=red"}, []string{`"red"`, "none, fifo, tbf, fq_codel, htb, cake or fq"}},
+		{"unknown qdisc", []string{"--qdisc=red"}, []string{`"red"`, orList(qdiscChoices())}},
 		{"bad rate unit", []string{"--qdisc-tbf-rate=10mbits"}, []string{"qdisc-tbf-rate", `"10mbits"`, "unknown unit"}},
 		{"negative burst", []string{"--qdisc-tbf-burst=-1"}, []string{"qdisc-tbf-burst", "negative"}},
 		{"tbf without rate", []string{"--qdisc=tbf", "--qdisc-tbf-burst=12500"}, []string{"--qdisc-tbf-rate"}},
@@ -235,7 +235,7 @@ func TestApplyAnnotations(t *testing.T) {
 		{"peak rate without mtu", operatorTBF, a("qdisc-tbf-peakrate", "100mbit"), nil, []string{"invalid configuration", "--qdisc-tbf-mtu"}},
 		{"leave tbf for fifo", operatorTBF, a("qdisc", "fifo"), nil, []string{"only tbf", "--allow-flag-override"}},
 		{"leave tbf for none", operatorTBF, a("qdisc", "none"), nil, []string{"only tbf"}},
-		{"unknown qdisc", operatorTBF, a("qdisc", "red"), nil, []string{`"red"`, "none, fifo, tbf, fq_codel, htb, cake or fq"}},
+		{"unknown qdisc", operatorTBF, a("qdisc", "red"), nil, []string{`"red"`, orList(qdiscChoices())}},
 		{"cake in place of the operator's tbf", operatorTBF, a("qdisc", "cake"), nil, []string{"only tbf, or fq_codel", "qdisc=cake over the operator's tbf", "--allow-flag-override"}},
 		{"set override", operatorTBF, a("allow-flag-override", "true"), nil, []string{"allow-flag-override", "operator"}},
 		{"override cannot be set even with override", append([]string{"--allow-flag-override"}, operatorTBF...), a("allow-flag-override", "false"), nil, []string{"cannot be set"}},

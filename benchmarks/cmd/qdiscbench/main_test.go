@@ -11,7 +11,22 @@ import (
 	"time"
 
 	"github.com/netqdisc/netqdisc/lab"
+	"github.com/netqdisc/netqdisc/pkg/qdisc"
 )
+
+// TestBadQDiscNamesEveryKind: an unknown --qdisc is answered with every
+// kind the registry has, netem's and any other's.
+func TestBadQDiscNamesEveryKind(t *testing.T) {
+	var out, errb strings.Builder
+	if code := run([]string{"--qdisc=red"}, &out, &errb); code != 2 {
+		t.Fatalf("exit %d, want 2", code)
+	}
+	for _, name := range qdisc.KindNames() {
+		if !strings.Contains(errb.String(), name) {
+			t.Errorf("the error %q does not name the registered %s", errb.String(), name)
+		}
+	}
+}
 
 func TestBadInputExits2BeforeTraffic(t *testing.T) {
 	for _, tc := range []struct {
@@ -20,7 +35,7 @@ func TestBadInputExits2BeforeTraffic(t *testing.T) {
 		says string
 	}{
 		{"unknown flag", []string{"--rate=10mbit"}, "flag provided but not defined"},
-		{"bad qdisc", []string{"--qdisc=red"}, "none, fifo, tbf, fq_codel, htb, cake or fq"},
+		{"bad qdisc", []string{"--qdisc=red"}, "choose none, "},
 		{"bad rate", []string{"--qdisc-tbf-rate=fast"}, `"fast"`},
 		{"tbf without burst", []string{"--qdisc-tbf-burst=0"}, "--qdisc-tbf-burst"},
 		{"annotation raising the rate", []string{"--annotation", "dev.gvisor.flag.qdisc-tbf-rate=1gbit"}, "--allow-flag-override"},

@@ -1,0 +1,109 @@
+package netem
+
+import (
+	"fmt"
+
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
+
+	"github.com/netqdisc/netqdisc/pkg/qdisc"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/dispatch"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/gso"
+)
+
+// Discipline is netem as a NIC's qdisc (`--qdisc=netem`), or on the
+// receive path (`--qdisc-ingress=netem`, Linux's ifb + netem): one lane
+// over a Queue, which tells the lane when its next packet is due.
+type Discipline struct {
+	q     *Queue
+	lanes dispatch.Group
+}
+
+var _ qdisc.Discipline = (*Discipline)(nil)
+
+// New returns netem on lower, timed by clock, and starts its dispatcher.
+func New(lower stack.LinkEndpoint, clock tcpip.Clock, cfg Config) (*Discipline, error) {
+	if lower == nil || clock == nil {
+		return nil, fmt.Errorf("netem: no lower link endpoint or clock")
+	}
+	return start(dispatch.Config{Lower: lower}, clock, cfg)
+}
+
+// NewTo is New on the receive path (package ingress): what leaves goes to
+// out, a link's delivering goroutine only queues, and a packet GRO merged
+// is charged as the segments it was on the link.
+func NewTo(out stack.LinkWriter, link stack.LinkEndpoint, clock tcpip.Clock, cfg Config) (*Discipline, error) {
+	if out == nil || link == nil || clock == nil {
+		return nil, fmt.Errorf("netem: no link endpoint or clock")
+	}
+	mtu := link.MTU()
+	return start(dispatch.Config{
+		Lower:     out,
+		QueueOnly: true,
+		Size:      func(pkt *stack.PacketBuffer) uint64 { return gso.ReceivedWireSize(pkt, mtu) },
+	}, clock, cfg)
+}
+
+// start builds netem with lane's lower link and starts its dispatcher.
+func start(lane dispatch.Config, clock tcpip.Clock, cfg Config) (*Discipline, error) {
+	q, err := NewQueue(cfg)
+	if err != nil {
+		return nil, err
+	}
+	d := &Discipline{q: q}
+	lane.MaxPackets, lane.Queue, lane.Clock = 1, q, clock
+	d.lanes.Init(1, lane)
+	d.lanes.Start()
+	return d, nil
+}
+
+// WritePacket implements stack.QueueingDiscipline.WritePacket.
+func (d *Discipline) WritePacket(pkt *stack.PacketBuffer) tcpip.Error {
+	return d.lanes.Lanes[0].Enqueue(pkt)
+}
+
+// Enqueue queues pkt: the receive path's WritePacket (one lane).
+func (d *Discipline) Enqueue(pkt *stack.PacketBuffer, _ uint32) tcpip.Error {
+	return d.lanes.Lanes[0].Enqueue(pkt)
+}
+
+// Lanes returns 1: netem's packets are in one order of time.
+func (d *Discipline) Lanes() int { return 1 }
+
+// Close implements stack.QueueingDiscipline.Close: what is held is
+// dropped and counted, and the dispatcher has exited when it returns.
+func (d *Discipline) Close() { d.lanes.Close() }
+
+// Stats returns the tc -s counters.
+func (d *Discipline) Stats() qdisc.Stats {
+	s := d.lanes.Stats()
+	d.lanes.Lanes[0].Locked(func() { s.Requeues += d.q.Requeues() })
+	return s
+}
+
+// Quiescent reports whether the dispatcher is idle. Tests use it.
+func (d *Discipline) Quiescent() bool { return d.lanes.Quiescent() }
+
+// Change puts cfg in force on the running qdisc, as netem_change does
+// (Queue.Change): the packets held keep their times to send.
+func (d *Discipline) Change(cfg Config) error {
+	l := &d.lanes.Lanes[0]
+	var err error
+	l.Locked(func() { err = d.q.Change(cfg, l.Now()) })
+	l.Wake()
+	return err
+}
+
+// String describes the qdisc as `tc qdisc show` does.
+func (d *Discipline) String() string {
+	var s string
+	d.lanes.Lanes[0].Locked(func() { s = d.q.String() })
+	return s
+}
+
+// Show implements qdisc.Shower: netem's line and its counters.
+func (d *Discipline) Show() qdisc.Showing {
+	s := qdisc.Showing{Stats: d.Stats()}
+	s.Kind, s.Options = qdisc.SplitKind(d.String())
+	return s
+}

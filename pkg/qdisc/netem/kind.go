@@ -1,0 +1,37 @@
+package netem
+
+import (
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
+
+	"github.com/netqdisc/netqdisc/pkg/qdisc"
+)
+
+// Options are netem's words as a runtime holds them (qdisc.Options).
+type Options Config
+
+// String writes o in tc-netem's words (Config.Words).
+func (o Options) String() string { return Config(o).Words() }
+
+// Kind is netem as a runtime knows it (qdisc.Register): tc-netem's words,
+// both paths, and change in place. A pod's own words are not taken yet
+// (no Tighten): which of netem's words only make a pod's network worse
+// is issue 49's next part.
+var Kind = qdisc.Typed[Options, *Discipline]{
+	Name:    "netem",
+	Usage:   "Network emulator, Linux's netem, in tc-netem's words: limit, delay TIME [JITTER [CORRELATION]], distribution, loss [random|state|gemodel], duplicate, reorder, gap, rate, slot, seed, ecn (corrupt is not done yet).",
+	Example: "delay 100ms 10ms loss 1%",
+	Parse: func(words string) (Options, error) {
+		c, err := Parse(words)
+		return Options(c), err
+	},
+	New: func(lower stack.LinkEndpoint, clock tcpip.Clock, o Options) (*Discipline, error) {
+		return New(lower, clock, Config(o))
+	},
+	NewTo: func(out stack.LinkWriter, link stack.LinkEndpoint, clock tcpip.Clock, o Options) (*Discipline, error) {
+		return NewTo(out, link, clock, Config(o))
+	},
+	Change: func(q *Discipline, o Options) error { return q.Change(Config(o)) },
+}.Kind()
+
+func init() { qdisc.Register(Kind) }
