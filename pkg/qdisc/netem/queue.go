@@ -178,7 +178,8 @@ func (m *LossModel) gen() lossGen {
 }
 
 // Enqueue implements qdisc.Queue.Enqueue (netem_enqueue). A packet lost
-// is taken and counted as a drop; past the limit it is refused.
+// is taken, released and counted as a drop; past the limit it is
+// refused (the caller keeps it) and counted.
 func (q *Queue) Enqueue(pkt *stack.PacketBuffer, size uint32, now int64) bool {
 	q.activated = false
 	return q.enqueue(pkt, size, now, false)
@@ -210,15 +211,15 @@ func (q *Queue) enqueue(pkt *stack.PacketBuffer, size uint32, now int64, dup boo
 		twin = pkt.Clone()
 	}
 	if q.qlen >= int(s.limit) {
+		// Refused: the caller keeps pkt; the twin was netem's own.
 		q.drops++
-		pkt.DecRef()
 		if twin != nil {
 			twin.DecRef()
 		}
 		return false
 	}
-	if twin != nil {
-		q.enqueue(twin, size, now, true)
+	if twin != nil && !q.enqueue(twin, size, now, true) {
+		twin.DecRef()
 	}
 	if s.gap == 0 || q.counter+1 < s.gap || uint32(s.reorder) < q.reorderCor.draw(&q.prng) {
 		delay := tabledist(s.latency, int32(s.jitter), &q.delayCor, &q.prng, s.dist)

@@ -59,7 +59,11 @@ func (r *rig) send(size int, now int64) bool {
 	r.seq++
 	p := qdisctest.MakePacket(size, 1, r.seq)
 	r.all = append(r.all, p)
-	return r.q.Enqueue(p.IncRef(), uint32(size), now)
+	took := r.q.Enqueue(p.IncRef(), uint32(size), now)
+	if !took { // refused: the reference given is still ours
+		p.DecRef()
+	}
+	return took
 }
 
 // departure is a packet that left, and when.
