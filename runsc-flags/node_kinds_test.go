@@ -32,6 +32,8 @@ func TestNodeKinds(t *testing.T) {
 		{"htb by destination", []string{"--qdisc=htb", "--qdisc-htb=qdisc default 20; class root classid 1:1 rate 1gbit; class parent 1:1 classid 1:10 rate 900mbit ceil 1gbit; class parent 1:1 classid 1:20 rate 30mbit; filter dst 10.0.0.0/8 classid 1:10"}, 30},
 		{"cake unlimited", []string{"--qdisc=cake", "--qdisc-cake=unlimited"}, 40},
 		{"cake below the class", []string{"--qdisc=cake", "--qdisc-cake=bandwidth 25mbit"}, 25},
+		{"netem", []string{"--qdisc=netem", "--qdisc-netem=delay 1ms"}, 40},
+		{"netem's rate below the class", []string{"--qdisc=netem", "--qdisc-netem=rate 15mbit"}, 15},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tree := filepath.Join(t.TempDir(), "node.htb")

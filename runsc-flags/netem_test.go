@@ -1,0 +1,75 @@
+package runscflags_test
+
+import (
+	"flag"
+	"strings"
+	"testing"
+
+	"gvisor.dev/gvisor/pkg/tcpip/faketime"
+
+	"github.com/netqdisc/netqdisc/pkg/qdisc/qdisctest"
+	runscflags "github.com/netqdisc/netqdisc/runsc-flags"
+)
+
+// fromArgs returns the Config runsc's flags args give, as runsc reads
+// them (every registered kind's words among them).
+func fromArgs(args ...string) (*runscflags.Config, error) {
+	fs := flag.NewFlagSet("runsc", flag.ContinueOnError)
+	runscflags.RegisterFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	return runscflags.NewFromFlags(fs)
+}
+
+// netemNIC is a NIC built from runsc's flags args, on a manual clock.
+func netemNIC(t *testing.T, args ...string) *runscflags.NIC {
+	t.Helper()
+	c, err := fromArgs(args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := faketime.NewManualClock()
+	link := qdisctest.NewLink(clock)
+	q, err := c.NewQueueingDiscipline(link, clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := c.NewIngress(link, clock)
+	if err != nil {
+		q.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { q.Close(); in.Close() })
+	return runscflags.NewNIC("eth0", c, link, clock, q, in)
+}
+
+// TestNetemLive: netem, a registered kind, on both paths from its flags,
+// shown as tc shows it and changed in place as `runsc qdisc change` does
+// (netem_change: the words given replace the delay and loss; the seed
+// stays), and a word not done yet refused with its reason.
+func TestNetemLive(t *testing.T) {
+	n := netemNIC(t, "--qdisc=netem", "--qdisc-netem=delay 100ms 10ms loss 1% seed 5",
+		"--qdisc-ingress=netem", "--qdisc-ingress-netem=delay 20ms seed 6")
+	show := n.Show()
+	for _, want := range []string{
+		"qdisc netem 8001: dev eth0 root refcnt 2 limit 1000 delay 100ms  10ms loss 1% seed 5\n",
+		"qdisc netem 8002: dev eth0 parent ffff: limit 1000 delay 20ms seed 6\n",
+	} {
+		if !strings.Contains(show, want) {
+			t.Errorf("Show():\n%s\nwant %q", show, want)
+		}
+	}
+	if _, err := runscflags.Change([]*runscflags.NIC{n}, []string{"--qdisc-netem=loss 10%"}); err != nil {
+		t.Fatal(err)
+	}
+	if show := n.Show(); !strings.Contains(show, "root refcnt 2 limit 1000 loss 10% seed 5\n") {
+		t.Errorf("Show() after the change:\n%s\nwant netem_change's: loss 10%%, no delay, the seed kept", show)
+	}
+	if _, err := runscflags.Change([]*runscflags.NIC{n}, []string{"--qdisc-netem=corrupt 1%"}); err == nil || !strings.Contains(err.Error(), "does not corrupt packets yet") {
+		t.Errorf("a change to corrupt: %v; want the refusal saying why", err)
+	}
+	if _, err := fromArgs("--qdisc=netem", "--qdisc-netem=delay 10ms gap 3"); err == nil || !strings.Contains(err.Error(), "without reorder") {
+		t.Errorf("gap without reorder: %v; want tc's refusal", err)
+	}
+}
