@@ -2,6 +2,7 @@ package runscflags_test
 
 import (
 	"flag"
+	"io"
 	"strings"
 	"testing"
 
@@ -15,6 +16,7 @@ import (
 // them (every registered kind's words among them).
 func fromArgs(args ...string) (*runscflags.Config, error) {
 	fs := flag.NewFlagSet("runsc", flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // a refused value's error is returned
 	runscflags.RegisterFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -71,5 +73,46 @@ func TestNetemLive(t *testing.T) {
 	}
 	if _, err := fromArgs("--qdisc=netem", "--qdisc-netem=delay 10ms gap 3"); err == nil || !strings.Contains(err.Error(), "without reorder") {
 		t.Errorf("gap without reorder: %v; want tc's refusal", err)
+	}
+}
+
+// TestNetemAnnotations: a pod's dev.gvisor.flag.qdisc-netem over the
+// operator's netem is netem's Tighten: more delay is taken (the operator's
+// loss kept), less loss is refused naming the operator's, and netem where
+// the operator runs another qdisc is refused.
+func TestNetemAnnotations(t *testing.T) {
+	for _, tc := range []struct {
+		name, operator, pod string
+		want, says          string
+	}{
+		{"more delay", "delay 50ms loss 1%", "delay 100ms", "delay 100000000ns loss random 1%", ""},
+		{"less loss", "delay 50ms loss 1%", "loss 0.1%", "", "below the operator's 1%"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := fromArgs("--qdisc=netem", "--qdisc-netem="+tc.operator)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = c.ApplyAnnotations(map[string]string{runscflags.AnnotationPrefix + "qdisc-netem": tc.pod})
+			if tc.says != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.says) {
+					t.Errorf("%v, want a refusal saying %q", err, tc.says)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := c.Words["qdisc-netem"]; got != tc.want {
+				t.Errorf("--qdisc-netem in force %q, want %q", got, tc.want)
+			}
+		})
+	}
+	c, err := fromArgs("--qdisc=fifo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ApplyAnnotations(map[string]string{runscflags.AnnotationPrefix + "qdisc-netem": "delay 100ms"}); err == nil || !strings.Contains(err.Error(), "does not run netem") {
+		t.Errorf("netem's words over the operator's fifo: %v; want a refusal", err)
 	}
 }

@@ -14,9 +14,8 @@ type Options Config
 func (o Options) String() string { return Config(o).Words() }
 
 // Kind is netem as a runtime knows it (qdisc.Register): tc-netem's words,
-// both paths, and change in place. A pod's own words are not taken yet
-// (no Tighten): which of netem's words only make a pod's network worse
-// is issue 49's next part.
+// both paths, change in place, and a pod's words that only make its own
+// network worse (Config.Tighten).
 var Kind = qdisc.Typed[Options, *Discipline]{
 	Name:    "netem",
 	Usage:   "Network emulator, Linux's netem, in tc-netem's words: limit, delay TIME [JITTER [CORRELATION]], distribution, loss [random|state|gemodel], duplicate, reorder, gap, rate, slot, seed, ecn (corrupt is not done yet).",
@@ -32,6 +31,10 @@ var Kind = qdisc.Typed[Options, *Discipline]{
 		return NewTo(out, link, clock, Config(o))
 	},
 	Change: func(q *Discipline, o Options) error { return q.Change(Config(o)) },
+	Tighten: func(operator, pod Options) (Options, error) {
+		c, err := Config(operator).Tighten(Config(pod))
+		return Options(c), err
+	},
 }.Kind()
 
 func init() { qdisc.Register(Kind) }
