@@ -168,6 +168,12 @@ func prob32(v float64) uint32 {
 	return uint32(math.Round(min(max(v, 0), 1) * math.MaxUint32))
 }
 
+// model returns g as the Gilbert-Elliott LossModel (tc's gemodel words
+// p, r, 1-h, 1-k; the kernel's h).
+func (g GilbertElliott) model() *LossModel {
+	return &LossModel{GE: true, P: percentOf(g.P), R: percentOf(g.R), H: percentOf(1 - g.OneMinusH), K1: percentOf(g.OneMinusK)}
+}
+
 // geGen returns the lossGen of g, in the good state (Linux's
 // get_loss_clg: a1 p, a2 r, a3 h, a4 1-k).
 func (g GilbertElliott) geGen() lossGen {

@@ -277,8 +277,30 @@ func (p *parser) loss(c *Config, corr *Correlations, present *bool) error {
 			}
 		}
 		return nil
+	case v == "average":
+		// netqdisc's words: the Gilbert-Elliott chain of an average loss
+		// in bursts of a mean length (GilbertFromBurst).
+		avg, err := p.percent("loss average")
+		if err != nil {
+			return err
+		}
+		if p.i+2 >= len(p.args) || p.args[p.i+1] != "burst" {
+			return fmt.Errorf("loss average %s: give loss average PERCENT burst PACKETS (the mean burst length)", avg)
+		}
+		p.i++
+		bv, _ := p.next("loss average's burst")
+		burst, err := strconv.ParseFloat(bv, 64)
+		if err != nil {
+			return fmt.Errorf("loss average's burst %q: give a mean number of packets, 1 or more", bv)
+		}
+		g, err := GilbertFromBurst(avg.Fraction(), burst)
+		if err != nil {
+			return fmt.Errorf("loss average %s burst %s: %w", avg, bv, err)
+		}
+		c.LossModel = g.model()
+		return nil
 	default:
-		return fmt.Errorf("loss %q: give loss [random] PERCENT, loss state P13 ..., or loss gemodel P ...", v)
+		return fmt.Errorf("loss %q: give loss [random] PERCENT, loss state P13 ..., loss gemodel P ..., or loss average PERCENT burst PACKETS", v)
 	}
 }
 

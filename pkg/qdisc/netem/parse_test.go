@@ -45,6 +45,7 @@ func TestParseShow(t *testing.T) {
 		{"slot distribution pareto 20ms 5ms packets 10", "limit 1000 slot distribution 20ms 5ms packets 10 seed 7"},
 		{"seed 42", "limit 1000 seed 7"},
 		{"lim 5 del 1ms", "limit 5 delay 1ms seed 7"},
+		{"loss average 1% burst 4", "limit 1000 loss gemodel p 0.252525% r 25% 1-h 100% 1-k 0% seed 7"},
 	} {
 		c, err := Parse(tc.words)
 		if err != nil {
@@ -127,6 +128,9 @@ func TestParseErrors(t *testing.T) {
 		{"limit many", "count of packets"},
 		{"gap x", `gap "x"`},
 		{"pacing 10ms", `"pacing" is not a word of tc-netem's`},
+		{"loss average 1%", "give loss average PERCENT burst PACKETS"},
+		{"loss average 1% burst x", "a mean number of packets"},
+		{"loss average 90% burst 1", "bursts of at least 9"},
 	} {
 		_, err := ParseWith(tc.words, nil)
 		if err == nil || !strings.Contains(err.Error(), tc.says) {

@@ -285,3 +285,28 @@ func TestShow(t *testing.T) {
 		t.Error("corrupt taken: it is not done, and must say so")
 	}
 }
+
+// TestLossAverageBurst: "loss average 2% burst 5" loses 2% of the
+// packets, in runs of 5 on average (within 5% of each over 200,000).
+func TestLossAverageBurst(t *testing.T) {
+	r := newRig(t, "loss average 2% burst 5")
+	lost, bursts, run := 0, 0, 0
+	for range 200_000 {
+		before := r.q.Drops()
+		r.send(100, 0)
+		if r.q.Drops() > before {
+			lost++
+			run++
+		} else if run > 0 {
+			bursts++
+			run = 0
+		}
+		if p, _, ok := r.q.Dequeue(0); ok {
+			p.DecRef()
+		}
+	}
+	rate, mean := float64(lost)/200_000, float64(lost)/float64(max(bursts, 1))
+	if rate < 0.019 || rate > 0.021 || mean < 4.75 || mean > 5.25 {
+		t.Errorf("lost %.4f in runs of %.2f, want 0.02 in runs of 5 (within 5%%)", rate, mean)
+	}
+}
