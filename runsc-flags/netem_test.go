@@ -71,6 +71,9 @@ func TestNetemLive(t *testing.T) {
 	if _, err := runscflags.Change([]*runscflags.NIC{n}, []string{"--qdisc-netem=corrupt 1%"}); err == nil || !strings.Contains(err.Error(), "does not corrupt packets yet") {
 		t.Errorf("a change to corrupt: %v; want the refusal saying why", err)
 	}
+	if _, err := fromArgs("--qdisc=netem", "--qdisc-netem=corrupt 1%"); err == nil || !strings.Contains(err.Error(), "does not corrupt packets yet") {
+		t.Errorf("--qdisc-netem=\"corrupt 1%%\": %v; want the flag refused at once, saying why", err)
+	}
 	if _, err := fromArgs("--qdisc=netem", "--qdisc-netem=delay 10ms gap 3"); err == nil || !strings.Contains(err.Error(), "without reorder") {
 		t.Errorf("gap without reorder: %v; want tc's refusal", err)
 	}

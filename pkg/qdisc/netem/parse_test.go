@@ -35,7 +35,7 @@ func TestParseShow(t *testing.T) {
 		{"duplicate 1% 5%", "limit 1000 duplicate 1% 5% seed 7"},
 		{"delay 10ms reorder 25% 50%", "limit 1000 delay 10ms reorder 25% 50% seed 7 gap 1"},
 		{"delay 10ms reorder 25% gap 5", "limit 1000 delay 10ms reorder 25% seed 7 gap 5"},
-		{"corrupt 0.1%", "limit 1000 corrupt 0.1% seed 7"},
+		{"corrupt 0%", "limit 1000 seed 7"},
 		{"rate 512kbit", "limit 1000 rate 512Kbit seed 7"},
 		{"rate 1mbit 20 100 5", "limit 1000 rate 1Mbit packetoverhead 20 cellsize 100 celloverhead 5 seed 7"},
 		{"rate 100kbit -4", "limit 1000 rate 100Kbit packetoverhead -4 seed 7"},
@@ -129,6 +129,7 @@ func TestParseErrors(t *testing.T) {
 		{"gap x", `gap "x"`},
 		{"pacing 10ms", `"pacing" is not a word of tc-netem's`},
 		{"loss average 1%", "give loss average PERCENT burst PACKETS"},
+		{"corrupt 0.1%", "does not corrupt packets yet"},
 		{"loss average 1% burst x", "a mean number of packets"},
 		{"loss average 90% burst 1", "bursts of at least 9"},
 	} {
