@@ -60,6 +60,80 @@ type Kind struct {
 	// the same options. Both nil if the kind keeps nothing.
 	Save    func(q Discipline) []byte
 	Restore func(q Discipline, state []byte) error
+	// CheckChange reports whether Change would take o on q, changing
+	// nothing: nil, or Change's error. A runtime that changes several
+	// qdiscs as one (`runsc qdisc change` on every NIC) checks them all
+	// first, so that none is left changed when one refuses. nil where
+	// Change checks nothing it could refuse after the options parsed.
+	CheckChange func(q Discipline, o Options) error
+	// Changed returns the options that a change of words makes of cur,
+	// the options in force, as `tc qdisc change dev D root KIND words`
+	// does: fq_codel_change sets what the words name and every other
+	// setting keeps its value. nil where a change's words are the kind's
+	// whole options, as tbf_change and netem_change take them.
+	Changed func(cur Options, words string) (Options, error)
+	// Queue builds the kind as the queue under another kind's shaper (a
+	// tbf's child; the leaves of an htb), for packets of at most mtu
+	// bytes, as `tc qdisc add dev D parent 1:1 KIND` grafts one there. A
+	// nil Queue with no error is the shaper's own byte FIFO (fifo: what
+	// Linux's tbf has unless told). nil if the kind cannot be a child.
+	Queue func(o Options, mtu uint32) (Queue, error)
+	// Graft returns o with the queues grafted under the kind built, for
+	// a link whose largest frame is mtu: child returns the kind a runtime
+	// grafts there and its options, by the name the kind's words give
+	// ("fq_codel" for the leaves an htb script grafts fq_codel on), or
+	// "" where the runtime chooses (a tbf's child; Child's Kind nil for
+	// the kind's own queue). New and NewTo then build what it returns.
+	// nil if the kind grafts nothing.
+	Graft func(o Options, mtu uint32, child func(kind string) (Child, error)) (Options, error)
+	// Ceiling puts gate, the buckets of a ceiling (a tbf's, tbf.NewGate),
+	// over q's queue in place, or lifts the ceiling with a nil gate, as
+	// `tc qdisc replace dev D root tbf ...` puts a tbf over a running
+	// qdisc: each lane's head leaves when gate books it, and maxSize is
+	// the largest packet gate passes. It is how `runsc qdisc change` sets
+	// a ceiling on a sandbox started without one. nil if the kind cannot
+	// take one in place.
+	Ceiling func(q Discipline, gate Gate, maxSize uint32) error
+}
+
+// Child is a kind a runtime grafts under another (Kind.Graft), with its
+// options; a nil Kind is the parent's own queue.
+type Child struct {
+	Kind    *Kind
+	Options Options
+}
+
+// NewQueue builds c for packets of at most mtu bytes (Kind.Queue): nil
+// for the parent's own queue, or an error naming the kind where it
+// cannot be a child.
+func (c Child) NewQueue(mtu uint32) (Queue, error) {
+	if c.Kind == nil {
+		return nil, nil
+	}
+	if c.Kind.Queue == nil {
+		return nil, fmt.Errorf("%s cannot be grafted under another qdisc", c.Kind.Name)
+	}
+	return c.Kind.Queue(c.Options, mtu)
+}
+
+// Gate is a ceiling's buckets as a Kind's Ceiling takes them: it books
+// the departures of a lane's packets (package dispatch's Gate, which has
+// the same method, and which every Gate is).
+type Gate interface {
+	// BookAll books packets of the given sizes, in order, and writes
+	// their departures, each not before seen[i], in nanoseconds on the
+	// lane's clock.
+	BookAll(seen []int64, sizes []uint32, departures []int64)
+}
+
+// SettingError is an error about one setting of a kind's options, named
+// as tc names it, so that a runtime whose flags set that setting can
+// name the flag to change (tbf's and fq_codel's ConfigError).
+type SettingError interface {
+	error
+	// Setting returns the kind's name ("tbf"), tc's name of the setting
+	// ("burst") and what is wrong with it and what to change.
+	Setting() (kind, name, msg string)
 }
 
 // Options are a kind's settings. String gives them in the kind's words,
@@ -120,8 +194,10 @@ var registry struct {
 }
 
 // Register adds k to the kinds every runtime offers. Packages call it from
-// an init function; a kind without a name, Parse, New or NewTo, or with a
-// name already registered, is a programming error and panics, as a second
+// an init function; a kind without a name, Parse, New or NewTo, with
+// functions that need another it lacks (Samples without Metrics, Restore
+// without Save, CheckChange or Changed without Change), or with a name
+// already registered, is a programming error and panics, as a second
 // register_qdisc of one name fails in Linux.
 func Register(k Kind) {
 	switch {
@@ -133,6 +209,8 @@ func Register(k Kind) {
 		panic(fmt.Sprintf("qdisc.Register(%s): Metrics, Members and Samples go together", k.Name))
 	case (k.Save == nil) != (k.Restore == nil):
 		panic(fmt.Sprintf("qdisc.Register(%s): Save and Restore go together", k.Name))
+	case k.Change == nil && (k.CheckChange != nil || k.Changed != nil):
+		panic(fmt.Sprintf("qdisc.Register(%s): CheckChange and Changed need Change", k.Name))
 	}
 	registry.mu.Lock()
 	defer registry.mu.Unlock()

@@ -162,6 +162,24 @@ func TestRegisterRefuses(t *testing.T) {
 			says: "Save and Restore go together",
 		},
 		{
+			name: "CheckChange without Change",
+			kind: func() qdisc.Kind {
+				k := testKind("test-kind-check-only")
+				k.CheckChange = func(qdisc.Discipline, qdisc.Options) error { return nil }
+				return k
+			},
+			says: "CheckChange and Changed need Change",
+		},
+		{
+			name: "Changed without Change",
+			kind: func() qdisc.Kind {
+				k := testKind("test-kind-changed-only")
+				k.Changed = func(cur qdisc.Options, _ string) (qdisc.Options, error) { return cur, nil }
+				return k
+			},
+			says: "CheckChange and Changed need Change",
+		},
+		{
 			name: "a name registered already",
 			kind: func() qdisc.Kind { k := testKind("test-kind-dup"); k.Usage = "the second"; return k },
 			says: `kind "test-kind-dup" registered twice`,
@@ -374,5 +392,151 @@ func TestTyped(t *testing.T) {
 	}
 	if got := k.Members(other); got != nil {
 		t.Errorf("Members of another kind's options = %v, want none", got)
+	}
+}
+
+// fakeQueue is a child queue of the hooks' test: it records the mtu it
+// was built for.
+type fakeQueue struct {
+	qdisc.Queue
+	mtu uint32
+}
+
+// fakeGate is a ceiling of the hooks' test.
+type fakeGate struct{}
+
+func (fakeGate) BookAll([]int64, []uint32, []int64) {}
+
+// hookedA is fakeA with what the hooks put on it.
+type hookedA struct {
+	fakeQdisc
+	gate    qdisc.Gate
+	maxSize uint32
+}
+
+// hookedKind is a Typed kind over typedOptions and *hookedA with every
+// hook beyond Typed's first fields: its options' n is what Changed adds
+// to and what Queue builds for (a child of n 0 is the parent's own
+// queue), Graft puts the child "" returns in n, and CheckChange refuses
+// an n above 9.
+func hookedKind() qdisc.Kind {
+	return qdisc.Typed[typedOptions, *hookedA]{
+		Name:   "hooked",
+		Parse:  func(w string) (typedOptions, error) { return typedOptions{n: len(w)}, nil },
+		New:    func(stack.LinkEndpoint, tcpip.Clock, typedOptions) (*hookedA, error) { return &hookedA{}, nil },
+		Change: func(*hookedA, typedOptions) error { return nil },
+		CheckChange: func(_ *hookedA, o typedOptions) error {
+			if o.n > 9 {
+				return fmt.Errorf("hooked: n %d is above 9", o.n)
+			}
+			return nil
+		},
+		Changed: func(cur typedOptions, w string) (typedOptions, error) {
+			if w == "bad" {
+				return typedOptions{}, fmt.Errorf("hooked: bad words")
+			}
+			return typedOptions{n: cur.n + len(w)}, nil
+		},
+		Queue: func(o typedOptions, mtu uint32) (qdisc.Queue, error) {
+			if o.n == 0 {
+				return nil, nil
+			}
+			return &fakeQueue{mtu: mtu + uint32(o.n)}, nil
+		},
+		Graft: func(o typedOptions, mtu uint32, child func(string) (qdisc.Child, error)) (typedOptions, error) {
+			c, err := child("")
+			if err != nil {
+				return typedOptions{}, err
+			}
+			q, err := c.NewQueue(mtu)
+			if err != nil {
+				return typedOptions{}, err
+			}
+			if fq, ok := q.(*fakeQueue); ok {
+				o.n = int(fq.mtu)
+			}
+			return o, nil
+		},
+		Ceiling: func(q *hookedA, gate qdisc.Gate, maxSize uint32) error {
+			q.gate, q.maxSize = gate, maxSize
+			return nil
+		},
+	}.Kind()
+}
+
+// TestTypedHooks: the hooks of changes, children and ceilings, written
+// on a kind's own types, reach it through the Kind a runtime uses with
+// its own values; an error comes back as nil options; options or a qdisc
+// of another kind are an error naming the kind, not a panic; and a Child
+// builds its queue by its kind's Queue (none for a nil Kind, an error
+// naming a kind that cannot be a child).
+func TestTypedHooks(t *testing.T) {
+	k := hookedKind()
+	if typedKind().CheckChange != nil || typedKind().Changed != nil || typedKind().Queue != nil || typedKind().Graft != nil || typedKind().Ceiling != nil {
+		t.Errorf("hooks Typed left nil are set in its Kind")
+	}
+	q, err := k.New(nil, nil, typedOptions{n: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k.CheckChange(q, typedOptions{n: 9}); err != nil {
+		t.Errorf("CheckChange(n 9): %v", err)
+	}
+	if err := k.CheckChange(q, typedOptions{n: 10}); err == nil || !strings.Contains(err.Error(), "above 9") {
+		t.Errorf("CheckChange(n 10): %v; want its refusal", err)
+	}
+	if o, err := k.Changed(typedOptions{n: 2}, "abc"); err != nil || o != (typedOptions{n: 5}) {
+		t.Errorf("Changed(2, abc) = %v, %v; want 5", o, err)
+	}
+	if o, err := k.Changed(typedOptions{n: 2}, "bad"); o != nil || err == nil {
+		t.Errorf("Changed(2, bad) = %v, %v; want nil and an error", o, err)
+	}
+	if err := k.Ceiling(q, fakeGate{}, 1514); err != nil || q.(*hookedA).gate == nil || q.(*hookedA).maxSize != 1514 {
+		t.Errorf("Ceiling(gate, 1514): %v; the qdisc has %v, %d", err, q.(*hookedA).gate, q.(*hookedA).maxSize)
+	}
+	if err := k.Ceiling(q, nil, 0); err != nil || q.(*hookedA).gate != nil {
+		t.Errorf("Ceiling(nil): %v; the qdisc keeps %v", err, q.(*hookedA).gate)
+	}
+
+	// Children: the kind's own Queue through a Child, and Graft asking
+	// the runtime for its child.
+	if cq, err := (qdisc.Child{Kind: &k, Options: typedOptions{n: 3}}).NewQueue(1500); err != nil || cq.(*fakeQueue).mtu != 1503 {
+		t.Errorf("Child(n 3).NewQueue(1500) = %v, %v; want one built for 1503", cq, err)
+	}
+	if cq, err := (qdisc.Child{Kind: &k, Options: typedOptions{}}).NewQueue(1500); cq != nil || err != nil {
+		t.Errorf("Child(n 0).NewQueue = %v, %v; want none: the parent's own queue", cq, err)
+	}
+	if cq, err := (qdisc.Child{}).NewQueue(1500); cq != nil || err != nil {
+		t.Errorf("Child{}.NewQueue = %v, %v; want none", cq, err)
+	}
+	plain := typedKind()
+	if cq, err := (qdisc.Child{Kind: &plain, Options: typedOptions{n: 1}}).NewQueue(1500); cq != nil || err == nil || !strings.Contains(err.Error(), "typed cannot be grafted") {
+		t.Errorf("Child of a kind with no Queue: %v, %v; want an error naming it", cq, err)
+	}
+	var asked []string
+	child := func(kind string) (qdisc.Child, error) {
+		asked = append(asked, kind)
+		return qdisc.Child{Kind: &k, Options: typedOptions{n: 4}}, nil
+	}
+	if o, err := k.Graft(typedOptions{n: 1}, 1000, child); err != nil || o != (typedOptions{n: 1004}) || !slices.Equal(asked, []string{""}) {
+		t.Errorf("Graft = %v, %v, asking for %q; want n 1004, asking for the runtime's child", o, err, asked)
+	}
+	refuse := func(string) (qdisc.Child, error) { return qdisc.Child{}, fmt.Errorf("no child here") }
+	if o, err := k.Graft(typedOptions{n: 1}, 1000, refuse); o != nil || err == nil {
+		t.Errorf("Graft with the child refused = %v, %v; want nil and the error", o, err)
+	}
+
+	other := testOptions{}
+	for name, call := range map[string]func() error{
+		"CheckChange options": func() error { return k.CheckChange(q, other) },
+		"CheckChange qdisc":   func() error { return k.CheckChange(&fakeB{}, typedOptions{}) },
+		"Changed":             func() error { _, err := k.Changed(other, "x"); return err },
+		"Queue":               func() error { _, err := k.Queue(other, 1500); return err },
+		"Graft":               func() error { _, err := k.Graft(other, 1500, child); return err },
+		"Ceiling":             func() error { return k.Ceiling(&fakeB{}, nil, 0) },
+	} {
+		if err := call(); err == nil || !strings.Contains(err.Error(), "hooked") {
+			t.Errorf("%s with another kind's value: %v, want an error naming hooked", name, err)
+		}
 	}
 }

@@ -28,6 +28,12 @@ type Typed[O Options, D Discipline] struct {
 
 	Save    func(q D) []byte
 	Restore func(q D, state []byte) error
+
+	CheckChange func(q D, o O) error
+	Changed     func(cur O, words string) (O, error)
+	Queue       func(o O, mtu uint32) (Queue, error)
+	Graft       func(o O, mtu uint32, child func(kind string) (Child, error)) (O, error)
+	Ceiling     func(q D, gate Gate, maxSize uint32) error
 }
 
 // Kind returns t as the Kind Register takes. A function t leaves nil is
@@ -92,7 +98,66 @@ func (t Typed[O, D]) Kind() Kind {
 	}
 	t.addMembers(&k)
 	t.addState(&k)
+	t.addChanges(&k)
+	t.addGrafts(&k)
 	return k
+}
+
+// addChanges sets k's CheckChange and Changed from t's.
+func (t Typed[O, D]) addChanges(k *Kind) {
+	if t.CheckChange != nil {
+		k.CheckChange = func(q Discipline, o Options) error {
+			tq, err := t.discipline(q)
+			if err != nil {
+				return err
+			}
+			to, err := t.options(o)
+			if err != nil {
+				return err
+			}
+			return t.CheckChange(tq, to)
+		}
+	}
+	if t.Changed != nil {
+		k.Changed = func(cur Options, words string) (Options, error) {
+			to, err := t.options(cur)
+			if err != nil {
+				return nil, err
+			}
+			return asOptions(t.Changed(to, words))
+		}
+	}
+}
+
+// addGrafts sets k's Queue, Graft and Ceiling from t's.
+func (t Typed[O, D]) addGrafts(k *Kind) {
+	if t.Queue != nil {
+		k.Queue = func(o Options, mtu uint32) (Queue, error) {
+			to, err := t.options(o)
+			if err != nil {
+				return nil, err
+			}
+			return t.Queue(to, mtu)
+		}
+	}
+	if t.Graft != nil {
+		k.Graft = func(o Options, mtu uint32, child func(string) (Child, error)) (Options, error) {
+			to, err := t.options(o)
+			if err != nil {
+				return nil, err
+			}
+			return asOptions(t.Graft(to, mtu, child))
+		}
+	}
+	if t.Ceiling != nil {
+		k.Ceiling = func(q Discipline, gate Gate, maxSize uint32) error {
+			tq, err := t.discipline(q)
+			if err != nil {
+				return err
+			}
+			return t.Ceiling(tq, gate, maxSize)
+		}
+	}
 }
 
 // addMembers sets k's Members and Samples from t's. Members of options of
