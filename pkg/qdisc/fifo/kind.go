@@ -82,7 +82,10 @@ func Parse(words string) (Options, error) {
 }
 
 // Kind is fifo as a runtime knows it (qdisc.Register): runsc's default
-// qdisc, on either path. A pod may only shorten its queues.
+// qdisc, on either path. A pod may only shorten its queues. It takes a
+// ceiling over its lanes in place (Ceiling: SetCeiling) and, grafted
+// under a shaper, is the shaper's own byte FIFO (Queue: nil), as Linux's
+// tbf keeps a bfifo unless a child is grafted.
 var Kind = qdisc.Typed[Options, *Discipline]{
 	Name:    "fifo",
 	Usage:   "First in, first out, one queue a lane: limit N (packets a lane, 1000), queues N (lanes, one per CPU).",
@@ -100,6 +103,11 @@ var Kind = qdisc.Typed[Options, *Discipline]{
 		}
 		pod.Queues = op.Queues
 		return pod, nil
+	},
+	Queue: func(Options, uint32) (qdisc.Queue, error) { return nil, nil },
+	Ceiling: func(q *Discipline, gate qdisc.Gate, maxSize uint32) error {
+		q.SetCeiling(gate, maxSize)
+		return nil
 	},
 }.Kind()
 

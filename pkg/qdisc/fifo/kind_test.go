@@ -11,6 +11,7 @@ import (
 	"github.com/netqdisc/netqdisc/pkg/qdisc"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/fifo"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/qdisctest"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/tbf"
 )
 
 // TestParse: fifo's words are "limit N" (packets a lane; "1000p", as
@@ -277,4 +278,38 @@ func TestNewToLimit(t *testing.T) {
 	}
 	q.Close()
 	qdisctest.CheckReleased(t, pkts)
+}
+
+// TestKindQueueAndCeiling: fifo grafted under a shaper is the shaper's
+// own byte FIFO (Kind.Queue builds nothing, with no error), and a
+// running fifo takes a tbf's buckets over its lanes in place
+// (Kind.Ceiling), which it then shows as the tbf it is grafted under,
+// and loses them with a nil gate.
+func TestKindQueueAndCeiling(t *testing.T) {
+	if q, err := fifo.Kind.Queue(fifo.Options{Limit: 10}, 1514); q != nil || err != nil {
+		t.Errorf("Queue = %v, %v; want none: the parent's own FIFO", q, err)
+	}
+	clock := faketime.NewManualClock()
+	link := qdisctest.NewLink(clock)
+	q, err := fifo.Kind.New(link, clock, fifo.Options{Queues: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	gate, maxSize, err := tbf.NewGate(link, tbf.Config{Rate: 125000, Burst: 10000}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fifo.Kind.Ceiling(q, gate, maxSize); err != nil {
+		t.Fatal(err)
+	}
+	if s := q.String(); !strings.HasPrefix(s, "tbf rate 1Mbit burst 10000b; child fifo") {
+		t.Errorf("with a ceiling, String() = %q; want fifo under a tbf", s)
+	}
+	if err := fifo.Kind.Ceiling(q, nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	if s := q.String(); !strings.HasPrefix(s, "fifo ") {
+		t.Errorf("with the ceiling lifted, String() = %q; want fifo's", s)
+	}
 }

@@ -14,7 +14,8 @@ type Options Config
 func (o Options) String() string { return Config(o).Words() }
 
 // Kind is fq as a runtime knows it (qdisc.Register): tc-fq's words, both
-// paths, change in place, and a pod's words held to the operator's.
+// paths, change in place, a pod's words held to the operator's, and a
+// child under another kind's shaper (Queue: NewQueue, a tbf's default).
 var Kind = qdisc.Typed[Options, *Discipline]{
 	Name:    "fq",
 	Usage:   "Fair queueing by flow, Linux's fq without pacing, in tc-fq's words: limit, flow_limit, quantum, initial_quantum, refill_delay, nopacing.",
@@ -33,6 +34,13 @@ var Kind = qdisc.Typed[Options, *Discipline]{
 	Tighten: func(operator, pod Options) (Options, error) {
 		c, err := Config(operator).Tighten(Config(pod))
 		return Options(c), err
+	},
+	Queue: func(o Options, mtu uint32) (qdisc.Queue, error) {
+		q, err := NewQueue(Config(o), mtu, nil)
+		if err != nil {
+			return nil, err
+		}
+		return q, nil
 	},
 }.Kind()
 

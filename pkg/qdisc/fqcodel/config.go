@@ -89,6 +89,10 @@ type ConfigError struct {
 
 func (e *ConfigError) Error() string { return "fq_codel " + e.Field + ": " + e.Msg }
 
+// Setting implements qdisc.SettingError: the setting is Field, of
+// fq_codel.
+func (e *ConfigError) Setting() (kind, name, msg string) { return "fq_codel", e.Field, e.Msg }
+
 func configErr(field, format string, args ...any) error {
 	return &ConfigError{Field: field, Msg: fmt.Sprintf(format, args...)}
 }

@@ -22,9 +22,19 @@ import (
 // units, ce_threshold_selector as VALUE/MASK bytes; ecn and noecn; a word
 // given twice keeps the last, as tc's does. The result is checked as New
 // checks it. An error names the word to fix.
-func Parse(s string) (Config, error) {
+func Parse(s string) (Config, error) { return parseOver(Config{}, s) }
+
+// Changed reads a change's words s over c, as Linux's fq_codel_change
+// applies `tc qdisc change ... fq_codel s`: each word sets what it names
+// (ecn and noecn too), and every setting they do not name keeps c's
+// value; flows named otherwise than c's are then refused by Change, as
+// fq_codel_change refuses them. The result is checked as New checks it.
+func (c Config) Changed(s string) (Config, error) { return parseOver(c, s) }
+
+// parseOver reads words s as Parse does, over c: what they do not name
+// keeps c's value.
+func parseOver(c Config, s string) (Config, error) {
 	words := strings.Fields(s)
-	var c Config
 	for i := 0; i < len(words); i++ {
 		w := words[i]
 		switch w {

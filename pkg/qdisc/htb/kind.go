@@ -33,8 +33,8 @@ var classMetrics = []struct {
 
 // Kind is htb as a runtime knows it (qdisc.Register): a Script's words
 // (Parse; Options are the Script), both paths (a leaf the script grafts
-// fq_codel on gets fq_codel's defaults: a runtime with knobs of its own
-// builds the Config itself, Script.Config), its classes changed in place
+// fq_codel on gets the fq_codel a runtime grafts there, with its knobs,
+// by Graft; fq_codel's defaults without one), its classes changed in place
 // (Change), its classes' counters as metrics (members the classes, as tc
 // prints them: "1:10"), its quotas' counters kept by a checkpoint, and a
 // pod's script held to the operator's (Tighten: Script.Tighten, the rule
@@ -46,14 +46,14 @@ var Kind = qdisc.Typed[Script, *Discipline]{
 	Example: "qdisc default 20; class root classid 1:1 rate 1gbit; class parent 1:1 classid 1:10 rate 900mbit ceil 1gbit; class parent 1:1 classid 1:20 rate 10mbit; filter dst 10.0.0.0/8 classid 1:10; qdisc parent 1:20 fq_codel",
 	Parse:   ParseScript,
 	New: func(lower stack.LinkEndpoint, clock tcpip.Clock, s Script) (*Discipline, error) {
-		cfg, err := s.Config(classify.Egress, fqcodel.Config{}, frameMTU(lower))
+		cfg, err := s.grafted(classify.Egress, frameMTU(lower))
 		if err != nil {
 			return nil, err
 		}
 		return New(lower, clock, cfg)
 	},
 	NewTo: func(out stack.LinkWriter, link stack.LinkEndpoint, clock tcpip.Clock, s Script) (*Discipline, error) {
-		cfg, err := s.Config(classify.Ingress, fqcodel.Config{}, frameMTU(link))
+		cfg, err := s.grafted(classify.Ingress, frameMTU(link))
 		if err != nil {
 			return nil, err
 		}
@@ -61,6 +61,17 @@ var Kind = qdisc.Typed[Script, *Discipline]{
 	},
 	Change:  (*Discipline).changeClasses,
 	Tighten: Script.Tighten,
+	Graft: func(s Script, _ uint32, child func(kind string) (qdisc.Child, error)) (Script, error) {
+		if len(s.FQCoDel) == 0 {
+			return s, nil
+		}
+		c, err := child(fqcodel.Kind.Name)
+		if err != nil {
+			return Script{}, err
+		}
+		s.leaf = c
+		return s, nil
+	},
 	Metrics: func() []qdisc.Metric {
 		var ms []qdisc.Metric
 		for _, m := range classMetrics {
@@ -107,6 +118,24 @@ var Kind = qdisc.Typed[Script, *Discipline]{
 func init() { qdisc.Register(Kind) }
 
 var _ qdisc.Discipline = (*Discipline)(nil)
+
+// grafted is s's Config for a link whose largest frame is mtu (Config),
+// each leaf s grafts fq_codel on given the queue the runtime's fq_codel
+// builds (Graft), or one of fq_codel's defaults where none was grafted.
+func (s Script) grafted(dir classify.Direction, mtu uint32) (Config, error) {
+	if s.leaf.Kind == nil || mtu == 0 {
+		return s.Config(dir, fqcodel.Config{}, mtu)
+	}
+	cfg := s.Tree(dir)
+	for _, id := range s.FQCoDel {
+		q, err := s.leaf.NewQueue(mtu)
+		if err != nil {
+			return Config{}, err
+		}
+		cfg.Classes[classIndex(cfg.Classes, id)].Leaf = q
+	}
+	return cfg, nil
+}
 
 // frameMTU is the largest frame link takes, its MTU and link header, which
 // a grafted fq_codel is made for; 0 for no link (New refuses it).

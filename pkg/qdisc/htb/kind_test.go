@@ -2,6 +2,7 @@ package htb
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/netip"
 	"reflect"
 	"slices"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/netqdisc/netqdisc/pkg/qdisc"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/classify"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/fqcodel"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/qdisctest"
 )
 
@@ -357,4 +359,62 @@ func TestKindSaveRestore(t *testing.T) {
 	}
 	q.Close()
 	qdisctest.CheckReleased(t, pkts)
+}
+
+// TestKindGraft: htb's Graft asks the runtime for the fq_codel its script
+// grafts on leaves, by name, and New and NewTo give each such leaf a
+// queue of the runtime's fq_codel, with its knobs (limit 100 here), on
+// both paths; leaves the script leaves as pfifo stay so; a script that
+// grafts nothing asks for nothing; the runtime's error is Graft's; and
+// without Graft a leaf gets fq_codel's defaults.
+func TestKindGraft(t *testing.T) {
+	fqKind, ok := qdisc.Lookup(fqcodel.Kind.Name)
+	if !ok {
+		t.Fatal("fq_codel is not registered")
+	}
+	limit100 := fqcodel.Options{Limit: 100}
+	var asked []string
+	child := func(k string) (qdisc.Child, error) {
+		asked = append(asked, k)
+		return qdisc.Child{Kind: &fqKind, Options: limit100}, nil
+	}
+	o, err := Kind.Graft(kindOf(t, twoClasses), 1514, child)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(asked) != 1 || asked[0] != "fq_codel" {
+		t.Errorf("Graft asked for %q; want fq_codel, once", asked)
+	}
+	if o.String() != kindOf(t, twoClasses).String() {
+		t.Errorf("Graft changed the script's words to %q", o.String())
+	}
+	clock := faketime.NewManualClock()
+	for name, build := range map[string]func(qdisc.Options) (qdisc.Discipline, error){
+		"New":   func(o qdisc.Options) (qdisc.Discipline, error) { return Kind.New(qdisctest.NewLink(clock), clock, o) },
+		"NewTo": func(o qdisc.Options) (qdisc.Discipline, error) { return Kind.NewTo(qdisctest.NewLink(clock), qdisctest.NewLink(clock), clock, o) },
+	} {
+		for _, tc := range []struct {
+			o     qdisc.Options
+			limit string // what 1:10's fq_codel shows
+		}{{o, "limit 100p"}, {kindOf(t, twoClasses), "limit 10240p"}} {
+			q, err := build(tc.o)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			cs := q.(*Discipline).Classes()
+			if !strings.HasPrefix(cs[1].Leaf, "fq_codel") || !strings.Contains(cs[1].Leaf, tc.limit) || cs[2].Leaf != "pfifo" {
+				t.Errorf("%s: leaves %q and %q; want fq_codel with %s on 1:10 and pfifo on 1:20", name, cs[1].Leaf, cs[2].Leaf, tc.limit)
+			}
+			q.Close()
+		}
+	}
+
+	asked = nil
+	if _, err := Kind.Graft(kindOf(t, "class root classid 1:1 rate 10mbit"), 1514, child); err != nil || len(asked) != 0 {
+		t.Errorf("Graft of a script with no fq_codel: %v, asking for %q; want nothing asked", err, asked)
+	}
+	refuse := func(string) (qdisc.Child, error) { return qdisc.Child{}, fmt.Errorf("no fq_codel here") }
+	if g, err := Kind.Graft(kindOf(t, twoClasses), 1514, refuse); g != nil || err == nil {
+		t.Errorf("Graft with the runtime refusing = %v, %v; want nil and its error", g, err)
+	}
 }

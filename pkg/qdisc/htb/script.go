@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/netqdisc/netqdisc/pkg/qdisc"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/classify"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/fqcodel"
 )
@@ -40,6 +41,11 @@ type Script struct {
 	Filters []Filter // in the order given
 	// FQCoDel are the leaf classes fq_codel is grafted on, in order.
 	FQCoDel []uint32
+
+	// leaf is the fq_codel a runtime grafts on each of them, with its
+	// knobs (Kind's Graft); its Kind nil for fq_codel's defaults. It is
+	// not among the words.
+	leaf qdisc.Child
 }
 
 // Filter is a filter statement: its rule and the class whose chain it

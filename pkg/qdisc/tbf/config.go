@@ -47,6 +47,9 @@ type ConfigError struct {
 
 func (e *ConfigError) Error() string { return "tbf " + e.Field + ": " + e.Msg }
 
+// Setting implements qdisc.SettingError: the setting is Field, of tbf.
+func (e *ConfigError) Setting() (kind, name, msg string) { return "tbf", e.Field, e.Msg }
+
 func configErr(field, format string, args ...any) error {
 	return &ConfigError{Field: field, Msg: fmt.Sprintf(format, args...)}
 }
