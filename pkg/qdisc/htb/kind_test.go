@@ -390,8 +390,10 @@ func TestKindGraft(t *testing.T) {
 	}
 	clock := faketime.NewManualClock()
 	for name, build := range map[string]func(qdisc.Options) (qdisc.Discipline, error){
-		"New":   func(o qdisc.Options) (qdisc.Discipline, error) { return Kind.New(qdisctest.NewLink(clock), clock, o) },
-		"NewTo": func(o qdisc.Options) (qdisc.Discipline, error) { return Kind.NewTo(qdisctest.NewLink(clock), qdisctest.NewLink(clock), clock, o) },
+		"New": func(o qdisc.Options) (qdisc.Discipline, error) { return Kind.New(qdisctest.NewLink(clock), clock, o) },
+		"NewTo": func(o qdisc.Options) (qdisc.Discipline, error) {
+			return Kind.NewTo(qdisctest.NewLink(clock), qdisctest.NewLink(clock), clock, o)
+		},
 	} {
 		for _, tc := range []struct {
 			o     qdisc.Options
