@@ -2,6 +2,7 @@ package netem
 
 import (
 	"fmt"
+	"sync/atomic"
 
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
@@ -17,6 +18,8 @@ import (
 type Discipline struct {
 	q     *Queue
 	lanes dispatch.Group
+	// orphan is q.orphans(), kept for the packet path (orphan.go).
+	orphan atomic.Bool
 }
 
 var _ qdisc.Discipline = (*Discipline)(nil)
@@ -51,6 +54,7 @@ func start(lane dispatch.Config, clock tcpip.Clock, cfg Config) (*Discipline, er
 		return nil, err
 	}
 	d := &Discipline{q: q}
+	d.orphan.Store(q.orphans())
 	lane.MaxPackets, lane.Queue, lane.Clock = 1, q, clock
 	d.lanes.Init(1, lane)
 	d.lanes.Start()
@@ -59,7 +63,7 @@ func start(lane dispatch.Config, clock tcpip.Clock, cfg Config) (*Discipline, er
 
 // WritePacket implements stack.QueueingDiscipline.WritePacket.
 func (d *Discipline) WritePacket(pkt *stack.PacketBuffer) tcpip.Error {
-	return d.lanes.Lanes[0].Enqueue(pkt)
+	return d.enqueue(pkt)
 }
 
 // Enqueue queues pkt: the receive path's WritePacket (one lane).
@@ -89,7 +93,10 @@ func (d *Discipline) Quiescent() bool { return d.lanes.Quiescent() }
 func (d *Discipline) Change(cfg Config) error {
 	l := &d.lanes.Lanes[0]
 	var err error
-	l.Locked(func() { err = d.q.Change(cfg, l.Now()) })
+	l.Locked(func() {
+		err = d.q.Change(cfg, l.Now())
+		d.orphan.Store(d.q.orphans())
+	})
 	l.Wake()
 	return err
 }
