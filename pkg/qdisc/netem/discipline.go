@@ -29,7 +29,8 @@ func New(lower stack.LinkEndpoint, clock tcpip.Clock, cfg Config) (*Discipline, 
 	if lower == nil || clock == nil {
 		return nil, fmt.Errorf("netem: no lower link endpoint or clock")
 	}
-	return start(dispatch.Config{Lower: lower}, clock, cfg)
+	return start(dispatch.Config{Lower: lower}, clock, cfg,
+		path{txOffload: lower.Capabilities()&stack.CapabilityTXChecksumOffload != 0})
 }
 
 // NewTo is New on the receive path (package ingress): what leaves goes to
@@ -44,15 +45,17 @@ func NewTo(out stack.LinkWriter, link stack.LinkEndpoint, clock tcpip.Clock, cfg
 		Lower:     out,
 		QueueOnly: true,
 		Size:      func(pkt *stack.PacketBuffer) uint64 { return gso.ReceivedWireSize(pkt, mtu) },
-	}, clock, cfg)
+	}, clock, cfg, path{rx: true, mtu: mtu})
 }
 
-// start builds netem with lane's lower link and starts its dispatcher.
-func start(lane dispatch.Config, clock tcpip.Clock, cfg Config) (*Discipline, error) {
+// start builds netem on path with lane's lower link and starts its
+// dispatcher.
+func start(lane dispatch.Config, clock tcpip.Clock, cfg Config, p path) (*Discipline, error) {
 	q, err := NewQueue(cfg)
 	if err != nil {
 		return nil, err
 	}
+	q.path = p
 	d := &Discipline{q: q}
 	d.orphan.Store(q.orphans())
 	lane.MaxPackets, lane.Queue, lane.Clock = 1, q, clock

@@ -65,6 +65,7 @@ func TestKindRoundTrip(t *testing.T) {
 		"limit 50 delay 10ms reorder 25% 50% gap 5 rate 512kbit 20 48 5 ecn loss gemodel 1% 10% 70% 0.1%",
 		"loss state 1% 10% 20% 30% 40% slot 5ms 10ms packets 3 bytes 9000",
 		"delay 20ms slot distribution pareto 10ms 2ms",
+		"corrupt 0.1% 30% delay 1ms",
 	} {
 		o, err := k.Parse(words)
 		if err != nil {

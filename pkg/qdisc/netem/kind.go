@@ -18,7 +18,7 @@ func (o Options) String() string { return Config(o).Words() }
 // network worse (Config.Tighten).
 var Kind = qdisc.Typed[Options, *Discipline]{
 	Name:    "netem",
-	Usage:   "Network emulator, Linux's netem, in tc-netem's words: limit, delay TIME [JITTER [CORRELATION]], distribution, loss [random|state|gemodel|average P burst N], duplicate, reorder, gap, rate, slot, seed, ecn (corrupt is not done yet).",
+	Usage:   "Network emulator, Linux's netem, in tc-netem's words: limit, delay TIME [JITTER [CORRELATION]], distribution, loss [random|state|gemodel|average P burst N], duplicate, reorder, gap, rate, corrupt, slot, seed, ecn.",
 	Example: "delay 100ms 10ms loss 1%",
 	Parse: func(words string) (Options, error) {
 		c, err := Parse(words)

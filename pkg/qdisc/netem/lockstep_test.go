@@ -5,17 +5,14 @@ import (
 	"testing"
 	"time"
 
-	"gvisor.dev/gvisor/pkg/tcpip/stack"
-
 	"github.com/netqdisc/netqdisc/pkg/qdisc/netem"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/netem/netemtest"
-	"github.com/netqdisc/netqdisc/pkg/qdisc/qdisctest"
 )
 
 // configFrom makes a netem configuration from b (what fuzzing varies):
 // delay and jitter with any table, random or Markov loss, duplication,
-// reorder with a gap, a rate with overheads and cells, slots, a small
-// limit and a seed. A byte past b's end is 0.
+// reorder with a gap, a rate with overheads and cells, slots, corruption,
+// a small limit and a seed. A byte past b's end is 0.
 func configFrom(b []byte, seed uint64) netem.Config {
 	at := func(i int) byte {
 		if i < len(b) {
@@ -56,19 +53,28 @@ func configFrom(b []byte, seed uint64) netem.Config {
 		c.Slot = &netem.Slot{MinDelay: time.Duration(at(23)) * 100 * time.Microsecond, MaxPackets: int32(at(25) % 5), MaxBytes: int32(at(26)) * 20}
 		c.Slot.MaxDelay = c.Slot.MinDelay + time.Duration(at(24))*100*time.Microsecond
 	}
+	if at(27)%2 == 1 {
+		c.Corrupt = &netem.Chance{Probability: pct(28), Correlation: pct(29)}
+	}
 	return c
 }
 
 // FuzzNetemLockstep holds netem's queue to netemtest's model of sch_netem.c,
 // packet for packet, on a manual clock: over a configuration and a run of
-// enqueues, time steps and dequeues read from the input, both take and
-// refuse the same packets, count the same drops and requeues, hold as
-// many, and send the same packets at the same times (or say the same
-// time for the next); every reference is released once.
+// enqueues (packets with no headers, and host-GSO TCP packets that
+// corruption cuts into their segments), time steps and dequeues read from
+// the input, both take and refuse the same packets, count the same drops
+// and requeues, hold as many, and send the same packets (or segments) at
+// the same times (or say the same time for the next); a packet the model
+// says is corrupted has exactly the model's bit flipped (flipped back, it
+// is the packet sent, its checksums whole), every other is as sent; every
+// reference is released once.
 func FuzzNetemLockstep(f *testing.F) {
 	f.Add(uint64(1), []byte{10, 20, 10, 1, 0, 0, 0, 0, 20}, []byte{0x10, 0x20, 0x30, 0x80, 0xc5, 0x80, 0xcf, 0x80})
 	f.Add(uint64(7), []byte{30, 5, 0, 0, 0, 0, 0, 1, 10, 100, 50, 200, 5, 60, 3, 128, 0, 1, 50, 4, 48, 8, 1, 20, 30, 2, 10}, []byte{1, 2, 3, 4, 5, 0xc1, 0x80, 6, 7, 0xc9, 0x80, 0xff, 0x80})
 	f.Add(uint64(99), []byte{63, 0, 40, 2, 128, 200, 100, 2, 30, 30, 200, 5, 0, 255, 2, 255, 255}, []byte{9, 9, 9, 9, 0x80, 0xc3, 0x80, 0xdf, 0x80})
+	f.Add(uint64(3), []byte{20, 10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 60, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 128, 0}, []byte{1, 0xa3, 2, 0xb7, 3, 0xca, 0x80, 0xa0, 0xd0, 0x80})
+	f.Add(uint64(11), []byte{8, 5, 8, 1, 50, 0, 0, 0, 10, 0, 0, 0, 0, 40, 2, 100, 50, 1, 30, 0, 0, 0, 0, 0, 0, 0, 0, 1, 255, 128}, []byte{0xbf, 0xa1, 5, 0xae, 0xc8, 0x80, 0xff, 0x80})
 	f.Fuzz(func(t *testing.T, seed uint64, cfgBytes, ops []byte) {
 		c := configFrom(cfgBytes, seed)
 		q, err := netem.NewQueue(c)
@@ -76,7 +82,7 @@ func FuzzNetemLockstep(f *testing.F) {
 			t.Fatalf("config %+v: %v", c, err)
 		}
 		m := netemtest.New(c, 0)
-		var made []*qdisctestPacket
+		var made []*lockstepPacket
 		defer func() {
 			q.Purge()
 			for _, p := range made {
@@ -87,24 +93,21 @@ func FuzzNetemLockstep(f *testing.F) {
 			}
 		}()
 		now := int64(0)
-		var id uint64
 		for i, op := range ops {
 			switch {
-			case op < 0x80: // a packet of 40 to 1564 bytes
-				id++
-				size := uint32(40 + int(op)*12)
-				p := qdisctest.MakePacket(int(size), 1, id)
-				made = append(made, &qdisctestPacket{p, id})
-				took := q.Enqueue(p.IncRef(), size, now)
+			case op < 0x80 || op >= 0xa0 && op < 0xc0: // a packet
+				p := makeLockstepPacket(uint64(len(made)+1), op)
+				made = append(made, p)
+				took := q.Enqueue(p.pkt.IncRef(), p.shape.Size, now)
 				if !took {
-					p.DecRef()
+					p.pkt.DecRef()
 				}
-				if want := m.Enqueue(id, size, now); took != want {
-					t.Fatalf("op %d at %d: packet %d taken %v, the model %v", i, now, id, took, want)
+				if want := m.EnqueueShape(p.id, p.shape, now); took != want {
+					t.Fatalf("op %d at %d: packet %d taken %v, the model %v", i, now, p.id, took, want)
 				}
-			case op < 0xc0: // dequeue everything due
-				for k := 0; ; k++ {
-					p, size, ok := q.Dequeue(now)
+			case op < 0xa0: // dequeue everything due
+				for {
+					pkt, size, ok := q.Dequeue(now)
 					mp, next, mok := m.Dequeue(now)
 					if ok != mok {
 						t.Fatalf("op %d at %d: dequeue %v, the model %v (packet %d)", i, now, ok, mok, mp.ID)
@@ -115,10 +118,11 @@ func FuzzNetemLockstep(f *testing.F) {
 						}
 						break
 					}
-					if got := qdisctest.Seq(p); got != mp.ID || size != mp.Size {
-						t.Fatalf("op %d at %d: packet %d (%d bytes) left, the model's %d (%d bytes)", i, now, got, size, mp.ID, mp.Size)
+					err := made[mp.ID-1].check(pkt, size, mp)
+					pkt.DecRef()
+					if err != nil {
+						t.Fatalf("op %d at %d: %v", i, now, err)
 					}
-					p.DecRef()
 				}
 			default: // time passes: up to 63 ms
 				now += int64(op-0xc0) * int64(time.Millisecond)
@@ -131,10 +135,4 @@ func FuzzNetemLockstep(f *testing.F) {
 			}
 		}
 	})
-}
-
-// qdisctestPacket is a packet the fuzz target made, with its id.
-type qdisctestPacket struct {
-	pkt *stack.PacketBuffer
-	id  uint64
 }

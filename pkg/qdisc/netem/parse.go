@@ -168,9 +168,6 @@ func check(c *Config) error {
 	case c.Gap > 0:
 		return fmt.Errorf("gap %d without reorder: give reorder PERCENT", c.Gap)
 	}
-	if c.Corrupt != nil && c.Corrupt.Probability != 0 {
-		return fmt.Errorf("corrupt: netqdisc's netem does not corrupt packets yet (a corrupted packet must fail its checksum at the peer); leave corrupt out")
-	}
 	if c.ECN && c.Loss == 0 && c.LossModel == nil {
 		return fmt.Errorf("ecn without a loss model: ecn marks the packets loss would drop; give loss PERCENT")
 	}

@@ -18,6 +18,7 @@ func FuzzParseNetem(f *testing.F) {
 		"slot 1ms 2ms packets 3 bytes 64k seed 42",
 		"slot distribution pareto 10ms 2ms limit 5",
 		"delay 1e3ns 0x10 lo 5",
+		"corrupt 0.5% 25% duplicate 1%",
 	} {
 		f.Add(s)
 	}

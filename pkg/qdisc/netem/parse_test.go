@@ -36,6 +36,10 @@ func TestParseShow(t *testing.T) {
 		{"delay 10ms reorder 25% 50%", "limit 1000 delay 10ms reorder 25% 50% seed 7 gap 1"},
 		{"delay 10ms reorder 25% gap 5", "limit 1000 delay 10ms reorder 25% seed 7 gap 5"},
 		{"corrupt 0%", "limit 1000 seed 7"},
+		{"corrupt 1%", "limit 1000 corrupt 1% seed 7"},
+		{"corrupt 0.1% 25%", "limit 1000 corrupt 0.1% 25% seed 7"},
+		{"delay 100ms 10ms distribution normal corrupt 1%", "limit 1000 delay 100ms  10ms corrupt 1% seed 7"},
+		{"delay 10ms reorder 5% corrupt 2% 10% loss 1%", "limit 1000 delay 10ms loss 1% reorder 5% corrupt 2% 10% seed 7 gap 1"},
 		{"rate 512kbit", "limit 1000 rate 512Kbit seed 7"},
 		{"rate 1mbit 20 100 5", "limit 1000 rate 1Mbit packetoverhead 20 cellsize 100 celloverhead 5 seed 7"},
 		{"rate 100kbit -4", "limit 1000 rate 100Kbit packetoverhead -4 seed 7"},
@@ -129,8 +133,10 @@ func TestParseErrors(t *testing.T) {
 		{"gap x", `gap "x"`},
 		{"pacing 10ms", `"pacing" is not a word of tc-netem's`},
 		{"loss average 1%", "give loss average PERCENT burst PACKETS"},
-		{"corrupt 0.1%", "does not corrupt packets yet"},
 		{"loss average 1% burst x", "a mean number of packets"},
+		{"corrupt", `"corrupt" needs a value`},
+		{"corrupt 101%", "percentage from 0 to 100"},
+		{"corrupt 1% x", `"x" is not a word of tc-netem's`},
 		{"loss average 90% burst 1", "bursts of at least 9"},
 	} {
 		_, err := ParseWith(tc.words, nil)

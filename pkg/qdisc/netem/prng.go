@@ -43,9 +43,24 @@ func (p *prng) next() uint32 {
 	return p.s1 ^ p.s2 ^ p.s3 ^ p.s4
 }
 
-// below returns a draw in [0, n) for n > 0, as Linux's
-// get_random_u32_below does from a 32-bit draw: the high half of the
-// draw times n.
+// below returns a draw in [0, n) for n > 0 as Linux's
+// __get_random_u32_below makes one from 32-bit draws (Lemire's method):
+// the high half of a draw times n, drawing again while the low half
+// falls in the few values that would favour some results, so that every
+// result is equally likely.
 func (p *prng) below(n uint32) uint32 {
-	return uint32(uint64(p.next()) * uint64(n) >> 32)
+	m := uint64(p.next()) * uint64(n)
+	if uint32(m) < n {
+		bound := -n % n
+		for uint32(m) < bound {
+			m = uint64(p.next()) * uint64(n)
+		}
+	}
+	return uint32(m >> 32)
 }
+
+// corruptSeedMix is what the seed is XORed with to seed the generator
+// that picks the byte and bit a corrupted packet has flipped ("netemcor"
+// in ASCII): a sequence of its own, so that netem's own draws stay
+// Linux's, draw for draw, whatever is corrupted.
+const corruptSeedMix = 0x6e6574656d636f72

@@ -14,11 +14,13 @@ import (
 
 // Queue is netem as a qdisc.Queue and qdisc.Shaper (sch_netem.c's
 // enqueue and dequeue): each packet may be duplicated, lost (or marked),
-// sent ahead of the others (reorder), or delayed by the latency, a
-// jitter drawn from the distribution and, with a rate, its time on the
-// link after the last packet's; it leaves at its time to send, in slots
-// where slots are set. Every random number is drawn from one generator,
-// in Linux's order, so that a seed repeats a run. It is not safe for
+// corrupted, sent ahead of the others (reorder), or delayed by the
+// latency, a jitter drawn from the distribution and, with a rate, its
+// time on the link after the last packet's; it leaves at its time to
+// send, in slots where slots are set. Every random number is drawn from
+// one generator, in Linux's order, so that a seed repeats a run; the
+// byte and bit corruption flips, which Linux draws from the kernel's
+// entropy, from a second one seeded from the same seed. It is not safe for
 // concurrent use: its lane calls it under its lock. It holds one
 // reference to each packet it queues.
 type Queue struct {
@@ -27,6 +29,10 @@ type Queue struct {
 	prng                                     prng
 	delayCor, dupCor, reorderCor, corruptCor correlated
 	loss                                     lossGen
+	// flip picks the byte and bit of a corrupted packet (corruptBit).
+	flip prng
+	// path is the path netem is on, for corruption.
+	path path
 
 	t tfifo
 	// ahead are the packets reorder sent ahead, each put in front of
@@ -83,11 +89,18 @@ var (
 func NewQueue(cfg Config) (*Queue, error) {
 	q := &Queue{}
 	q.st.seed = rand.Uint64()
-	q.prng.seed(q.st.seed)
+	q.seed(q.st.seed)
 	if err := q.Change(cfg, 0); err != nil {
 		return nil, err
 	}
 	return q, nil
+}
+
+// seed seeds netem's generators: its own as Linux seeds it, and the one
+// corruption picks bits with from the seed mixed with corruptSeedMix.
+func (q *Queue) seed(seed uint64) {
+	q.prng.seed(seed)
+	q.flip.seed(seed ^ corruptSeedMix)
 }
 
 // Change puts cfg in force as netem_change does: the limit, delay,
@@ -100,16 +113,13 @@ func (q *Queue) Change(cfg Config, now int64) error {
 	if cfg.Latency < 0 || cfg.Jitter < 0 {
 		return fmt.Errorf("netem: a negative delay or jitter; give 0 or more")
 	}
-	if cfg.Corrupt != nil && cfg.Corrupt.Probability != 0 {
-		return fmt.Errorf("netem corrupt: netqdisc's netem does not corrupt packets yet (a corrupted packet must fail its checksum at the peer); leave corrupt out")
-	}
 	s := &q.st
 	// The seed first: the correlations below start from a draw of the
 	// generator (Linux's from the kernel's entropy, so that there a seed
 	// does not repeat a correlated run; here it does).
 	if cfg.Seed != nil {
 		s.seed = *cfg.Seed
-		q.prng.seed(s.seed)
+		q.seed(s.seed)
 	}
 	if cfg.LossModel != nil {
 		q.loss = cfg.LossModel.gen()
@@ -182,12 +192,26 @@ func (m *LossModel) gen() lossGen {
 // refused (the caller keeps it) and counted.
 func (q *Queue) Enqueue(pkt *stack.PacketBuffer, size uint32, now int64) bool {
 	q.activated = false
-	return q.enqueue(pkt, size, now, false)
+	return q.enqueue(pkt, size, now, false) != refused
 }
+
+// outcome is what netem_enqueue did with a packet.
+type outcome uint8
+
+const (
+	// queued: held, to leave (a packet marked in place of its loss too).
+	queued outcome = iota
+	// lost: taken, released and counted as a drop (Linux's
+	// NET_XMIT_SUCCESS | __NET_XMIT_BYPASS).
+	lost
+	// refused: not taken, counted as a drop (NET_XMIT_DROP): the caller
+	// keeps its reference.
+	refused
+)
 
 // enqueue is netem_enqueue for pkt; dup is set for a duplicate, which is
 // not duplicated again.
-func (q *Queue) enqueue(pkt *stack.PacketBuffer, size uint32, now int64, dup bool) bool {
+func (q *Queue) enqueue(pkt *stack.PacketBuffer, size uint32, now int64, dup bool) outcome {
 	s := &q.st
 	count := 1
 	if s.duplicate != 0 && !dup && uint32(s.duplicate) >= q.dupCor.draw(&q.prng) {
@@ -204,23 +228,78 @@ func (q *Queue) enqueue(pkt *stack.PacketBuffer, size uint32, now int64, dup boo
 	if count == 0 {
 		q.drops++
 		pkt.DecRef()
-		return true
+		return lost
 	}
 	var twin *stack.PacketBuffer
 	if count > 1 {
-		twin = pkt.Clone()
+		twin = pkt.Clone() // before pkt is corrupted
+	}
+	var c corrupted
+	if s.corrupt != 0 && uint32(s.corrupt) >= q.corruptCor.draw(&q.prng) {
+		var ok bool
+		if c, ok = q.corrupt(pkt, size); !ok || c.pkt == nil {
+			return q.dropCorrupted(pkt, twin, c, now, dup)
+		}
 	}
 	if q.qlen >= int(s.limit) {
-		// Refused: the caller keeps pkt; the twin was netem's own.
+		// Refused: the caller keeps pkt; the twin, the copy and the
+		// segments were netem's own (Linux's qdisc_drop_all counts one).
 		q.drops++
 		if twin != nil {
 			twin.DecRef()
 		}
-		return false
+		c.release()
+		return refused
 	}
-	if twin != nil && !q.enqueue(twin, size, now, true) {
+	if twin != nil && q.enqueue(twin, size, now, true) == refused {
 		twin.DecRef()
 	}
+	if c.pkt != nil {
+		pkt.DecRef() // the copy stands for it
+		pkt, size = c.pkt, c.size
+	}
+	q.queue(pkt, size, now)
+	q.enqueueSegments(c.rest, now, dup)
+	return queued
+}
+
+// dropCorrupted is netem_enqueue's drop of a packet it was to corrupt
+// but could not cut (c.rest empty) or copy and check (the first of
+// c.rest's segments), counted: the twin goes too, uncounted, and the
+// other segments are queued.
+func (q *Queue) dropCorrupted(pkt, twin *stack.PacketBuffer, c corrupted, now int64, dup bool) outcome {
+	q.drops++
+	if twin != nil {
+		twin.DecRef()
+	}
+	if len(c.rest) == 0 {
+		return refused
+	}
+	pkt.DecRef() // its segments stand for it
+	q.enqueueSegments(c.rest, now, dup)
+	return queued
+}
+
+// enqueueSegments queues the other segments of a GSO packet netem cut to
+// corrupt the first, each as netem_enqueue queues a packet (a duplicate's
+// are not duplicated), charged its own size. One lost or refused counts a
+// second drop, as Linux counts what qdisc_enqueue did not queue.
+func (q *Queue) enqueueSegments(segs []*stack.PacketBuffer, now int64, dup bool) {
+	for _, p := range segs {
+		switch q.enqueue(p, uint32(p.Size()), now, dup) {
+		case refused:
+			q.drops++
+			p.DecRef()
+		case lost:
+			q.drops++
+		}
+	}
+}
+
+// queue holds pkt, taken: sent ahead of the others if reorder picks it,
+// else at its time to send.
+func (q *Queue) queue(pkt *stack.PacketBuffer, size uint32, now int64) {
+	s := &q.st
 	if s.gap == 0 || q.counter+1 < s.gap || uint32(s.reorder) < q.reorderCor.draw(&q.prng) {
 		delay := tabledist(s.latency, int32(s.jitter), &q.delayCor, &q.prng, s.dist)
 		at := now
@@ -233,7 +312,7 @@ func (q *Queue) enqueue(pkt *stack.PacketBuffer, size uint32, now int64, dup boo
 		}
 		q.counter++
 		q.hold(held{pkt: pkt, size: size, tts: at + delay, arrived: now})
-		return true
+		return
 	}
 	q.counter = 0
 	q.requeues++
@@ -241,7 +320,6 @@ func (q *Queue) enqueue(pkt *stack.PacketBuffer, size uint32, now int64, dup boo
 	q.qlen++
 	q.backlog += uint64(size)
 	q.activated = true
-	return true
 }
 
 // hold puts h in the time-ordered queue.

@@ -15,9 +15,10 @@ import (
 // taking nothing from the host or its neighbours. What the pod leaves
 // out is the operator's. Where it gives them: a delay no shorter (its
 // least, the delay less what the jitter's distribution can take off, no
-// less than the operator's least), a random loss no lower, a rate no
-// higher (any, where the operator sets none; overheads no smaller, cells
-// the operator's) and a limit no larger. What would send more onto the
+// less than the operator's least), a random loss no lower, a corruption
+// no rarer (its correlation the operator's), a rate no higher (any, where
+// the operator sets none; overheads no smaller, cells the operator's) and
+// a limit no larger. What would send more onto the
 // host's network or spare packets the operator's delay or loss
 // (duplicate, reorder and its gap, slots, ecn, a loss model, a loss's
 // correlation) must be the operator's. The seed is the pod's own.
@@ -39,6 +40,9 @@ func (operator Config) Tighten(pod Config) (Config, error) {
 		return Config{}, err
 	}
 	if err := tightenRate(&m, operator); err != nil {
+		return Config{}, err
+	}
+	if err := tightenCorrupt(&m, operator); err != nil {
 		return Config{}, err
 	}
 	for _, f := range []struct {
@@ -80,6 +84,22 @@ func tightenLoss(m *Config, operator Config) error {
 	}
 	if m.Loss < operator.Loss {
 		return fmt.Errorf("netem loss %s is below the operator's %s; give %s or more", m.Loss, operator.Loss, operator.Loss)
+	}
+	return nil
+}
+
+// tightenCorrupt holds m's corruption to operator's: left out, the
+// operator's; given, no rarer, and its correlation the operator's (it
+// decides which packets are spared).
+func tightenCorrupt(m *Config, operator Config) error {
+	pod, op := chanceOf(m.Corrupt), chanceOf(operator.Corrupt)
+	switch {
+	case pod == Chance{}:
+		m.Corrupt = operator.Corrupt
+	case pod.Correlation != op.Correlation:
+		return fmt.Errorf("netem corrupt's correlation is the operator's to set (it decides which packets are spared); give corrupt PERCENT %s, or no correlation where the operator gives none", op.Correlation)
+	case pod.Probability < op.Probability:
+		return fmt.Errorf("netem corrupt %s is below the operator's %s; give %s or more", pod.Probability, op.Probability, op.Probability)
 	}
 	return nil
 }

@@ -37,6 +37,8 @@ func TestTighten(t *testing.T) {
 		{"delay 50ms 10ms reorder 10%", "", "reorder and gap is the operator's"},
 		{"slot 1ms", "", "slot is the operator's"},
 		{"loss 2% ecn", "", "ecn is the operator's"},
+		{"corrupt 1%", "limit 500 delay 50ms 10ms loss 1% rate 10mbit corrupt 1%", ""},
+		{"corrupt 1% 25%", "", "correlation is the operator's"},
 	} {
 		o, err := Parse(op)
 		if err != nil {
@@ -60,6 +62,41 @@ func TestTighten(t *testing.T) {
 			if got.Words() != want.Words() {
 				t.Errorf("pod %q over %q: %q, want %q", tc.pod, op, got.Words(), want.Words())
 			}
+		}
+	}
+}
+
+// TestTightenCorrupt: over an operator's corruption, a pod's may be more
+// frequent, never rarer, its correlation the operator's; left out, the
+// operator's stays.
+func TestTightenCorrupt(t *testing.T) {
+	op := "delay 10ms corrupt 1% 25%"
+	for _, tc := range []struct{ pod, want, says string }{
+		{"delay 10ms", "delay 10ms corrupt 1% 25%", ""},
+		{"corrupt 5% 25%", "delay 10ms corrupt 5% 25%", ""},
+		{"corrupt 1% 25%", "delay 10ms corrupt 1% 25%", ""},
+		{"corrupt 0.5% 25%", "", "below the operator's 1%"},
+		{"corrupt 5%", "", "correlation is the operator's"},
+		{"corrupt 5% 50%", "", "give corrupt PERCENT 25%"},
+	} {
+		o, err := Parse(op)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := ParseWith(tc.pod, nil)
+		if err != nil {
+			t.Fatalf("%q: %v", tc.pod, err)
+		}
+		got, err := o.Tighten(p)
+		if tc.want == "" {
+			if err == nil || !strings.Contains(err.Error(), tc.says) {
+				t.Errorf("pod %q over %q: %v, want a refusal saying %q", tc.pod, op, err, tc.says)
+			}
+			continue
+		}
+		want, werr := Parse(tc.want)
+		if err != nil || werr != nil || got.Words() != want.Words() {
+			t.Errorf("pod %q over %q: %q (%v), want %q (%v)", tc.pod, op, got.Words(), err, want.Words(), werr)
 		}
 	}
 }

@@ -2,9 +2,10 @@
 // from the kernel's source apart from package netem, to hold netem's
 // queue to it packet for packet: driven by the same seed it makes the
 // same random draws in the same order, and says which packets are lost,
-// duplicated, sent ahead and when each leaves. It keeps Linux's two
-// queues as Linux has them (a list for packets in time order, a tree
-// for the others, the list's head first on a tie), in plain slices.
+// duplicated, corrupted (which byte and bit), cut into segments, sent
+// ahead and when each leaves. It keeps Linux's two queues as Linux has
+// them (a list for packets in time order, a tree for the others, the
+// list's head first on a tie), in plain slices.
 package netemtest
 
 import (
@@ -15,12 +16,44 @@ import (
 )
 
 // Packet is a packet the model holds: its id (the caller's), size, and
-// time to send.
+// time to send; the segment of a GSO packet it is, if netem cut one; and
+// the bit corruption flipped in it, if it did.
 type Packet struct {
 	ID   uint64
 	Size uint32
 	TTS  int64
+	// Seg is the packet's place among its GSO packet's segments, from
+	// 1; 0 for a packet whole.
+	Seg int
+	// Corrupt says a bit was flipped: bit Bit (0 the lowest) of byte
+	// Byte of the packet's corruptible part (Shape.Region).
+	Corrupt bool
+	Byte    uint32
+	Bit     uint8
 }
+
+// Shape is what the model knows of a packet: what it is charged, how
+// many of its bytes corruption may flip a bit in (its transport part:
+// all of a packet with no headers), and for a GSO packet the segments
+// netem_segment cuts it into, in order (nil for a packet of one).
+type Shape struct {
+	Size, Region uint32
+	Segs         []Shape
+}
+
+// outcome is netem_enqueue's answer: queued, lost (taken and dropped),
+// or refused (dropped, not taken).
+type outcome int
+
+const (
+	queued outcome = iota
+	lost
+	refused
+)
+
+// corruptMix is what netem XORs its seed with to seed the generator that
+// picks a corrupted packet's byte and bit (package netem's doc).
+const corruptMix = 0x6e6574656d636f72
 
 // Model is netem's state.
 type Model struct {
@@ -28,7 +61,10 @@ type Model struct {
 
 	rnd                                 lfsr
 	delayCor, lossCor, dupCor, reordCor crnd
+	corruptCor                          crnd
 	lossState                           int
+	// flip picks corrupted bytes and bits (Linux: the kernel's entropy).
+	flip lfsr
 
 	linear, tree, ahead []Packet
 	counter             uint32
@@ -49,6 +85,7 @@ type Model struct {
 func New(c netem.Config, now int64) *Model {
 	m := &Model{c: c}
 	m.rnd.seed(*c.Seed)
+	m.flip.seed(*c.Seed ^ corruptMix)
 	m.lossState = 1
 	if k := c.Corr; k != nil {
 		m.delayCor = crnd{rho: uint32(k.Delay), last: m.rnd.next()}
@@ -57,6 +94,9 @@ func New(c netem.Config, now int64) *Model {
 	}
 	if r := c.Reorder; r != nil {
 		m.reordCor = crnd{rho: uint32(r.Correlation), last: m.rnd.next()}
+	}
+	if r := c.Corrupt; r != nil {
+		m.corruptCor = crnd{rho: uint32(r.Correlation), last: m.rnd.next()}
 	}
 	if s := c.Slot; s != nil {
 		m.slotOn = s.MinDelay != 0 || s.MaxDelay != 0 || s.DistJitter != 0
@@ -76,13 +116,19 @@ func bound(n int32) int64 {
 // Len returns how many packets the model holds.
 func (m *Model) Len() int { return len(m.linear) + len(m.tree) + len(m.ahead) }
 
-// Enqueue is netem_enqueue for packet id of size bytes at now: it
-// reports whether the packet was taken (a lost packet is taken).
+// Enqueue is netem_enqueue for packet id of size bytes, with no headers,
+// at now: it reports whether the packet was taken (a lost packet is
+// taken).
 func (m *Model) Enqueue(id uint64, size uint32, now int64) bool {
-	return m.enqueue(id, size, now, false)
+	return m.EnqueueShape(id, Shape{Size: size, Region: size}, now)
 }
 
-func (m *Model) enqueue(id uint64, size uint32, now int64, dup bool) bool {
+// EnqueueShape is netem_enqueue for packet id of shape sh at now.
+func (m *Model) EnqueueShape(id uint64, sh Shape, now int64) bool {
+	return m.enqueue(Packet{ID: id, Size: sh.Size}, sh, now, false) != refused
+}
+
+func (m *Model) enqueue(p Packet, sh Shape, now int64, dup bool) outcome {
 	c := &m.c
 	count := 1
 	if c.Duplicate != 0 && !dup && uint32(c.Duplicate) >= m.dupCor.get(&m.rnd) {
@@ -93,15 +139,39 @@ func (m *Model) enqueue(id uint64, size uint32, now int64, dup bool) bool {
 	}
 	if count == 0 {
 		m.Drops++
-		return true
+		return lost
+	}
+	twin := p
+	var rest []Shape
+	if k := c.Corrupt; k != nil && k.Probability != 0 && uint32(k.Probability) >= m.corruptCor.get(&m.rnd) {
+		region := sh.Region
+		if len(sh.Segs) > 0 { // netem_segment: the first is corrupted
+			p.Seg, p.Size, region, rest = 1, sh.Segs[0].Size, sh.Segs[0].Region, sh.Segs[1:]
+		}
+		if region > 0 {
+			p.Corrupt, p.Byte, p.Bit = true, m.flip.below(region), uint8(m.flip.below(8))
+		}
 	}
 	if m.Len() >= int(c.Limit) {
 		m.Drops++
-		return false
+		return refused
 	}
 	if count > 1 {
-		m.enqueue(id, size, now, true)
+		m.enqueue(twin, sh, now, true)
 	}
+	m.hold(p, now)
+	for i, r := range rest {
+		if m.enqueue(Packet{ID: p.ID, Seg: i + 2, Size: r.Size}, r, now, dup) != queued {
+			m.Drops++ // qdisc_enqueue's rc, counted again
+		}
+	}
+	return queued
+}
+
+// hold is the rest of netem_enqueue for p: sent ahead, or held until its
+// time to send.
+func (m *Model) hold(p Packet, now int64) {
+	c := &m.c
 	var reorder uint32
 	if c.Reorder != nil {
 		reorder = uint32(c.Reorder.Probability)
@@ -133,9 +203,9 @@ func (m *Model) enqueue(id uint64, size uint32, now int64, dup bool) bool {
 				delay = max(0, delay)
 				now = last.TTS
 			}
-			delay += packetTime(uint64(size), r)
+			delay += packetTime(uint64(p.Size), r)
 		}
-		p := Packet{ID: id, Size: size, TTS: now + delay}
+		p.TTS = now + delay
 		m.counter++
 		if n := len(m.linear); n == 0 || p.TTS >= m.linear[n-1].TTS {
 			m.linear = append(m.linear, p)
@@ -147,12 +217,12 @@ func (m *Model) enqueue(id uint64, size uint32, now int64, dup bool) bool {
 			}
 			m.tree = append(m.tree[:i], append([]Packet{p}, m.tree[i:]...)...)
 		}
-		return true
+		return
 	}
 	m.counter = 0
 	m.Requeues++
-	m.ahead = append([]Packet{{ID: id, Size: size, TTS: now}}, m.ahead...)
-	return true
+	p.TTS = now
+	m.ahead = append([]Packet{p}, m.ahead...)
 }
 
 // packetTime is packet_time_ns (with package netem's floor of 0 for a
@@ -329,6 +399,18 @@ func (l *lfsr) seed(seed uint64) {
 			l.s[k] = i + least
 		}
 	}
+}
+
+// below is __get_random_u32_below's draw in [0, n): the high half of n
+// times a draw, drawn again while the low half is under 2^32 mod n.
+func (l *lfsr) below(n uint32) uint32 {
+	m := uint64(l.next()) * uint64(n)
+	if uint32(m) < n {
+		for t := -n % n; uint32(m) < t; {
+			m = uint64(l.next()) * uint64(n)
+		}
+	}
+	return uint32(m >> 32)
 }
 
 func (l *lfsr) next() uint32 {
