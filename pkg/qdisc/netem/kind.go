@@ -14,8 +14,8 @@ type Options Config
 func (o Options) String() string { return Config(o).Words() }
 
 // Kind is netem as a runtime knows it (qdisc.Register): tc-netem's words,
-// both paths, change in place, and a pod's words that only make its own
-// network worse (Config.Tighten).
+// both paths, change in place, a pod's words that only make its own
+// network worse (Config.Tighten), and a ceiling over it (SetCeiling).
 var Kind = qdisc.Typed[Options, *Discipline]{
 	Name:    "netem",
 	Usage:   "Network emulator, Linux's netem, in tc-netem's words: limit, delay TIME [JITTER [CORRELATION]], distribution, loss [random|state|gemodel|average P burst N], duplicate, reorder, gap, rate, corrupt, slot, seed, ecn.",
@@ -34,6 +34,10 @@ var Kind = qdisc.Typed[Options, *Discipline]{
 	Tighten: func(operator, pod Options) (Options, error) {
 		c, err := Config(operator).Tighten(Config(pod))
 		return Options(c), err
+	},
+	Ceiling: func(q *Discipline, gate qdisc.Gate, maxSize uint32) error {
+		q.SetCeiling(gate, maxSize)
+		return nil
 	},
 }.Kind()
 

@@ -435,7 +435,10 @@ func (q *Queue) NextEvent() int64 { return q.next }
 func (q *Queue) Activated() bool { return q.activated }
 
 // Peek implements qdisc.Queue.Peek: as Linux's qdisc_peek_dequeued, the
-// packet that leaves next is taken and kept, counted, for Dequeue.
+// packet that leaves next is taken and kept, counted, for Dequeue. Its
+// arrival is given as netem lets it go, its time to send: a ceiling over
+// netem (SetCeiling) books it from then, as a tbf grafted under Linux's
+// netem sees it when netem_dequeue hands it over, not from when it came.
 func (q *Queue) Peek(now int64, sizes []uint32, arrived []int64) int {
 	if len(sizes) == 0 {
 		return 0
@@ -447,7 +450,7 @@ func (q *Queue) Peek(now int64, sizes []uint32, arrived []int64) int {
 		}
 		q.peeked, q.hasPeeked = h, true
 	}
-	sizes[0], arrived[0] = q.peeked.size, q.peeked.arrived
+	sizes[0], arrived[0] = q.peeked.size, q.peeked.tts
 	return 1
 }
 
