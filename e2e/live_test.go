@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -146,34 +145,12 @@ func checkIntegrity(t *testing.T, r *runscRig, s *lab.Sandbox, bin string) {
 	waitQuiet(t, s)
 	sentBefore, dropsBefore := egressCounters(t, s)
 	rxBefore, rxDropBefore := peerRxPackets(t, r)
-	var recvOut, sendOut strings.Builder
-	recv, err := r.Start(r.NSP, &recvOut, bin, "recv", "-port", "9100", "-for", "7s")
-	if err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(300 * time.Millisecond) // the receiver binds
-	send, err := s.Exec(&sendOut, bin, "send", "-to", lab.PeerAddr+":9100", "-pps", "1500", "-size", "1000", "-for", "4s")
-	if err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(time.Second)
-	change(t, s, to100mbit, "root refcnt 2 rate 100Mbit")
-	time.Sleep(time.Second)
-	change(t, s, to10mbit, "root refcnt 2 rate 10Mbit")
-	if err := send.Wait(); err != nil {
-		t.Fatalf("sequdp send: %v: %s", err, sendOut.String())
-	}
-	if err := recv.Wait(); err != nil {
-		t.Fatalf("sequdp recv: %v: %s", err, recvOut.String())
-	}
-	var sent struct{ Sent, Errors uint64 }
-	var got struct{ Received, Reordered, Duplicates, Highest uint64 }
-	if err := json.Unmarshal([]byte(sendOut.String()), &sent); err != nil {
-		t.Fatalf("sequdp send said %q: %v", sendOut.String(), err)
-	}
-	if err := json.Unmarshal([]byte(recvOut.String()), &got); err != nil {
-		t.Fatalf("sequdp recv said %q: %v", recvOut.String(), err)
-	}
+	sent, got := seqUDP{PPS: 1500, Size: 1000, For: 4 * time.Second, During: func() {
+		time.Sleep(time.Second)
+		change(t, s, to100mbit, "root refcnt 2 rate 100Mbit")
+		time.Sleep(time.Second)
+		change(t, s, to10mbit, "root refcnt 2 rate 10Mbit")
+	}}.run(t, r, s, bin, 9100)
 	waitQuiet(t, s)
 	sentAfter, dropsAfter := egressCounters(t, s)
 	rxAfter, rxDropAfter := peerRxPackets(t, r)

@@ -42,6 +42,13 @@ func ping(ns, addr string, count int, interval time.Duration) ([]time.Duration, 
 	return rtts, sent, nil
 }
 
+// Ping pings the sandbox's or netstack's address from the peer count
+// times, interval apart, and returns the answered RTTs and how many were
+// sent: a delay a qdisc adds, as its users measure it.
+func (l *Lab) Ping(count int, interval time.Duration) ([]time.Duration, int, error) {
+	return ping(l.NSP, NetstackAddr, count, interval)
+}
+
 // rxBytes counts the L2 bytes dev in ns has received (its rx_bytes).
 func rxBytes(ns, dev string) func() (uint64, error) {
 	return func() (uint64, error) { return RxBytes(ns, dev) }

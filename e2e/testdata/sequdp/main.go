@@ -1,13 +1,18 @@
 // Command sequdp sends and receives numbered UDP datagrams, to check that
 // a path neither reorders nor loses them beyond what a qdisc counts as
-// dropped (e2e's TestLive*).
+// dropped (e2e's TestLive*), or loses, duplicates and reorders them as a
+// netem is told to (TestRunscNetem*).
 //
 //	sequdp send -to 10.0.0.1:9000 -pps 2000 -size 1000 -for 3s
-//	sequdp recv -port 9000 -for 5s
+//	sequdp recv -port 9000 -for 5s [-early 25ms] [-block 1000]
 //
 // Each prints one JSON line when it is done: the sender what it sent and
 // how many sends failed, the receiver what it received, how many arrived
-// after a higher number (reordered) or twice, and the highest number.
+// after a higher number (reordered) or twice, and the highest number;
+// with -early, how many took less than that from send to receipt (each
+// datagram carries its send time: sender and receiver share the host's
+// clock); with -block, how many of each block of that many numbers
+// arrived (where a change mid-flow took effect).
 package main
 
 import (
@@ -30,16 +35,18 @@ func main() {
 	to := fs.String("to", "", "send: the receiver's address:port")
 	port := fs.Int("port", 9000, "recv: the port to listen on")
 	pps := fs.Int("pps", 1000, "send: datagrams a second")
-	size := fs.Int("size", 1000, "send: payload bytes (at least 8)")
+	size := fs.Int("size", 1000, "send: payload bytes (at least 16)")
 	dur := fs.Duration("for", 3*time.Second, "how long to send, or to listen")
+	early := fs.Duration("early", 0, "recv: count datagrams that took less than this to arrive")
+	block := fs.Uint64("block", 0, "recv: count arrivals per block of this many numbers")
 	fs.Parse(os.Args[2:])
 	var out any
 	var err error
 	switch os.Args[1] {
 	case "send":
-		out, err = send(*to, *pps, max(*size, 8), *dur)
+		out, err = send(*to, *pps, max(*size, 16), *dur)
 	case "recv":
-		out, err = recv(*port, *dur)
+		out, err = recv(*port, *dur, *early, *block)
 	default:
 		err = fmt.Errorf("unknown verb %q: send or recv", os.Args[1])
 	}
@@ -73,6 +80,7 @@ func send(to string, pps, size int, dur time.Duration) (sent, error) {
 			time.Sleep(time.Until(due))
 		}
 		binary.BigEndian.PutUint64(buf, n)
+		binary.BigEndian.PutUint64(buf[8:], uint64(time.Now().UnixNano()))
 		s.Sent++
 		if _, err := conn.Write(buf); err != nil {
 			s.Errors++
@@ -87,10 +95,16 @@ type received struct {
 	Reordered  uint64 `json:"reordered"`
 	Duplicates uint64 `json:"duplicates"`
 	Highest    uint64 `json:"highest"`
+	// Early counts datagrams that arrived sooner than -early after they
+	// were sent; Blocks[i] those numbered i*block+1 to (i+1)*block.
+	Early  uint64   `json:"early"`
+	Blocks []uint64 `json:"blocks,omitempty"`
 }
 
-// recv counts the datagrams that arrive on port within dur.
-func recv(port int, dur time.Duration) (received, error) {
+// recv counts the datagrams that arrive on port within dur: those that
+// arrived sooner than early after they were sent, and, if block is not
+// 0, how many of each block of numbers.
+func recv(port int, dur, early time.Duration, block uint64) (received, error) {
 	var r received
 	conn, err := net.ListenUDP("udp", &net.UDPAddr{Port: port})
 	if err != nil {
@@ -109,7 +123,8 @@ func recv(port int, dur time.Duration) (received, error) {
 		if err != nil {
 			return r, err
 		}
-		if n < 8 {
+		now := time.Now().UnixNano()
+		if n < 16 {
 			continue
 		}
 		seq := binary.BigEndian.Uint64(buf)
@@ -122,6 +137,16 @@ func recv(port int, dur time.Duration) (received, error) {
 		}
 		seen[seq] = true
 		r.Received++
+		if took := now - int64(binary.BigEndian.Uint64(buf[8:])); took < int64(early) {
+			r.Early++
+		}
+		if block != 0 && seq > 0 && seq <= 1<<24 {
+			i := (seq - 1) / block
+			for uint64(len(r.Blocks)) <= i {
+				r.Blocks = append(r.Blocks, 0)
+			}
+			r.Blocks[i]++
+		}
 		r.Highest = max(r.Highest, seq)
 	}
 }
