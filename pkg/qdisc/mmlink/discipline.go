@@ -1,0 +1,125 @@
+package mmlink
+
+import (
+	"fmt"
+
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
+
+	"github.com/netqdisc/netqdisc/pkg/qdisc"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/dispatch"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/gso"
+)
+
+// Discipline is an mmlink as a NIC's qdisc (`--qdisc=mmlink`), or on the
+// receive path (`--qdisc-ingress=mmlink`, mm-link's downlink): one lane
+// over a Queue, which tells the lane when its next packet leaves.
+type Discipline struct {
+	q     *Queue
+	lanes dispatch.Group
+}
+
+var _ qdisc.Discipline = (*Discipline)(nil)
+
+// New returns an mmlink on lower, timed by clock, its trace starting now,
+// and starts its dispatcher. A host-GSO packet is cut into its segments
+// (gso.Split, as tbf cuts one larger than its bucket), so that each
+// segment leaves at its own opportunity, as the separate packets it is
+// on the wire do through mahimahi.
+func New(lower stack.LinkEndpoint, clock tcpip.Clock, cfg Config) (*Discipline, error) {
+	if lower == nil || clock == nil {
+		return nil, fmt.Errorf("mmlink: no lower link endpoint or clock")
+	}
+	frame := uint32(lower.MTU()) + uint32(lower.MaxHeaderLength())
+	return start(dispatch.Config{Lower: lower, MaxPacketBytes: frame}, lower.MTU(), clock, cfg)
+}
+
+// NewTo is New on the receive path (package ingress): what leaves goes to
+// out, a link's delivering goroutine only queues, and a packet GRO merged
+// is charged as the segments it was on the link (it leaves, whole, at the
+// opportunity that carries its last segment's last byte).
+func NewTo(out stack.LinkWriter, link stack.LinkEndpoint, clock tcpip.Clock, cfg Config) (*Discipline, error) {
+	if out == nil || link == nil || clock == nil {
+		return nil, fmt.Errorf("mmlink: no link endpoint or clock")
+	}
+	mtu := link.MTU()
+	return start(dispatch.Config{
+		Lower:     out,
+		QueueOnly: true,
+		Size:      func(pkt *stack.PacketBuffer) uint64 { return gso.ReceivedWireSize(pkt, mtu) },
+	}, mtu, clock, cfg)
+}
+
+// start builds the mmlink with lane's lower link and starts its
+// dispatcher.
+func start(lane dispatch.Config, mtu uint32, clock tcpip.Clock, cfg Config) (*Discipline, error) {
+	now := int64(clock.NowMonotonic().Sub(tcpip.MonotonicTime{}))
+	q, err := NewQueue(cfg, mtu, now)
+	if err != nil {
+		return nil, err
+	}
+	d := &Discipline{q: q}
+	lane.MaxPackets, lane.Queue, lane.Clock = 1, q, clock
+	d.lanes.Init(1, lane)
+	d.lanes.Start()
+	return d, nil
+}
+
+// WritePacket implements stack.QueueingDiscipline.WritePacket.
+func (d *Discipline) WritePacket(pkt *stack.PacketBuffer) tcpip.Error {
+	return d.lanes.Lanes[0].Enqueue(pkt)
+}
+
+// Enqueue queues pkt: the receive path's WritePacket (one lane).
+func (d *Discipline) Enqueue(pkt *stack.PacketBuffer, _ uint32) tcpip.Error {
+	return d.lanes.Lanes[0].Enqueue(pkt)
+}
+
+// Lanes returns 1: a link's packets are in one order.
+func (d *Discipline) Lanes() int { return 1 }
+
+// Close implements stack.QueueingDiscipline.Close: what is held is
+// dropped and counted, and the dispatcher has exited when it returns.
+func (d *Discipline) Close() { d.lanes.Close() }
+
+// Stats returns the tc -s counters.
+func (d *Discipline) Stats() qdisc.Stats { return d.lanes.Stats() }
+
+// Quiescent reports whether the dispatcher is idle or waiting for the
+// next departure. Tests use it.
+func (d *Discipline) Quiescent() bool { return d.lanes.Quiescent() }
+
+// Change puts cfg in force on the running link (Queue.Change): a new
+// trace starts now; the packets held stay.
+func (d *Discipline) Change(cfg Config) error {
+	l := &d.lanes.Lanes[0]
+	var err error
+	l.Locked(func() { err = d.q.Change(cfg, l.Now()) })
+	l.Wake()
+	return err
+}
+
+// Config returns the configuration in force.
+func (d *Discipline) Config() Config {
+	var c Config
+	d.lanes.Lanes[0].Locked(func() { c = d.q.Config() })
+	return c
+}
+
+// String describes the qdisc as `tc qdisc show` does.
+func (d *Discipline) String() string {
+	var s string
+	d.lanes.Lanes[0].Locked(func() { s = d.q.String() })
+	return s
+}
+
+// Show implements qdisc.Shower: the link's line, its counters and its
+// opportunities.
+func (d *Discipline) Show() qdisc.Showing {
+	s := qdisc.Showing{Stats: d.Stats()}
+	d.lanes.Lanes[0].Locked(func() {
+		s.Kind, s.Options = qdisc.SplitKind(d.q.String())
+		s.XStats = d.q.TCXStats()
+	})
+	return s
+}
