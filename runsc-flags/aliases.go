@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/netqdisc/netqdisc/pkg/qdisc"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/fqcodel"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/tbf"
 )
@@ -31,6 +32,9 @@ type alias struct {
 	// words writes the knobs' values in c as the kind's words, "" when
 	// the kind is not set there.
 	words func(c *Config) string
+	// options returns the kind's options as the knobs in c give them,
+	// for its Kind (Flag.options), whether or not it is set there.
+	options func(c *Config) qdisc.Options
 }
 
 // aliasRef is the field of an alias's flag: the knobs of c.
@@ -99,12 +103,38 @@ func (a *alias) annotate(op, next *Config, words string) error {
 // tbfKnobs are each direction's tbf flags by tc-tbf's words (the packet
 // rate and burst are not tc-tbf's: they stay flags alone).
 var tbfKnobs = map[Ceiling][]struct{ word, flag string }{
-	EgressCeiling:  {{"rate", FlagTBFRate}, {"burst", FlagTBFBurst}, {"peakrate", FlagTBFPeakRate}, {"mtu", FlagTBFMTU}, {"limit", FlagTBFLimit}, {"latency", FlagTBFLatency}},
+	EgressCeiling: {{"rate", FlagTBFRate}, {"burst", FlagTBFBurst}, {"peakrate", FlagTBFPeakRate}, {"mtu", FlagTBFMTU}, {"limit", FlagTBFLimit}, {"latency", FlagTBFLatency},
+		{"overhead", FlagTBFOverhead}, {"mpu", FlagTBFMPU}, {"linklayer", FlagTBFLinkLayer}},
 	IngressCeiling: {{"rate", FlagIngressRate}, {"burst", FlagIngressBurst}, {"limit", FlagIngressLimit}, {"latency", FlagIngressLatency}},
 }
 
+// tbfWordOrder is tc-tbf's words in the order its usage gives them.
+var tbfWordOrder = []string{"rate", "burst", "peakrate", "mtu", "limit", "latency", "overhead", "mpu", "linklayer"}
+
+// tbfWords are tc-tbf's words as Parse reads them into t, each as the
+// flag text of its knob ("" where t leaves it unset).
+func tbfWords(t tbf.Config) map[string]string {
+	set := func(v uint64) string {
+		if v == 0 {
+			return ""
+		}
+		return strconv.FormatUint(v, 10)
+	}
+	w := map[string]string{
+		"rate": set(t.Rate), "burst": set(uint64(t.Burst)), "peakrate": set(t.PeakRate), "mtu": set(uint64(t.MTU)),
+		"limit": set(uint64(t.Limit)), "overhead": set(uint64(t.Overhead)), "mpu": set(uint64(t.MPU)),
+	}
+	if t.Latency != 0 {
+		w["latency"] = t.Latency.String()
+	}
+	if t.ATM {
+		w["linklayer"] = linkLayerATM
+	}
+	return w
+}
+
 // tbfAlias is tbf's words in direction d: rate, burst, latency or limit
-// and, on the send path, peakrate and mtu.
+// and, on the send path, peakrate and mtu, overhead, mpu and linklayer.
 func tbfAlias(d Ceiling) *alias {
 	byWord := map[string]string{}
 	var knobs []string
@@ -120,25 +150,18 @@ func tbfAlias(d Ceiling) *alias {
 			if err != nil {
 				return nil, err
 			}
-			if t.MPU != 0 || t.Overhead != 0 || t.ATM {
-				return nil, fmt.Errorf("tbf: mpu, overhead and linklayer are not taken here (no flag holds them); leave them out")
-			}
 			vals := map[string]string{}
-			for _, x := range []struct {
-				word string
-				v    uint64
-			}{{"rate", t.Rate}, {"burst", uint64(t.Burst)}, {"peakrate", t.PeakRate}, {"mtu", uint64(t.MTU)}, {"limit", uint64(t.Limit)}, {"latency", uint64(t.Latency)}} {
-				if x.v == 0 {
+			given := tbfWords(t)
+			for _, word := range tbfWordOrder {
+				v := given[word]
+				if v == "" {
 					continue
 				}
-				name, ok := byWord[x.word]
+				name, ok := byWord[word]
 				if !ok {
-					return nil, fmt.Errorf("tbf: %s is not taken on what the sandbox receives (no flag holds it); leave it out", x.word)
+					return nil, fmt.Errorf("tbf: %s is not taken on what the sandbox receives (no flag holds it); leave it out", word)
 				}
-				vals[name] = strconv.FormatUint(x.v, 10)
-				if x.word == "latency" {
-					vals[name] = time.Duration(x.v).String()
-				}
+				vals[name] = v
 			}
 			return vals, nil
 		},
@@ -147,6 +170,12 @@ func tbfAlias(d Ceiling) *alias {
 				return t.Words()
 			}
 			return ""
+		},
+		options: func(c *Config) qdisc.Options {
+			if d == IngressCeiling {
+				return tbf.Options(c.IngressConfig())
+			}
+			return tbf.Options(c.TBFConfig())
 		},
 	}
 }
@@ -187,11 +216,12 @@ var fqCoDelAlias = &alias{
 		return vals, nil
 	},
 	words: func(c *Config) string {
-		if c.QDisc != QDiscFQCoDel && c.TBFChild != ChildFQCoDel {
+		if !c.grafts(fqcodel.Kind.Name) {
 			return ""
 		}
 		return c.FQCoDelConfig().Words()
 	},
+	options: func(c *Config) qdisc.Options { return fqcodel.Options(c.FQCoDelConfig()) },
 }
 
 // aliasRows are the aliases' flags, after the knobs they hold.
@@ -206,6 +236,7 @@ func aliasRows() []Flag {
 			Linux:      Linux{Qdisc: a.kind},
 			alias:      a,
 			field:      func(c *Config) any { return aliasRef{c, a} },
+			options:    func(c *Config) (qdisc.Options, error) { return a.options(c), nil },
 		}
 	}
 	return []Flag{

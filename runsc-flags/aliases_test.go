@@ -47,7 +47,12 @@ func TestKnobWords(t *testing.T) {
 			[]string{"--qdisc=fq_codel", "--qdisc-fq-codel-limit=500", "--qdisc-fq-codel-target=2ms", "--qdisc-fq-codel-interval=50ms", "--qdisc-fq-codel-ecn=false"},
 			"fq_codel limit 500p flows 1024 quantum 1514 target 2ms interval 50ms memory_limit 32Mb",
 		},
-		{[]string{"--qdisc=tbf", "--qdisc-tbf=rate 10mbit burst 32k latency 25ms mpu 64"}, nil, "mpu, overhead and linklayer are not taken here"},
+		{
+			[]string{"--qdisc=tbf", "--qdisc-tbf=rate 10mbit burst 32k latency 25ms overhead 24 mpu 64 linklayer atm"},
+			[]string{"--qdisc=tbf", "--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=32kb", "--qdisc-tbf-latency=25ms", "--qdisc-tbf-overhead=24", "--qdisc-tbf-mpu=64", "--qdisc-tbf-linklayer=atm"},
+			"tbf rate 10Mbit burst 36252b lat 22.2ms overhead 24 linklayer atm",
+		},
+		{[]string{"--qdisc-ingress-tbf=rate 10mbit burst 32k overhead 24"}, nil, "overhead is not taken on what the sandbox receives"},
 		{[]string{"--qdisc=tbf", "--qdisc-tbf=rate 10mbit latency 25ms"}, nil, "burst"},
 		{[]string{"--qdisc-ingress-tbf=rate 10mbit burst 32k peakrate 20mbit mtu 1600"}, nil, "peakrate is not taken on what the sandbox receives"},
 		{[]string{"--qdisc=fq_codel", "--qdisc-fq-codel=limit 500 ce_threshold 1ms ce_threshold_selector 0x1/0x3"}, nil, "ce_threshold_selector is not taken here"},

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/netqdisc/netqdisc/pkg/qdisc"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/cake"
 )
 
@@ -47,6 +48,15 @@ func (c *Config) CakeConfig() (cake.Config, error) {
 		name += " with --" + f.Name
 	}
 	return cakeConfig(name, c.cakeText())
+}
+
+// asOptions returns what a kind's options function returned as
+// qdisc.Options: nil, not a zero O, with an error.
+func asOptions[O qdisc.Options](o O, err error) (qdisc.Options, error) {
+	if err != nil {
+		return nil, err
+	}
+	return o, nil
 }
 
 // IngressCakeConfig returns the cake.Config --qdisc-ingress-cake

@@ -3,6 +3,7 @@ package runscflags
 import (
 	"fmt"
 	"maps"
+	"math"
 	"reflect"
 	"runtime"
 	"time"
@@ -35,6 +36,12 @@ const (
 	IngressCeiling
 )
 
+// ceilingKind is the kind a ceiling is: its flags are the settings of a
+// tbf (tbfSettings). Where the NIC runs it, a change of the ceiling is a
+// change of its options (Kind.Change); over any other kind's queue the
+// ceiling is a tbf's buckets, put in place by that kind's Kind.Ceiling.
+var ceilingKind = tbf.Kind.Name
+
 // ceilings are the two directions, in the order they are checked.
 var ceilings = []Ceiling{EgressCeiling, IngressCeiling}
 
@@ -46,11 +53,11 @@ var directions = map[Ceiling]struct {
 	// with its last rate.
 	queueStays bool
 	// unflagged are the flags errors about the tbf.Config fields no flag
-	// sets name: lanes (one a CPU, or the qdisc's) and overhead (charged
-	// against the burst).
+	// sets name: lanes (one a CPU, or the qdisc's) and, on the receive
+	// path, overhead (charged against the burst).
 	unflagged map[string]string
 }{
-	EgressCeiling:  {queueStays: true, unflagged: map[string]string{"lanes": FlagQDisc, "overhead": FlagTBFBurst}},
+	EgressCeiling:  {queueStays: true, unflagged: map[string]string{"lanes": FlagQDisc}},
 	IngressCeiling: {unflagged: map[string]string{"lanes": FlagIngressRate, "overhead": FlagIngressBurst}},
 }
 
@@ -62,7 +69,8 @@ const (
 	partRate part = iota
 	// partBucket: a setting of the bucket whose rate is tbfSetting.rate
 	// (burst, peakrate, mtu; latency, which converts to bytes at the byte
-	// rate): a change that sets that rate to 0 clears it.
+	// rate; overhead, mpu and linklayer, charged against it): a change
+	// that sets that rate to 0 clears it.
 	partBucket
 	// partQueue: the queue's bound, which goes with the whole ceiling
 	// where the queue does not stay (directions).
@@ -90,6 +98,9 @@ var tbfSettings = map[string]tbfSetting{
 	"limit":     {part: partQueue, set: func(t *tbf.Config, v any) { t.Limit = sat32(v.(uint64)) }},
 	"pkt_rate":  {part: partRate, set: func(t *tbf.Config, v any) { t.PacketRate = v.(uint64) }},
 	"pkt_burst": {part: partBucket, rate: "pkt_rate", set: func(t *tbf.Config, v any) { t.PacketBurst = sat32(v.(uint64)) }},
+	"overhead":  {part: partBucket, rate: "rate", set: func(t *tbf.Config, v any) { t.Overhead = int32(min(v.(uint64), math.MaxInt32)) }},
+	"mpu":       {part: partBucket, rate: "rate", set: func(t *tbf.Config, v any) { t.MPU = sat32(v.(uint64)) }},
+	"linklayer": {part: partBucket, rate: "rate", set: func(t *tbf.Config, v any) { t.ATM = v.(string) == linkLayerATM }},
 }
 
 // live reports whether `runsc qdisc change` may change f on a running

@@ -1,6 +1,7 @@
 package runscflags
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -114,25 +115,30 @@ func (n *NIC) Restore(s NICState) error {
 	if err := n.restoreKinds(s.Egress, s.Ingress); err != nil {
 		return err
 	}
-	if len(s.EgressQuotas) > 0 {
-		q, ok := n.qdisc.(*htb.Discipline)
-		if !ok {
-			return fmt.Errorf("the checkpoint has htb quotas for a NIC whose qdisc is not htb")
-		}
-		if err := q.RestoreQuotas(s.EgressQuotas); err != nil {
-			return err
-		}
+	egress, err := oldQuotas(s.EgressQuotas)
+	if err != nil {
+		return err
 	}
-	if len(s.IngressQuotas) > 0 {
-		h := ingressHTB(n.ingress)
-		if h == nil {
-			return fmt.Errorf("the checkpoint has htb quotas on what a NIC receives, which has no htb classes")
-		}
-		if err := h.RestoreQuotas(s.IngressQuotas); err != nil {
-			return err
-		}
+	ingress, err := oldQuotas(s.IngressQuotas)
+	if err != nil {
+		return err
 	}
-	return nil
+	return n.restoreKinds(egress, ingress)
+}
+
+// oldQuotas returns the htb quotas an older checkpoint kept in a field
+// of its own (EgressQuotas, IngressQuotas) as htb's Kind keeps them
+// (Kind.Save: the quotas' states in JSON), for htb's Restore; nil for
+// none.
+func oldQuotas(q []htb.QuotaState) ([]byte, error) {
+	if len(q) == 0 {
+		return nil, nil
+	}
+	b, err := json.Marshal(q)
+	if err != nil {
+		return nil, fmt.Errorf("the checkpoint's htb quotas: %w", err)
+	}
+	return b, nil
 }
 
 // restored returns c with the changes a checkpoint saved (args, as

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/netqdisc/netqdisc/pkg/qdisc"
-	"github.com/netqdisc/netqdisc/pkg/qdisc/fq"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/fqcodel"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/rate"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/tbf"
@@ -34,6 +33,12 @@ type Config struct {
 	// packets alone.
 	TBFPacketRate  uint64
 	TBFPacketBurst uint64
+	// TBFOverhead and TBFMPU (bytes) and TBFLinkLayer ("" for ethernet,
+	// "atm") are what the tbf charges each packet, tc-tbf's overhead,
+	// mpu and linklayer (package tbf's Overhead, MPU and ATM).
+	TBFOverhead  uint64
+	TBFMPU       uint64
+	TBFLinkLayer string
 	// IngressRate (bytes per second), IngressBurst and IngressLimit
 	// (bytes) and IngressLatency shape what the sandbox receives, as a tbf
 	// on an ifb device does (package ingress). IngressRate 0 means the
@@ -191,12 +196,12 @@ func (c *Config) Validate() error {
 		// checks the rest): a latency whose limit overflows 32 bits, a
 		// bucket shorter than 1 ns.
 		if err := c.TBFConfig().Check(); err != nil {
-			return flagError(err, tbfFlags)
+			return flagError(err, EgressCeiling)
 		}
 	}
 	if c.IngressShaped() {
 		if err := c.IngressConfig().Check(); err != nil {
-			return flagError(err, ingressFlags)
+			return flagError(err, IngressCeiling)
 		}
 	}
 	return nil
@@ -246,7 +251,7 @@ func (c *Config) validateFQCoDel() error {
 		return fmt.Errorf("--%s=fq_codel: fq_codel's limits bound the queue under the tbf; leave --%s and --%s unset", FlagTBFChild, FlagTBFLimit, FlagTBFLatency)
 	}
 	if err := c.FQCoDelConfig().Check(); err != nil {
-		return flagError(err, fqCoDelFlags)
+		return flagError(err, EgressCeiling)
 	}
 	return nil
 }
@@ -265,21 +270,20 @@ func (c *Config) TBFConfig() tbf.Config {
 }
 
 // NewTBFChild returns the tbf's child the flags describe, for a link whose
-// MTU plus header is mtu: fq with Linux's defaults (unset, or
-// --qdisc-tbf-child=fq; the tbf's limit or latency, if set, bounds its
-// bytes), fq_codel (--qdisc-tbf-child=fq_codel), or nil for the tbf's
-// byte FIFO (--qdisc-tbf-child=fifo).
+// MTU plus header is mtu: the queue of the kind --qdisc-tbf-child names
+// (Kind.Queue), with the options its flags give it: fq with Linux's
+// defaults (unset, or --qdisc-tbf-child=fq; the tbf's limit or latency,
+// if set, bounds its bytes), fq_codel with its knobs
+// (--qdisc-tbf-child=fq_codel), or nil for the tbf's byte FIFO
+// (--qdisc-tbf-child=fifo).
 func (c *Config) NewTBFChild(mtu uint32) (qdisc.Queue, error) {
-	switch c.TBFChild {
-	case "":
-		return fq.NewQueue(fq.Config{}, mtu, nil)
-	case ChildFQCoDel:
-	default:
-		return nil, nil
-	}
-	q, err := fqcodel.NewQueue(c.FQCoDelConfig(), mtu, nil)
+	child, err := c.childOf(EgressCeiling)("")
 	if err != nil {
-		return nil, flagError(err, fqCoDelFlags)
+		return nil, err
+	}
+	q, err := child.NewQueue(mtu)
+	if err != nil {
+		return nil, flagError(err, EgressCeiling)
 	}
 	return q, nil
 }

@@ -34,7 +34,9 @@ func (f *Flag) unitDoc() string {
 	case KindAliasWords:
 		return "tc-" + f.alias.kind + "'s words (`" + f.Example + "`)"
 	case KindChild:
-		return "`" + ChildFQ + "`, `" + ChildFIFO + "`, `" + ChildFQCoDel + "`"
+		return codeList(childKinds(), ", ")
+	case KindLinkLayer:
+		return "`ethernet`, `atm` (`adsl`)"
 	case KindRate:
 		return "bytes/s, or tc units (`10mbit`)"
 	case KindSize:
@@ -92,6 +94,8 @@ func (r Rule) doc(f *Flag) string {
 		if f.words != nil {
 			s = "tighten it: " + f.words.Name + " no looser than the operator's"
 		}
+	case Raise:
+		s = "raise it: the operator's value is the floor (a packet charged more is shaped tighter)"
 	case Lower:
 		s = "lower it, not to 0: the ceiling is the operator's value or, if unset, "
 		switch r.Unset {

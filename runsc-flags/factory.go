@@ -9,14 +9,10 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 
 	"github.com/netqdisc/netqdisc/pkg/qdisc"
-	"github.com/netqdisc/netqdisc/pkg/qdisc/cake"
-	"github.com/netqdisc/netqdisc/pkg/qdisc/classify"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/fifo"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/fqcodel"
-	"github.com/netqdisc/netqdisc/pkg/qdisc/htb"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/ingress"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/rate"
-	"github.com/netqdisc/netqdisc/pkg/qdisc/tbf"
 )
 
 // FIFOQueueLen is the packets each fifo queue holds, as in runsc: fifo's
@@ -33,71 +29,37 @@ type QDisc interface {
 	qdisc.Shower
 }
 
-var _, _, _, _, _ QDisc = (*fifo.Discipline)(nil), (*tbf.Discipline)(nil), (*fqcodel.Discipline)(nil), (*htb.Discipline)(nil), (*cake.Discipline)(nil)
+var _ QDisc = qdisc.Discipline(nil)
 
 // NewQueueingDiscipline builds the qdisc the Config describes for lower:
-// nil for none (the NIC then writes straight to the link), tbf (with its
-// fq_codel child, if any), fq_codel, htb, cake, or any other registered
-// kind with its words (kinds.go): fifo, by default with one queue per
-// GOMAXPROCS of FIFOQueueLen packets, as runsc does. Every qdisc it returns is a
-// QDisc. An error from tbf.New or fqcodel.New names the flag to change.
+// nil for none (the NIC then writes straight to the link), or the kind
+// --qdisc names, through its Kind (kinds.go), with the options its flags
+// give it and what the runtime grafts under it (Kind.Graft: a tbf's
+// child, fq unless --qdisc-tbf-child says otherwise; the fq_codel of an
+// htb's leaves, with --qdisc-fq-codel-*'s knobs): fifo, by default, with
+// one queue per GOMAXPROCS of FIFOQueueLen packets, as runsc does. Every
+// qdisc it returns is a QDisc. An error names the flag to change.
 func (c *Config) NewQueueingDiscipline(lower stack.LinkEndpoint, clock tcpip.Clock) (stack.QueueingDiscipline, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	if in, ok, err := c.kindOf(EgressCeiling); ok || err != nil {
-		if err != nil {
-			return nil, err
-		}
-		q, err := in.kind.New(lower, clock, in.opts)
-		if err != nil {
-			return nil, fmt.Errorf("--%s: %w", in.flag, err)
-		}
-		return q, nil
-	}
-	switch c.QDisc {
-	case QDiscNone:
-		return nil, nil
-	case QDiscFQCoDel:
-		q, err := fqcodel.New(lower, clock, c.FQCoDelConfig())
-		if err != nil {
-			return nil, flagError(err, fqCoDelFlags)
-		}
-		return q, nil
-	case QDiscHTB:
-		cfg, err := c.htbConfig(FlagHTB, c.HTB, classify.Egress, lower.MTU()+uint32(lower.MaxHeaderLength()))
-		if err != nil {
-			return nil, err
-		}
-		q, err := htb.New(lower, clock, cfg)
-		if err != nil {
-			return nil, fmt.Errorf("--%s: %w", FlagHTB, err)
-		}
-		return q, nil
-	}
-	if c.QDisc == QDiscCake {
-		cfg, err := c.CakeConfig()
-		if err != nil {
-			return nil, err
-		}
-		q, err := cake.New(lower, clock, cfg)
-		if err != nil {
-			return nil, fmt.Errorf("--%s: %w", FlagCake, err)
-		}
-		return q, nil
-	}
-	cfg := c.TBFConfig()
-	child, err := c.NewTBFChild(lower.MTU() + uint32(lower.MaxHeaderLength()))
-	if err != nil {
+	in, ok, err := c.kindOf(EgressCeiling)
+	if err != nil || !ok {
 		return nil, err
 	}
-	cfg.Child = child
-	q, err := tbf.New(lower, clock, cfg)
+	o, err := c.grafted(EgressCeiling, in, frameOf(lower))
 	if err != nil {
-		return nil, flagError(err, tbfFlags)
+		return nil, c.buildError(EgressCeiling, in, err)
+	}
+	q, err := in.kind.New(lower, clock, o)
+	if err != nil {
+		return nil, c.buildError(EgressCeiling, in, err)
 	}
 	return q, nil
 }
+
+// frameOf is the largest frame link takes: its MTU and link header.
+func frameOf(link stack.LinkEndpoint) uint32 { return link.MTU() + uint32(link.MaxHeaderLength()) }
 
 // NewIngress wraps child in the receive-direction shaper the Config
 // describes (package ingress): a tbf, htb, cake or any registered kind
@@ -123,14 +85,14 @@ func (c *Config) newIngress(child stack.LinkEndpoint, clock tcpip.Clock, nc *Nod
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	build, flag, err := c.ingressBuild(child, nc != nil)
+	build, in, err := c.ingressBuild(child, nc != nil)
 	if err != nil {
 		return nil, err
 	}
 	if build == nil {
 		e, err := ingress.New(child, clock, c.IngressConfig())
 		if err != nil {
-			return nil, flagError(err, ingressFlags)
+			return nil, flagError(err, IngressCeiling)
 		}
 		return e, nil
 	}
@@ -146,129 +108,101 @@ func (c *Config) newIngress(child stack.LinkEndpoint, clock tcpip.Clock, nc *Nod
 	}
 	e, err := ingress.NewWhole(child, clock, build)
 	if err != nil {
-		if flag == "" {
-			return nil, flagError(err, ingressFlags)
-		}
-		return nil, fmt.Errorf("--%s: %w", flag, err)
+		return nil, c.buildError(IngressCeiling, in, err)
 	}
 	return e, nil
 }
 
 // ingressBuild returns what builds the receive direction's shaper as a
-// whole, and its flag: a registered kind's, htb's or cake's; with
-// whole, the tbf or (where the direction is not shaped) a fifo too. It
-// returns nil where ingress.New builds the direction's tbf itself.
-func (c *Config) ingressBuild(child stack.LinkEndpoint, whole bool) (ingress.BuildWhole, string, error) {
-	if in, ok, err := c.kindOf(IngressCeiling); ok || err != nil {
-		if err != nil {
-			return nil, "", err
-		}
-		return func(out stack.LinkWriter, link stack.LinkEndpoint, clock tcpip.Clock) (ingress.Whole, error) {
-			return in.kind.NewTo(out, link, clock, in.opts)
-		}, in.flag, nil
-	}
-	if c.IngressHTB != "" {
-		cfg, err := c.htbConfig(FlagIngressHTB, c.IngressHTB, classify.Ingress, child.MTU()+uint32(child.MaxHeaderLength()))
-		if err != nil {
-			return nil, "", err
-		}
-		return func(out stack.LinkWriter, link stack.LinkEndpoint, clock tcpip.Clock) (ingress.Whole, error) {
-			return asWhole(htb.NewTo(out, link, clock, cfg))
-		}, FlagIngressHTB, nil
-	}
-	if c.IngressCake != "" {
-		cfg, err := c.IngressCakeConfig()
-		if err != nil {
-			return nil, "", err
-		}
-		return func(out stack.LinkWriter, link stack.LinkEndpoint, clock tcpip.Clock) (ingress.Whole, error) {
-			return asWhole(cake.NewTo(out, link, clock, cfg))
-		}, FlagIngressCake, nil
-	}
+// whole, the kind --qdisc-ingress names or the receive path's flags
+// imply, through its Kind (NewTo, with what the runtime grafts under it),
+// and that kind; with whole, where the direction is not shaped, the
+// default qdisc (--qdisc's default, runsc's fifo) with its defaults. It
+// returns nil where ingress.New builds the direction itself: a tbf (the
+// ceiling's kind, the Endpoint's own shaper), or none, unless whole.
+func (c *Config) ingressBuild(child stack.LinkEndpoint, whole bool) (ingress.BuildWhole, kindIn, error) {
+	in, ok, err := c.kindOf(IngressCeiling)
 	switch {
-	case !whole:
-		return nil, "", nil
-	case c.IngressShaped():
-		cfg := c.IngressConfig()
-		return func(out stack.LinkWriter, link stack.LinkEndpoint, clock tcpip.Clock) (ingress.Whole, error) {
-			return asWhole(tbf.NewTo(out, link, clock, cfg))
-		}, "", nil
+	case err != nil:
+		return nil, kindIn{}, err
+	case ok && in.kind.Name == ceilingKind && !whole, !ok && !whole:
+		return nil, kindIn{}, nil
+	case !ok:
+		if in, err = defaultKind(); err != nil {
+			return nil, kindIn{}, err
+		}
 	}
-	k, ok := qdisc.Lookup("fifo")
-	if !ok {
-		return nil, "", fmt.Errorf("no fifo qdisc registered to hold what the node's class holds back")
-	}
-	opts, err := k.Parse("")
+	o, err := c.grafted(IngressCeiling, in, frameOf(child))
 	if err != nil {
-		return nil, "", err
+		return nil, kindIn{}, c.buildError(IngressCeiling, in, err)
 	}
 	return func(out stack.LinkWriter, link stack.LinkEndpoint, clock tcpip.Clock) (ingress.Whole, error) {
-		return k.NewTo(out, link, clock, opts)
-	}, "", nil
+		return in.kind.NewTo(out, link, clock, o)
+	}, in, nil
 }
 
-// asWhole returns what a qdisc's NewTo returned as an ingress.Whole: nil
-// (not a nil *Discipline) with an error.
-func asWhole[Q ingress.Whole](q Q, err error) (ingress.Whole, error) {
+// defaultKind is the qdisc that holds what a node's class holds back on a
+// receive path the flags do not shape: --qdisc's default (runsc's fifo),
+// with its defaults. Its errors name no flag of its own (flag "").
+func defaultKind() (kindIn, error) {
+	name := byName[FlagQDisc].Default
+	k, ok := qdisc.Lookup(name)
+	if !ok {
+		return kindIn{}, fmt.Errorf("no %s qdisc registered to hold what the node's class holds back", name)
+	}
+	o, err := k.Parse("")
 	if err != nil {
-		return nil, err
+		return kindIn{}, err
 	}
-	return q, nil
+	return kindIn{kind: &k, opts: o}, nil
 }
 
-// ingressHTB returns the htb that shapes in's receive direction, nil for
-// none.
-func ingressHTB(in *ingress.Endpoint) *htb.Discipline {
-	if in == nil {
-		return nil
-	}
-	h, _ := in.Whole().(*htb.Discipline)
-	return h
-}
-
-// ingressCake returns the cake that shapes in's receive direction, nil
-// for none.
-func ingressCake(in *ingress.Endpoint) *cake.Discipline {
-	if in == nil {
-		return nil
-	}
-	c, _ := in.Whole().(*cake.Discipline)
-	return c
-}
-
-// The flags that set the fields of a tbf.ConfigError (tbfFlags,
-// ingressFlags: the ceilings' flags, paramFlags) or an fqcodel.ConfigError
-// (fqCoDelFlags), by the fields' tc names (Flag.Linux).
-var (
-	tbfFlags     = paramFlags(EgressCeiling)
-	ingressFlags = paramFlags(IngressCeiling)
-	fqCoDelFlags = func() map[string]string {
-		m := map[string]string{}
-		for _, f := range Flags {
-			if f.Linux.Qdisc == "fq_codel" && f.Linux.Param != "" {
-				m[f.Linux.Param] = f.Name
-			}
+// buildError names the flag that err, from building in's kind in
+// direction d, is about: the flag of the setting it names (a
+// qdisc.SettingError) where a flag of the table holds that setting (the
+// ceiling's, fq_codel's knobs); otherwise in's words flag, but for a
+// kind whose words are held in its knobs' flags (tbf, fq_codel), whose
+// error names its setting itself.
+func (c *Config) buildError(d Ceiling, in kindIn, err error) error {
+	var se qdisc.SettingError
+	if errors.As(err, &se) {
+		kind, name, msg := se.Setting()
+		if flag, ok := settingFlags(d, kind)[name]; ok && !(in.words && kind == in.kind.Name) {
+			return fmt.Errorf("--%s: %s", flag, msg)
 		}
-		return m
-	}()
-)
-
-// flagError names the flag, of those flags maps the fields of a
-// tbf.ConfigError to (fqCoDelFlags those of an fqcodel.ConfigError), that
-// the error is about. A field no flag sets keeps the qdisc's own error,
-// which names the field.
-func flagError(err error, flags map[string]string) error {
-	var ce *tbf.ConfigError
-	if errors.As(err, &ce) {
-		if name, ok := flags[ce.Field]; ok {
-			return fmt.Errorf("--%s: %s", name, ce.Msg)
-		}
+	}
+	if f := byName[in.flag]; in.flag == "" || f != nil && f.alias != nil {
 		return err
 	}
-	var fe *fqcodel.ConfigError
-	if errors.As(err, &fe) {
-		if name, ok := fqCoDelFlags[fe.Field]; ok {
-			return fmt.Errorf("--%s: %s", name, fe.Msg)
+	return fmt.Errorf("--%s: %w", in.flag, err)
+}
+
+// settingFlags maps the settings of kind (tc's names, as its
+// qdisc.SettingError gives them) to the flags of the table that set
+// them in direction d: the ceiling's (paramFlags), or the kind's knobs'
+// (Flag.Linux: fq_codel's).
+func settingFlags(d Ceiling, kind string) map[string]string {
+	if kind == ceilingKind {
+		return paramFlags(d)
+	}
+	m := map[string]string{}
+	for _, f := range Flags {
+		if f.Linux.Qdisc == kind && f.Linux.Param != "" {
+			m[f.Linux.Param] = f.Name
+		}
+	}
+	return m
+}
+
+// flagError names the flag, of those that set a setting of a qdisc in
+// direction d (settingFlags), that err (a qdisc.SettingError) is about.
+// A setting no flag sets keeps the qdisc's own error, which names it.
+func flagError(err error, d Ceiling) error {
+	var se qdisc.SettingError
+	if errors.As(err, &se) {
+		kind, name, msg := se.Setting()
+		if flag, ok := settingFlags(d, kind)[name]; ok {
+			return fmt.Errorf("--%s: %s", flag, msg)
 		}
 	}
 	return err

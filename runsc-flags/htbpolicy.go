@@ -5,6 +5,7 @@ import (
 
 	"github.com/netqdisc/netqdisc/pkg/qdisc/classify"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/htb"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/ingress"
 )
 
 // validateHTB is Validate for the htb flags: --qdisc=htb needs its
@@ -53,7 +54,7 @@ func (c *Config) htbConfig(flag, text string, dir classify.Direction, mtu uint32
 	}
 	cfg, err := s.Config(dir, c.FQCoDelConfig(), mtu)
 	if err != nil {
-		return htb.Config{}, flagError(err, fqCoDelFlags)
+		return htb.Config{}, flagError(err, EgressCeiling)
 	}
 	return cfg, nil
 }
@@ -135,6 +136,42 @@ func resetsOf(f *Flag, ids []uint32) []quotaReset {
 		out[i] = quotaReset{f.Name, id}
 	}
 	return out
+}
+
+// planHTB checks a change of htb's classes in direction d, as
+// planClasses: handled is false where neither its script changes nor a
+// quota is reset, and the change is someone else's to plan.
+func (n *NIC) planHTB(d Ceiling, cur, next *Config) (plan func() error, handled bool, err error) {
+	flag, was, now := FlagHTB, cur.HTB, next.HTB
+	if d == IngressCeiling {
+		flag, was, now = FlagIngressHTB, cur.IngressHTB, next.IngressHTB
+	}
+	resets := next.resetsOf(flag)
+	if was == now && len(resets) == 0 {
+		return nil, false, nil
+	}
+	h, ok := n.qdisc.(*htb.Discipline)
+	if d == IngressCeiling {
+		h = ingressHTB(n.ingress)
+	}
+	switch {
+	case d == EgressCeiling && !ok:
+		return nil, true, fmt.Errorf("--%s: the sandbox's qdisc is not htb (--%s=%v)", flag, FlagQDisc, cur.QDisc)
+	case h == nil:
+		return nil, true, fmt.Errorf("--%s: the sandbox's NIC has no htb classes on what it receives", flag)
+	}
+	plan, err = planClasses(was, now, h, resets)
+	return plan, true, err
+}
+
+// ingressHTB returns the htb that shapes in's receive direction, nil for
+// none.
+func ingressHTB(in *ingress.Endpoint) *htb.Discipline {
+	if in == nil {
+		return nil
+	}
+	h, _ := in.Whole().(*htb.Discipline)
+	return h
 }
 
 // planClasses checks the change of a running htb's classes from the

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/netqdisc/netqdisc/pkg/qdisc"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/classify"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/htb"
 )
@@ -19,6 +20,19 @@ type (
 	script = htb.Script
 	filter = htb.Filter
 )
+
+// scriptOptions returns the Flag.options of htb's script flag name,
+// whose field text returns: the script it holds, as htb's Kind takes it
+// (htb.Script).
+func scriptOptions(name string, text func(c *Config) string) func(c *Config) (qdisc.Options, error) {
+	return func(c *Config) (qdisc.Options, error) {
+		s, err := htb.ParseScript(text(c))
+		if err != nil {
+			return nil, fmt.Errorf("--%s: %w", name, err)
+		}
+		return s, nil
+	}
+}
 
 // classUpdate is a change to a running tree's classes, or to an operator's
 // tree by an annotation: "class classid 1:20 ceil 5mbit" statements that

@@ -47,13 +47,14 @@ func (c *Config) kindName(d Ceiling) string {
 }
 
 // applyKubeKind applies a Kubernetes bandwidth of r bytes/s in direction
-// d where a registered kind shapes it: by the kind's Fit, and reports
-// true. A kind with no Fit (no ceiling of its own), or that cannot hold
+// d where a kind whose options are its words flag's shapes it (the
+// table's kinds have rules of their own: applyKube): by the kind's Fit,
+// and reports true. A kind with no Fit (no ceiling of its own), or that cannot hold
 // r, gives way to the tbf that takes every other qdisc's place
 // (applyKube), and it reports false.
 func (c *Config) applyKubeKind(d Ceiling, r uint64) bool {
 	in, ok, err := c.kindOf(d)
-	if !ok || err != nil {
+	if !ok || err != nil || !in.words {
 		return false
 	}
 	if in.kind.Fit != nil {
@@ -69,30 +70,14 @@ func (c *Config) applyKubeKind(d Ceiling, r uint64) bool {
 	return false
 }
 
-// planKind plans the change of a registered kind's words in direction d
-// on q, the qdisc the kind built there, in place (the kind's Change);
-// nil when the words do not change.
-func planKind(d Ceiling, cur, next *Config, q any) (func() error, error) {
-	in, ok, err := next.kindOf(d)
-	if !ok || err != nil || cur.Words[in.flag] == next.Words[in.flag] {
-		return nil, err
-	}
-	if in.kind.Change == nil {
-		return nil, fmt.Errorf("--%s: %s cannot change in place; restart the sandbox with the words", in.flag, in.kind.Name)
-	}
-	dq, ok := q.(qdisc.Discipline)
-	if !ok {
-		return nil, fmt.Errorf("--%s: the NIC does not run %s there", in.flag, in.kind.Name)
-	}
-	return func() error { return in.kind.Change(dq, in.opts) }, nil
-}
-
-// kindArgs are the change arguments that give c's registered kinds' words
-// to a NIC built from the same flags, for a checkpoint.
+// kindArgs are the change arguments that give the words of c's kinds
+// whose options are their words flags' to a NIC built from the same
+// flags, for a checkpoint (the table's flags give the others': LiveArgs,
+// htbArgs, cakeArgs, fqCoDelArgs).
 func (c *Config) kindArgs() []string {
 	var args []string
 	for _, d := range []Ceiling{EgressCeiling, IngressCeiling} {
-		if in, ok, err := c.kindOf(d); ok && err == nil && in.kind.Change != nil {
+		if in, ok, err := c.kindOf(d); ok && err == nil && in.words && in.kind.Change != nil {
 			args = append(args, "--"+in.flag+"="+c.Words[in.flag])
 		}
 	}

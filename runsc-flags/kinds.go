@@ -68,10 +68,11 @@ func kindFlags() []Flag {
 }
 
 // newKindFlag returns the words flag of kind k in direction d, nil where
-// the table has a flag of that name.
+// the table has a flag of that name (tbf's, fq_codel's on the send path,
+// htb's and cake's: their Flag.options give the kind's options).
 func newKindFlag(k qdisc.Kind, d Ceiling) *Flag {
 	name := kindFlagName(d, k.Name)
-	if _, ok := registered(d, k.Name); !ok || byName[name] != nil {
+	if byName[name] != nil {
 		return nil
 	}
 	where, selector := "what the sandbox sends, with --qdisc="+k.Name, FlagQDisc
@@ -115,51 +116,65 @@ func parseWords(kind *qdisc.Kind, w string) (string, error) {
 	return o.String(), nil
 }
 
-// kindIn is the registered kind a direction runs through the registry,
-// with its options, as the Config says.
+// kindIn is the kind a direction runs, with its options, as the Config
+// says: every kind is a registered one, reached through its Kind.
 type kindIn struct {
 	kind *qdisc.Kind
 	opts qdisc.Options
-	flag string // its words flag
+	flag string // its words flag, --qdisc-KIND or --qdisc-ingress-KIND
+	// words: its options are its words flag's words, held in
+	// Config.Words (a kind the table has no flags of its own for);
+	// otherwise the table's flags give them (Flag.options: tbf's knobs,
+	// fq_codel's, htb's script, cake's words).
+	words bool
 }
 
-// registered returns the kind named name, for a direction: those the
-// table shapes with flags of their own (tbf, htb, cake; fq_codel on the
-// send path) are not.
-func registered(d Ceiling, name string) (*qdisc.Kind, bool) {
-	switch {
-	case name == "" || name == "none" || name == "tbf" || name == "htb" || name == "cake":
-		return nil, false
-	case d == EgressCeiling && name == "fq_codel":
-		return nil, false
-	}
-	k, ok := qdisc.Lookup(name)
-	return &k, ok
-}
-
-// kindOf returns the kind c runs through the registry in direction d:
-// the send path's --qdisc (fifo, or a kind the table has no flags for),
-// the receive path's --qdisc-ingress (fifo, fq_codel, or another), each
-// with its words. ok is false for the table's own (tbf, htb, cake).
-func (c *Config) kindOf(d Ceiling) (kindIn, bool, error) {
-	name := c.IngressQDisc
+// runs is the name of the kind c runs in direction d: --qdisc, or the
+// receive path's (ingressName); "none" for none.
+func (c *Config) runs(d Ceiling) string {
 	if d == EgressCeiling {
-		name = c.QDisc.String()
+		return c.QDisc.String()
 	}
-	k, ok := registered(d, name)
+	return c.ingressName()
+}
+
+// kindOf returns the kind c runs in direction d, with its options: those
+// its words flag holds, or those the table's flags of the kind give
+// (optionsOf). ok is false where the direction runs none, or a name no
+// kind is registered as (Validate refuses that). An error names the flag
+// to change.
+func (c *Config) kindOf(d Ceiling) (kindIn, bool, error) {
+	k, ok := qdisc.Lookup(c.runs(d))
 	if !ok {
 		return kindIn{}, false, nil
 	}
-	flag := kindFlagName(d, k.Name)
-	opts, err := k.Parse(c.Words[flag])
-	if err != nil {
-		return kindIn{}, false, fmt.Errorf("--%s: %w", flag, err)
+	in := kindIn{kind: &k, flag: kindFlagName(d, k.Name)}
+	var err error
+	if in.opts, in.words, err = c.optionsOf(d, &k); err != nil {
+		return kindIn{}, false, err
 	}
-	return kindIn{kind: k, opts: opts, flag: flag}, true, nil
+	return in, true, nil
+}
+
+// optionsOf returns kind k's options in direction d as c's flags give
+// them: where the table has a flag of k's words there (Flag.options),
+// what that flag and the flags of k's knobs say; otherwise the words of
+// k's words flag (words true), "" for k's defaults.
+func (c *Config) optionsOf(d Ceiling, k *qdisc.Kind) (o qdisc.Options, words bool, err error) {
+	flag := kindFlagName(d, k.Name)
+	if f := byName[flag]; f != nil && f.options != nil {
+		o, err = f.options(c)
+		return o, false, err
+	}
+	if o, err = k.Parse(c.Words[flag]); err != nil {
+		return nil, true, fmt.Errorf("--%s: %w", flag, err)
+	}
+	return o, true, nil
 }
 
 // validateKinds is Validate for the registered kinds: each direction's
-// words parse, and no kind's words are given for a kind not in force.
+// kind is registered, its words parse, and no kind's words are given for
+// a kind not in force.
 func (c *Config) validateKinds() error {
 	if c.IngressQDisc != "" {
 		if _, ok := qdisc.Lookup(c.IngressQDisc); !ok && c.IngressQDisc != "none" {
@@ -171,16 +186,15 @@ func (c *Config) validateKinds() error {
 		if f == nil || f.words == nil {
 			return fmt.Errorf("--%s: no such qdisc flag", name)
 		}
-		in, ok, err := c.kindOf(f.wordsOf)
-		if err != nil {
-			return err
-		}
-		if !ok || in.flag != name {
-			sel, now := FlagQDisc, c.QDisc.String()
+		if now := c.runs(f.wordsOf); now != f.words.Name {
+			sel := FlagQDisc
 			if f.wordsOf == IngressCeiling {
-				sel, now = FlagIngressQDisc, c.ingressName()
+				sel = FlagIngressQDisc
 			}
 			return fmt.Errorf("--%s is %s's words, but --%s is %s: give --%s=%s or leave --%s unset", name, f.words.Name, sel, now, sel, f.words.Name, name)
+		}
+		if _, _, err := c.kindOf(f.wordsOf); err != nil {
+			return err
 		}
 	}
 	return c.validateIngressQDisc()

@@ -2,6 +2,7 @@ package runscflags
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -10,11 +11,6 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 
 	"github.com/netqdisc/netqdisc/pkg/qdisc"
-	"github.com/netqdisc/netqdisc/pkg/qdisc/cake"
-	"github.com/netqdisc/netqdisc/pkg/qdisc/dispatch"
-	"github.com/netqdisc/netqdisc/pkg/qdisc/fifo"
-	"github.com/netqdisc/netqdisc/pkg/qdisc/fqcodel"
-	"github.com/netqdisc/netqdisc/pkg/qdisc/htb"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/ingress"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/tbf"
 )
@@ -110,7 +106,11 @@ func (c *Config) Changed(args []string) (*Config, error) {
 			return nil, fmt.Errorf("--%s: no such qdisc flag", name)
 		}
 		if f.alias != nil {
-			knobs, err := f.alias.expand(next, value)
+			words, err := next.changedWords(f, value)
+			if err != nil {
+				return nil, fmt.Errorf("--%s: %w", name, err)
+			}
+			knobs, err := f.alias.expand(next, words)
 			if err != nil {
 				return nil, fmt.Errorf("--%s: %w", name, err)
 			}
@@ -124,7 +124,11 @@ func (c *Config) Changed(args []string) (*Config, error) {
 			continue
 		}
 		if f.words != nil {
-			if err := next.Set(name, value); err != nil {
+			words, err := next.changedWords(f, value)
+			if err != nil {
+				return nil, fmt.Errorf("--%s: %w", name, err)
+			}
+			if err := next.Set(name, words); err != nil {
 				return nil, err
 			}
 			continue
@@ -153,6 +157,38 @@ func (c *Config) Changed(args []string) (*Config, error) {
 		return nil, err
 	}
 	return next, nil
+}
+
+// changedWords returns the words a change gives f, the words flag of a
+// kind (a registered kind's, or an alias of its knobs), as `tc qdisc
+// change` reads them for the kind (Kind.Changed): read over the options
+// in force where the kind keeps what a change does not name (fq_codel,
+// as fq_codel_change), and written whole; as they are where a change's
+// words are the kind's whole options (tbf, as tbf_change).
+func (c *Config) changedWords(f *Flag, words string) (string, error) {
+	k, d := f.words, f.wordsOf
+	if f.alias != nil {
+		kind, ok := qdisc.Lookup(f.alias.kind)
+		if !ok {
+			return words, nil
+		}
+		k, d = &kind, EgressCeiling
+		if f.Name != kindFlagName(EgressCeiling, kind.Name) {
+			d = IngressCeiling
+		}
+	}
+	if k.Changed == nil {
+		return words, nil
+	}
+	cur, _, err := c.optionsOf(d, k)
+	if err != nil {
+		return "", err
+	}
+	o, err := k.Changed(cur, words)
+	if err != nil {
+		return "", err
+	}
+	return o.String(), nil
 }
 
 // step is a checked change of one NIC, to apply.
@@ -234,102 +270,143 @@ func (n *NIC) planLocked(target func(cur *Config) (*Config, error)) (step, error
 	return s, nil
 }
 
-// planEgress checks the egress part of a change: a tbf changes in place
-// (tbf_change); a fifo or fq_codel takes the ceiling over its queue, or
-// loses it; fq_codel's knobs change in place (fq_codel_change), alone or
-// as a tbf's child; htb's classes change in place (htb_change_class).
+// planEgress checks the egress part of a change: htb's classes change in
+// place (htb_change_class); the options of the kind the NIC runs change
+// in place by its Kind (planOptions: a tbf's ceiling, as tbf_change;
+// fq_codel's knobs, as fq_codel_change; cake's words; a registered
+// kind's words); fq_codel's knobs change the fq_codel grafted under a tbf
+// (planFQCoDel); and a ceiling over any other kind is set on its queue,
+// or lifted (planCeiling).
 func (n *NIC) planEgress(cur, next *Config) (func() error, error) {
-	if plan, err := planKind(EgressCeiling, cur, next, n.qdisc); plan != nil || err != nil {
+	if plan, ok, err := n.planHTB(EgressCeiling, cur, next); ok {
 		return plan, err
 	}
-	if resets := next.resetsOf(FlagHTB); cur.HTB != next.HTB || len(resets) > 0 {
-		q, ok := n.qdisc.(*htb.Discipline)
-		if !ok {
-			return nil, fmt.Errorf("--%s: the sandbox's qdisc is not htb (--%s=%v)", FlagHTB, FlagQDisc, cur.QDisc)
-		}
-		return planClasses(cur.HTB, next.HTB, q, resets)
-	}
-	if cur.cakeText() != next.cakeText() {
-		q, ok := n.qdisc.(*cake.Discipline)
-		if !ok {
-			return nil, fmt.Errorf("--%s: the sandbox's qdisc is not cake (--%s=%v)", FlagCake, FlagQDisc, cur.QDisc)
-		}
-		cfg, err := next.CakeConfig()
-		if err != nil {
-			return nil, err
-		}
-		return func() error { return q.Change(cfg) }, nil
-	}
-	fq, err := n.planFQCoDel(cur, next)
+	child, err := n.planFQCoDel(cur, next)
 	if err != nil {
 		return nil, err
 	}
-	if sameCeiling(EgressCeiling, cur, next) {
-		return fq, nil
+	own, err := planOptions(EgressCeiling, cur, next, n.qdisc)
+	if err != nil {
+		return nil, err
 	}
-	ceiling, err := n.planCeiling(cur, next)
-	if err != nil || fq == nil {
-		return ceiling, err
-	}
-	return func() error {
-		if err := fq(); err != nil {
-			return err
-		}
-		return ceiling()
-	}, nil
-}
-
-// planCeiling checks the change of the egress ceiling: a tbf changes in
-// place (tbf_change); a fifo or fq_codel takes the ceiling over its
-// queue, or loses it.
-func (n *NIC) planCeiling(cur, next *Config) (func() error, error) {
-	ceiling := next.TBFConfig()
-	switch q := n.qdisc.(type) {
-	case *tbf.Discipline:
-		if err := q.CheckChange(ceiling); err != nil {
-			return nil, flagError(err, tbfFlags)
-		}
-		return func() error { return q.Change(ceiling) }, nil
-	case *fifo.Discipline, *fqcodel.Discipline:
-		if next.TBFLimit != 0 || next.TBFLatency != 0 {
-			return nil, fmt.Errorf("--%s and --%s bound a tbf's own queue; the sandbox's qdisc is --%s=%v, whose queue keeps its bounds under a ceiling: leave them unset", FlagTBFLimit, FlagTBFLatency, FlagQDisc, cur.QDisc)
-		}
-		g, maxSize, err := tbf.NewGate(n.link, ceiling, true)
-		if err != nil {
-			return nil, flagError(err, tbfFlags)
-		}
-		return func() error {
-			q.(interface{ SetCeiling(dispatch.Gate, uint32) }).SetCeiling(g, maxSize)
-			return nil
-		}, nil
-	}
-	return nil, fmt.Errorf("the sandbox has no qdisc (--%s=none): there is no queue to shape; start it with --%s=fifo (the default) or tbf", FlagQDisc, FlagQDisc)
-}
-
-// planIngress checks the ingress part of a change.
-func (n *NIC) planIngress(cur, next *Config) (func() error, error) {
-	if n.ingress != nil {
-		if plan, err := planKind(IngressCeiling, cur, next, n.ingress.Whole()); plan != nil || err != nil {
-			return plan, err
-		}
-	}
-	if resets := next.resetsOf(FlagIngressHTB); cur.IngressHTB != next.IngressHTB || len(resets) > 0 {
-		h := ingressHTB(n.ingress)
-		if h == nil {
-			return nil, fmt.Errorf("--%s: the sandbox's NIC has no htb classes on what it receives", FlagIngressHTB)
-		}
-		return planClasses(cur.IngressHTB, next.IngressHTB, h, resets)
-	}
-	if cur.IngressCake != next.IngressCake {
-		c := ingressCake(n.ingress)
-		if c == nil {
-			return nil, fmt.Errorf("--%s: the sandbox's NIC has no cake on what it receives", FlagIngressCake)
-		}
-		cfg, err := next.IngressCakeConfig()
-		if err != nil {
+	var ceiling func() error
+	if !sameCeiling(EgressCeiling, cur, next) && next.runs(EgressCeiling) != ceilingKind {
+		if ceiling, err = n.planCeiling(cur, next); err != nil {
 			return nil, err
 		}
-		return func() error { return c.Change(cfg) }, nil
+	}
+	return inOrder(child, own, ceiling), nil
+}
+
+// inOrder returns the changes that are not nil as one, applied in order
+// (nil for none).
+func inOrder(changes ...func() error) func() error {
+	var todo []func() error
+	for _, c := range changes {
+		if c != nil {
+			todo = append(todo, c)
+		}
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	return func() error {
+		for _, c := range todo {
+			if err := c(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// planOptions checks the change of the options of the kind the NIC runs
+// in direction d, on q, the qdisc it built there: in place, by the kind's
+// Change, which its CheckChange checks first. nil when the options do not
+// change. A kind that cannot change in place, or whose place the change
+// would give another kind, is refused naming what to do.
+func planOptions(d Ceiling, cur, next *Config, q any) (func() error, error) {
+	in, ok, err := next.kindOf(d)
+	if !ok || err != nil {
+		return nil, err
+	}
+	was, ok, err := cur.kindOf(d)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case ok && was.kind.Name == in.kind.Name && reflect.DeepEqual(was.opts, in.opts):
+		return nil, nil
+	case !ok || was.kind.Name != in.kind.Name:
+		return nil, fmt.Errorf("the NIC runs %s there (%s); a change cannot put %s in its place: restart the sandbox with the flags", cur.runs(d), cur.kindName(d), in.kind.Name)
+	case in.kind.Change == nil:
+		return nil, fmt.Errorf("--%s: %s cannot change in place; restart the sandbox with the words", in.flag, in.kind.Name)
+	}
+	dq, ok := q.(qdisc.Discipline)
+	if !ok {
+		return nil, fmt.Errorf("--%s: the NIC does not run %s there", in.flag, in.kind.Name)
+	}
+	if in.kind.CheckChange != nil {
+		if err := in.kind.CheckChange(dq, in.opts); err != nil {
+			return nil, next.buildError(d, in, err)
+		}
+	}
+	return func() error { return in.kind.Change(dq, in.opts) }, nil
+}
+
+// planCeiling checks the change of the egress ceiling over the queue of
+// a kind that is not itself the ceiling's (a tbf changes its own options:
+// planOptions): the kind takes the ceiling's buckets over its queue in
+// place, or loses them (Kind.Ceiling: fifo, fq_codel). A kind without a
+// Ceiling is refused naming it, and what to do.
+func (n *NIC) planCeiling(cur, next *Config) (func() error, error) {
+	takers := ceilingTakers()
+	in, ok, err := cur.kindOf(EgressCeiling)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("the sandbox has no qdisc (--%s=none): there is no queue to shape; start it with --%s=%s and the ceiling, or with --%s=%s, which take one in place", FlagQDisc, FlagQDisc, ceilingKind, FlagQDisc, orList(takers))
+	}
+	q, isQ := n.qdisc.(qdisc.Discipline)
+	if in.kind.Ceiling == nil || !isQ {
+		return nil, fmt.Errorf("--%s=%s cannot take a ceiling in place: %s does not put one over its queue; restart the sandbox with the ceiling (--%s=%s), or start it with --%s=%s, which take one in place", FlagQDisc, in.kind.Name, in.kind.Name, FlagQDisc, ceilingKind, FlagQDisc, orList(takers))
+	}
+	if next.TBFLimit != 0 || next.TBFLatency != 0 {
+		return nil, fmt.Errorf("--%s and --%s bound a tbf's own queue; the sandbox's qdisc is --%s=%v, whose queue keeps its bounds under a ceiling: leave them unset", FlagTBFLimit, FlagTBFLatency, FlagQDisc, cur.QDisc)
+	}
+	g, maxSize, err := tbf.NewGate(n.link, next.TBFConfig(), true)
+	if err != nil {
+		return nil, flagError(err, EgressCeiling)
+	}
+	return func() error { return in.kind.Ceiling(q, g, maxSize) }, nil
+}
+
+// ceilingTakers are the registered kinds that take a ceiling over their
+// queue in place (Kind.Ceiling).
+func ceilingTakers() []string {
+	var names []string
+	for _, k := range qdisc.Kinds() {
+		if k.Ceiling != nil {
+			names = append(names, k.Name)
+		}
+	}
+	return names
+}
+
+// planIngress checks the ingress part of a change: htb's classes change
+// in place; a kind the receive path runs whole (ingress.NewWhole) changes
+// its options in place by its Kind (planOptions); the receive path's own
+// tbf (ingress.Endpoint) changes its ceiling.
+func (n *NIC) planIngress(cur, next *Config) (func() error, error) {
+	if plan, ok, err := n.planHTB(IngressCeiling, cur, next); ok {
+		return plan, err
+	}
+	if n.ingress != nil && n.ingress.Whole() != nil {
+		return planOptions(IngressCeiling, cur, next, n.ingress.Whole())
+	}
+	if cur.IngressCake != next.IngressCake {
+		return nil, fmt.Errorf("--%s: the sandbox's NIC has no cake on what it receives", FlagIngressCake)
 	}
 	if sameCeiling(IngressCeiling, cur, next) {
 		return nil, nil
@@ -339,7 +416,7 @@ func (n *NIC) planIngress(cur, next *Config) (func() error, error) {
 	}
 	cfg := next.IngressConfig()
 	if err := n.ingress.CheckChange(cfg); err != nil {
-		return nil, flagError(err, ingressFlags)
+		return nil, flagError(err, IngressCeiling)
 	}
 	return func() error { return n.ingress.Change(cfg) }, nil
 }

@@ -77,7 +77,7 @@ var roundTripSamples = map[string]string{
 	FlagIngressLimit: "1mb", FlagIngressLatency: "25ms", FlagTBFChild: "fq_codel", FlagFQCoDelLimit: "1000",
 	FlagFQCoDelFlows: "256", FlagFQCoDelQuantum: "300", FlagFQCoDelMemLimit: "4mb", FlagFQCoDelDropBatch: "16",
 	FlagFQCoDelTarget: "2ms", FlagFQCoDelInterval: "50ms", FlagFQCoDelECN: "false", FlagFQCoDelCEThreshold: "1ms", FlagAllowFlagOverride: "true",
-	FlagTBFPacketRate: "20kpps", FlagTBFPacketBurst: "32", FlagIngressPacketRate: "1.5mpps", FlagIngressPacketBurst: "8",
+	FlagTBFPacketRate: "20kpps", FlagTBFPacketBurst: "32", FlagTBFOverhead: "24", FlagTBFMPU: "84", FlagTBFLinkLayer: "atm", FlagIngressPacketRate: "1.5mpps", FlagIngressPacketBurst: "8",
 	FlagHTB: htbSample, FlagIngressHTB: htbSample, FlagCake: cakeSample, FlagIngressCake: cakeSample,
 	FlagCakeBandwidth: "50mbit", FlagCakeIsolation: "dual-srchost", FlagCakeDiffserv: "besteffort", FlagCakeAckFilter: "ack-filter-aggressive",
 	FlagCakeRTT: "50ms", FlagCakeOverhead: "overhead 38 mpu 84", FlagCakeMemlimit: "16mb", FlagCakeWash: "true", FlagCakeSplitGSO: "false",

@@ -173,9 +173,39 @@ func (f *Flag) annotate(op, next *Config, value string) error {
 		if err := f.lower(op, v); err != nil {
 			return err
 		}
+	case r.Permit == Raise:
+		if err := f.raise(op, v); err != nil {
+			return err
+		}
 	}
 	f.assign(next, v)
 	return nil
+}
+
+// raise checks v, of the field's type, against a Raise flag's floor, the
+// operator's value, which --allow-flag-override lifts.
+func (f *Flag) raise(op *Config, v any) error {
+	if op.AllowFlagOverride {
+		return nil
+	}
+	var scratch Config
+	f.assign(&scratch, v)
+	if f.charge(&scratch) < f.charge(op) {
+		return fmt.Errorf("%s is below the operator's --%s=%s, which would charge packets less; lowering it %s", f.get(&scratch), f.Name, f.get(op), requiresOverride)
+	}
+	return nil
+}
+
+// charge orders a Raise flag's values in c by what they charge a packet:
+// a number as it is, linklayer atm above ethernet.
+func (f *Flag) charge(c *Config) uint64 {
+	if p, ok := f.field(c).(*string); ok {
+		if *p == linkLayerATM {
+			return 1
+		}
+		return 0
+	}
+	return f.number(c)
 }
 
 // lower checks v, of the field's type, against a Lower flag's ceiling,

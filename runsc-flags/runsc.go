@@ -15,11 +15,11 @@ import "flag"
 
 // MayAnnotate reports whether an annotation may set the flag called name
 // (without dashes) without --allow-flag-override, within its Rule (Select,
-// Lower or Tighten): what a runtime lists as safe to override (runsc
+// Lower, Raise or Tighten): what a runtime lists as safe to override (runsc
 // features). ApplyAnnotations says which values.
 func MayAnnotate(name string) bool {
 	f := lookup(name)
-	return f != nil && !f.runtime && (f.Annotation.Permit == Select || f.Annotation.Permit == Lower || f.Annotation.Permit == Tighten)
+	return f != nil && !f.runtime && (f.Annotation.Permit == Select || f.Annotation.Permit == Lower || f.Annotation.Permit == Tighten || f.Annotation.Permit == Raise)
 }
 
 // ArgsOf returns the Args of the values fs's qdisc flags hold

@@ -19,6 +19,9 @@ const (
 	FlagTBFLatency         = "qdisc-tbf-latency"
 	FlagTBFPacketRate      = "qdisc-tbf-pkt-rate"
 	FlagTBFPacketBurst     = "qdisc-tbf-pkt-burst"
+	FlagTBFOverhead        = "qdisc-tbf-overhead"
+	FlagTBFMPU             = "qdisc-tbf-mpu"
+	FlagTBFLinkLayer       = "qdisc-tbf-linklayer"
 	FlagIngressRate        = "qdisc-ingress-rate"
 	FlagIngressBurst       = "qdisc-ingress-burst"
 	FlagIngressLimit       = "qdisc-ingress-limit"
@@ -112,6 +115,13 @@ type Flag struct {
 	// alias is the kind whose words the flag holds in its knobs' flags
 	// (KindAliasWords: aliases.go).
 	alias *alias
+	// options returns the options of the kind whose words flag the flag
+	// is (kindFlagName: --qdisc-tbf, --qdisc-htb, --qdisc-ingress-cake)
+	// as the table's flags give them, for its Kind: the flag's words and
+	// those of the kind's knobs' flags. An error names the flag. nil for
+	// the other flags, and for the registered kinds' words flags, whose
+	// words are the options.
+	options func(c *Config) (qdisc.Options, error)
 }
 
 // Permit is what an annotation may do with a flag.
@@ -133,6 +143,10 @@ const (
 	// Tighten: an annotation may change an htb script's classes so that
 	// every packet is shaped at least as tightly (see tighten).
 	Tighten
+	// Raise: an annotation may raise the flag, never lower it: what
+	// every packet is charged (tbf's overhead, mpu, linklayer atm), which
+	// the more it is, the tighter it shapes.
+	Raise
 )
 
 // Unset is the ceiling of a Lower flag the operator left unset.
@@ -202,6 +216,7 @@ const (
 )
 
 var (
+	raise        = Rule{Permit: Raise}
 	lower        = Rule{Permit: Lower}
 	lowerQueue   = Rule{Permit: Lower, Unset: DefaultQueue}
 	operatorOnly = Rule{Permit: OperatorOnly}

@@ -1,14 +1,24 @@
 package runscflags
 
 import (
+	"github.com/netqdisc/netqdisc/pkg/qdisc"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/cake"
 )
+
+// cake's words flags give cake's options with its settings' flags read
+// after them (CakeConfig), which read the table: they are set once the
+// table is built.
+func init() {
+	byName[FlagCake].options = func(c *Config) (qdisc.Options, error) { return asOptions(c.CakeConfig()) }
+	byName[FlagIngressCake].options = func(c *Config) (qdisc.Options, error) { return asOptions(c.IngressCakeConfig()) }
+}
 
 // classRows are the flags of htb's classes and of cake, after
 // fqCoDelRows in the table.
 var classRows = []Flag{
 	{
 		Name: FlagHTB, Kind: KindHTB, field: func(c *Config) any { return &c.HTB }, classes: EgressCeiling,
+		options: scriptOptions(FlagHTB, func(c *Config) string { return c.HTB }),
 		Default: "", Unset: "unset; required with `--qdisc=htb`",
 		Example:    "class root classid 1:1 rate 10mbit",
 		Usage:      "htb: classes and filters for --qdisc=htb, in tc's words, statements separated by ';': qdisc default 20; class root classid 1:1 rate 1gbit; class parent 1:1 classid 1:20 rate 10mbit quota 50gb per 24h; filter dst 10.0.0.0/8 classid 1:10.",
@@ -17,6 +27,7 @@ var classRows = []Flag{
 	},
 	{
 		Name: FlagIngressHTB, Kind: KindHTB, field: func(c *Config) any { return &c.IngressHTB }, classes: IngressCeiling,
+		options: scriptOptions(FlagIngressHTB, func(c *Config) string { return c.IngressHTB }),
 		Default: "", Unset: "not shaped by classes",
 		Example:    "class root classid 1:1 rate 10mbit",
 		Usage:      "htb on what the sandbox receives: classes and filters as --qdisc-htb, whose dst matches the sender. Excludes --qdisc-ingress-rate.",

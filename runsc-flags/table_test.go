@@ -22,7 +22,7 @@ func TestFieldAccessors(t *testing.T) {
 		KindRate: reflect.TypeFor[*uint64](), KindSize: reflect.TypeFor[*uint64](), KindCount: reflect.TypeFor[*uint64](),
 		KindPacketRate: reflect.TypeFor[*uint64](), KindDuration: reflect.TypeFor[*time.Duration](), KindBool: reflect.TypeFor[*bool](),
 		KindHTB: reflect.TypeFor[*string](), KindCake: reflect.TypeFor[*string](), KindCakeKnob: reflect.TypeFor[*string](),
-		KindName: reflect.TypeFor[*string](), KindText: reflect.TypeFor[*string](),
+		KindName: reflect.TypeFor[*string](), KindText: reflect.TypeFor[*string](), KindLinkLayer: reflect.TypeFor[*string](),
 	}
 	var c Config
 	base := reflect.ValueOf(&c).Elem()

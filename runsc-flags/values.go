@@ -85,8 +85,9 @@ func (q QueueingDiscipline) valid() bool {
 // Get implements flag.Getter.Get.
 func (q *QueueingDiscipline) Get() any { return *q }
 
-// --qdisc-tbf-child's values: fq, the default (held as ""), the tbf's
-// own byte FIFO, and fq_codel.
+// --qdisc-tbf-child's values of the kinds registered here: fq, the
+// default (held as ""), fifo (the tbf's own byte FIFO), and fq_codel. Any
+// registered kind that can be grafted (Kind.Queue) is one (parseChild).
 const (
 	ChildFQ      = "fq"
 	ChildFIFO    = "fifo"
@@ -97,10 +98,11 @@ const (
 type Kind int
 
 const (
-	// KindQDisc is --qdisc's choice: none, fifo, tbf, fq_codel, htb or cake.
+	// KindQDisc is --qdisc's choice: none or a registered kind.
 	KindQDisc Kind = iota
-	// KindChild is the tbf child's choice: fq (the default, held as ""),
-	// fifo or fq_codel.
+	// KindChild is the tbf child's choice: a registered kind that can be
+	// grafted (Kind.Queue: fifo, fq, fq_codel); fq, the default, is held
+	// as "".
 	KindChild
 	// KindRate is bytes per second, or tc's units ("10mbit").
 	KindRate
@@ -134,6 +136,9 @@ const (
 	// KindText is text Validate reads as the flag's Example shows: a
 	// file's path, a class's major:minor.
 	KindText
+	// KindLinkLayer is tc's linklayer: ethernet (the default, held as "")
+	// or atm (adsl is atm too), held as "atm".
+	KindLinkLayer
 )
 
 // parse reads flag text s as a value of the kind, of the field's type.
@@ -144,13 +149,9 @@ func (k Kind) parse(s string) (any, error) {
 		err := q.Set(s)
 		return q, err
 	case KindChild:
-		switch s {
-		case "", ChildFQ:
-			return "", nil
-		case ChildFIFO, ChildFQCoDel:
-			return s, nil
-		}
-		return "", fmt.Errorf("invalid tbf child %q: choose fifo, fq or fq_codel", s)
+		return parseChild(s)
+	case KindLinkLayer:
+		return parseLinkLayer(s)
 	case KindRate:
 		return rate.ParseRate(s)
 	case KindSize:
@@ -189,8 +190,8 @@ func (f *Flag) get(c *Config) string {
 	case *QueueingDiscipline:
 		return p.String()
 	case *string:
-		if *p == "" && f.Kind == KindChild {
-			return ChildFQ
+		if *p == "" && (f.Kind == KindChild || f.Kind == KindLinkLayer) {
+			return f.Default // held as ""
 		}
 		return *p
 	case *uint64:
@@ -349,4 +350,20 @@ func parsePacketRate(s string) (uint64, error) {
 		return 0, fmt.Errorf("invalid packet rate %q: give whole packets per second, such as 20000, 20kpps or 1.5mpps", s)
 	}
 	return uint64(n), nil
+}
+
+// linkLayerATM is --qdisc-tbf-linklayer's atm, as it is held.
+const linkLayerATM = "atm"
+
+// parseLinkLayer reads a linklayer as tc's tbf_parse_opt does, by any
+// prefix: ethernet (held as ""), atm or adsl (held as "atm").
+func parseLinkLayer(s string) (string, error) {
+	s = strings.TrimSpace(s)
+	switch {
+	case s == "" || strings.HasPrefix("ethernet", s):
+		return "", nil
+	case strings.HasPrefix("atm", s) || strings.HasPrefix("adsl", s):
+		return linkLayerATM, nil
+	}
+	return "", fmt.Errorf("invalid linklayer %q: choose ethernet, atm or adsl (atm)", s)
 }
