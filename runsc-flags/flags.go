@@ -27,7 +27,7 @@ func RegisterQDiscFlags(fs *flag.FlagSet) {
 
 // register registers f on fs, its value held in held.
 func register(fs *flag.FlagSet, f *Flag, held *Config) {
-	usage := f.Usage
+	usage := f.help()
 	if f.Kind == KindDuration {
 		// flag.PrintDefaults names a value's type from a back-quoted word
 		// of its usage: "-qdisc-tbf-latency duration", as fs.Duration shows.

@@ -173,7 +173,7 @@ var shapingRows = []Flag{
 		Name: FlagIngressQDisc, Kind: KindName, field: func(c *Config) any { return &c.IngressQDisc },
 		Default: "", Unset: "the one the receive path's flags give: tbf with --qdisc-ingress-rate, htb, cake, or none",
 		Example:    "fq_codel",
-		Usage:      "The qdisc on what the sandbox receives, any --qdisc takes (its words --qdisc-ingress-KIND): fifo, fq_codel, or tbf, htb and cake with their --qdisc-ingress-* flags. Unset: the one those flags give.",
+		Usage:      "The qdisc on what the sandbox receives, by name: any kind --qdisc takes. Unset: the one the receive path's shaping flags give (--qdisc-ingress-rate: tbf; --qdisc-ingress-htb; --qdisc-ingress-cake), or none.",
 		Annotation: operatorOnly,
 		Linux:      Linux{Qdisc: "the ifb device's root qdisc"},
 	},

@@ -85,11 +85,12 @@ func (b *bfifo) Stats() qdisc.Stats {
 	return s
 }
 
-// Show is `tc -s qdisc show`'s line: "bfifo limit 3000b".
+// Show is `tc -s qdisc show`'s line: "bfifo limit 3000b", under the tbf
+// of a ceiling over it (Ceiling).
 func (b *bfifo) Show() qdisc.Showing {
 	s := qdisc.Showing{Stats: b.Stats()}
 	s.Kind, s.Options = qdisc.SplitKind(b.String())
-	return s
+	return qdisc.Gated(b.lanes.Gate(), s)
 }
 
 // change sets the limit in place: what is queued past a lower one stays.
@@ -101,7 +102,7 @@ func (b *bfifo) change(o bfifoOptions) {
 // bfifoKind registers bfifo: a pod may lower its limit, never raise it;
 // it has no ceiling for a Kubernetes bandwidth (Fit nil: a tbf takes its
 // place); its metric is the bytes queued and dropped; a checkpoint keeps
-// its drops.
+// its drops; its lane takes a ceiling's buckets in place (Ceiling).
 var bfifoKind = qdisc.Typed[bfifoOptions, *bfifo]{
 	Name:    "bfifo",
 	Usage:   "A byte-limited drop-tail queue: limit BYTES.",
@@ -139,6 +140,10 @@ var bfifoKind = qdisc.Typed[bfifoOptions, *bfifo]{
 			return fmt.Errorf("bfifo: a checkpoint's state of %d bytes is not a count of drops", len(state))
 		}
 		q.restored.Store(drops)
+		return nil
+	},
+	Ceiling: func(q *bfifo, gate qdisc.Gate, maxSize uint32) error {
+		q.lanes.SetGate(gate, maxSize)
 		return nil
 	},
 }.Kind()

@@ -324,3 +324,36 @@ func TestShowChangeCheckpoint(t *testing.T) {
 		t.Errorf("Restore of a damaged state: %v; want an error naming bfifo", err)
 	}
 }
+
+// TestCeiling: `runsc qdisc change --qdisc-tbf-rate=... --qdisc-tbf-burst=...`
+// on a sandbox started with bfifo puts a tbf's buckets over its queue by
+// its Kind's Ceiling: `runsc qdisc show` prints bfifo under the tbf, and
+// what leaves at once is the bucket's burst; a rate of 0 lifts the
+// ceiling, and the backlog leaves. Nothing of runsc-flags names bfifo.
+func TestCeiling(t *testing.T) {
+	n := newNIC(t, mustParse(t, "--qdisc=bfifo", "--qdisc-bfifo=limit 100000"))
+	if _, err := runscflags.Change([]*runscflags.NIC{n.NIC}, []string{"--qdisc-tbf-rate=1mbit", "--qdisc-tbf-burst=5000"}); err != nil {
+		t.Fatalf("a ceiling over bfifo: %v", err)
+	}
+	show := n.Show()
+	for _, want := range []string{"qdisc tbf 8001: dev eth0 root refcnt 2 rate 1Mbit burst 5000b", "qdisc bfifo 8002: dev eth0 parent 8001:1 limit 100000b"} {
+		if !strings.Contains(show, want) {
+			t.Errorf("Show():\n%s\nwant a line %q", show, want)
+		}
+	}
+	// The first is held in the link; the bucket's 5000 bytes let it and
+	// four more of 1000 bytes go now; the rest wait for tokens.
+	if left, _, drops := flood(t, n, directions[0], 20); left != 5 || drops != 0 {
+		t.Errorf("under the ceiling %d packets left at once, %d dropped; want the burst's 5, none dropped", left, drops)
+	}
+	if _, err := runscflags.Change([]*runscflags.NIC{n.NIC}, []string{"--qdisc-tbf-rate=0"}); err != nil {
+		t.Fatalf("lifting the ceiling: %v", err)
+	}
+	waitQuiet(t, n)
+	if p, _ := n.out.Count(); p != 20 {
+		t.Errorf("%d packets left once the ceiling was lifted; want all 20", p)
+	}
+	if show := n.Show(); strings.Contains(show, "qdisc tbf") {
+		t.Errorf("Show() with the ceiling lifted:\n%s\nwant no tbf", show)
+	}
+}
