@@ -57,7 +57,9 @@ func (c Config) Words() string {
 		word string
 		c    *Chance
 	}{{"reorder", c.Reorder}, {"corrupt", c.Corrupt}} {
-		if ch.c != nil && (ch.c.Probability != 0 || ch.c.Correlation != 0) {
+		// Written when given, 0% too: a change that says "corrupt 0%"
+		// ends the corruption in force, as tc sends the attribute.
+		if ch.c != nil {
 			add("%s %s %s", ch.word, ch.c.Probability.word(), ch.c.Correlation.word())
 		}
 	}
