@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -193,13 +195,15 @@ func checkBinomial(t *testing.T, what string, k, n uint64, p float64) {
 // sandbox to the peer, 24,000 a case, under netem words changed in place:
 // the datagrams lost, duplicated and sent ahead at the peer are within
 // the binomial 99% interval of the percentage given (seeded, so each run
-// draws alike); jitter alone reorders (netem's queue sends by time to
+// draws alike), and every datagram corrupted fails its checksum at the
+// peer; jitter alone reorders (netem's queue sends by time to
 // send), and jitter with a rate does not (each packet's time follows the
 // last's).
 func TestRunscNetemLossDuplicateReorder(t *testing.T) {
 	r := newRunscRig(t)
 	bin := buildSequdp(t)
 	s := startNetem(t, r, "limit 10000", false, filepath.Dir(bin))
+	var csum0 uint64 // the peer's UDP errors before a case
 	for i, tc := range []struct {
 		words string
 		check func(t *testing.T, sent seqSent, got seqReceived, drops uint64)
@@ -221,7 +225,7 @@ func TestRunscNetemLossDuplicateReorder(t *testing.T) {
 			checkBinomial(t, "sent ahead of the 50 ms", got.Early, got.Received, 0.25)
 		}},
 		{"delay 10ms 5ms" + netemSeed, func(t *testing.T, sent seqSent, got seqReceived, _ uint64) {
-			t.Logf("%d of %d arrived after a higher number", got.Reordered, got.Received)
+			t.Logf("%d of %d received arrived after a higher number", got.Reordered, got.Received)
 			if got.Reordered == 0 {
 				t.Errorf("jitter without a rate reordered nothing; netem's queue sends by time to send, which jitter reorders")
 			}
@@ -231,14 +235,27 @@ func TestRunscNetemLossDuplicateReorder(t *testing.T) {
 				t.Errorf("jitter with a rate: %d of %d reordered, %d received; want none reordered, every one received", got.Reordered, sent.Sent, got.Received)
 			}
 		}},
+		// Last: a change keeps corrupt unless it names it, as
+		// netem_change keeps what tc does not send.
+		{"corrupt 1%" + netemSeed, func(t *testing.T, sent seqSent, got seqReceived, _ uint64) {
+			lost := sent.Sent - got.Received
+			checkBinomial(t, "corrupted, not delivered", lost, sent.Sent, 0.01)
+			if bad := peerUDPErrors(t, r) - csum0; bad != lost {
+				t.Errorf("%d datagrams not delivered, %d failed their checks at the peer; want every one failed", lost, bad)
+			}
+		}},
 	} {
 		t.Run(tc.words, func(t *testing.T) {
 			changeNetem(t, s, "limit 10000 "+tc.words)
 			waitQuiet(t, s)
 			_, drops0 := egressCounters(t, s)
+			csum0 = peerUDPErrors(t, r)
+			rx0, rxDrop0 := peerRxPackets(t, r)
 			sent, got := seqUDP{PPS: 8000, Size: 100, For: 3 * time.Second, Early: 25 * time.Millisecond}.run(t, r, s, bin, 9200+i)
 			waitQuiet(t, s)
 			_, drops1 := egressCounters(t, s)
+			rx1, rxDrop1 := peerRxPackets(t, r)
+			t.Logf("netem dropped %d; the peer's veth received %d packets and dropped %d; its UDP refused %d", drops1-drops0, rx1-rx0, rxDrop1-rxDrop0, peerUDPErrors(t, r)-csum0)
 			if sent.Sent < 20000 || sent.Errors != 0 {
 				t.Fatalf("the sandbox sent %d datagrams (%d refused); want at least 20000, none refused", sent.Sent, sent.Errors)
 			}
@@ -325,4 +342,36 @@ func TestRunscNetemCheckpoint(t *testing.T) {
 	if d := got - b - 50*time.Millisecond; d < -time.Millisecond || d > time.Millisecond {
 		t.Errorf("after the restore the p50 RTT is %v, %v more than before the change; want 50ms within 1ms", got, got-b)
 	}
+}
+
+// peerUDPErrors returns the UDP datagrams the peer's kernel has refused
+// for a bad checksum or header (/proc/net/snmp's Udp InErrors).
+func peerUDPErrors(t *testing.T, r *runscRig) uint64 {
+	t.Helper()
+	out, err := lab.Run(r.NSP, "cat", "/proc/net/snmp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 || f[0] != "Udp:" {
+			continue
+		}
+		if names == nil {
+			names = f
+			continue
+		}
+		for i, n := range names {
+			if n == "InErrors" && i < len(f) {
+				v, err := strconv.ParseUint(f[i], 10, 64)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return v
+			}
+		}
+	}
+	t.Fatalf("no Udp InErrors in the peer's /proc/net/snmp:\n%s", out)
+	return 0
 }

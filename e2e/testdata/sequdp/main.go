@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"syscall"
 	"time"
 )
 
@@ -111,6 +112,14 @@ func recv(port int, dur, early time.Duration, block uint64) (received, error) {
 		return r, err
 	}
 	defer conn.Close()
+	// A burst (netem's jitter lets its held packets go together) must not
+	// overflow the socket while the receiver is off the CPU: the receiver
+	// runs as root, which may pass net.core.rmem_max.
+	if rc, err := conn.SyscallConn(); err == nil {
+		rc.Control(func(fd uintptr) {
+			syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUFFORCE, 32<<20)
+		})
+	}
 	seen := map[uint64]bool{}
 	buf := make([]byte, 65536)
 	conn.SetReadDeadline(time.Now().Add(dur))
