@@ -30,7 +30,10 @@ func New(lower stack.LinkEndpoint, clock tcpip.Clock, cfg Config) (*Discipline, 
 	if lower == nil || clock == nil {
 		return nil, fmt.Errorf("mmlink: no lower link endpoint or clock")
 	}
-	frame := uint32(lower.MTU()) + uint32(lower.MaxHeaderLength())
+	var frame uint32 // the largest packet the lane takes whole; 0: any
+	if mtu := lower.MTU(); mtu != 0 {
+		frame = mtu + uint32(lower.MaxHeaderLength())
+	}
 	return start(dispatch.Config{Lower: lower, MaxPacketBytes: frame}, lower.MTU(), clock, cfg)
 }
 

@@ -187,9 +187,9 @@ func (q *Queue) Dequeue(now int64) (*stack.PacketBuffer, uint32, bool) {
 // The next opportunity is after the time the link ran to, so it is
 // whole.
 func (q *Queue) departure() int64 {
-	need := q.left
+	need := uint64(q.left)
 	if need == 0 {
-		need = q.r.at(q.ready).charge
+		need = uint64(q.r.at(q.ready).charge)
 	}
 	return q.cur.ahead(int64((need+OpportunityBytes-1)/OpportunityBytes - 1))
 }

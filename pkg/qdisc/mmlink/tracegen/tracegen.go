@@ -48,7 +48,7 @@ type Model struct {
 	// TTIMS is the time between scheduling instants, in ms (at least 1).
 	TTIMS uint32
 	// Scheduled is the probability, out of 2^32, that the user is
-	// scheduled in a TTI (math.MaxUint32 and above: always).
+	// scheduled in a TTI (1<<32 and above: always).
 	Scheduled uint64
 	// Trials is the most opportunities a scheduled TTI gives: the
 	// binomial draw's trials.
