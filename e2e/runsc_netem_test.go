@@ -30,6 +30,17 @@ func netemLimit(rate float64) string {
 	return fmt.Sprintf(" limit %d", max(64, int(math.Ceil(4*rate*netemRTT/1514))))
 }
 
+// netemRig is a runscRig for the netem tests, which measure a runsc
+// sandbox at its peer: only without -race (.ci/run runs go test ./e2e/
+// without it too, and the race detector watches no sandbox).
+func netemRig(t *testing.T) *runscRig {
+	t.Helper()
+	if raceDetector {
+		t.Skip("netem's promises are measured at a runsc sandbox's peer, without -race")
+	}
+	return newRunscRig(t)
+}
+
 // startNetem starts a sandbox whose egress qdisc is netem with words.
 func startNetem(t *testing.T, r *runscRig, words string, gso bool, mounts ...string) *lab.Sandbox {
 	t.Helper()
@@ -85,7 +96,7 @@ func TestRunscNetemRate(t *testing.T) {
 		{"1gbit host GSO", 1000 * mbit, "rate 1gbit", true, 8},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := newRunscRig(t)
+			r := netemRig(t)
 			s := startNetem(t, r, tc.words+netemLimit(tc.rate), tc.gso)
 			for i, delay := range []string{"", "delay 100ms ", "delay 100ms 20ms "} {
 				if i > 0 {
@@ -106,13 +117,13 @@ func TestRunscNetemRate(t *testing.T) {
 // one packet more or less at its edges is 0.24%.
 func TestRunscNetemSeedExperiment(t *testing.T) {
 	const rate = 512_000 / 8
-	r := newRunscRig(t)
+	r := netemRig(t)
 	s := startNetem(t, r, "rate 512kbit"+netemLimit(rate), false)
 	netemRate(t, r, s, "netem rate 512kbit", rate, 1, 10*time.Second)
 	changeNetem(t, s, "delay 100ms rate 512kbit"+netemLimit(rate))
 	netemRate(t, r, s, "netem delay 100ms rate 512kbit", rate, 1, 10*time.Second)
 	t.Run("tbf over netem", func(t *testing.T) {
-		r2 := newRunscRig(t)
+		r2 := netemRig(t)
 		s2 := r2.start(t, lab.SandboxOptions{Flags: []string{"--qdisc=netem", "--qdisc-netem=delay 100ms" + netemLimit(rate), "--qdisc-tbf-rate=512kbit", "--qdisc-tbf-burst=1514", "--gso=false"}})
 		netemRate(t, r2, s2, "netem delay 100ms, tbf rate 512kbit over it", rate, 1, 10*time.Second)
 		out, _ := s2.QDisc("show")
@@ -151,7 +162,7 @@ func TestRunscNetemDelay(t *testing.T) {
 		}
 	}
 	t.Run("egress", func(t *testing.T) {
-		r := newRunscRig(t)
+		r := netemRig(t)
 		bin := buildSequdp(t)
 		s := startNetem(t, r, "rate 100mbit", false, filepath.Dir(bin))
 		loaded := func(port int) []time.Duration {
@@ -169,10 +180,10 @@ func TestRunscNetemDelay(t *testing.T) {
 		check(t, "under a third of the rate", baseLoaded, loaded(9102))
 	})
 	t.Run("ingress", func(t *testing.T) {
-		r := newRunscRig(t)
+		r := netemRig(t)
 		r.start(t, lab.SandboxOptions{Flags: []string{"--qdisc=fifo", "--gso=false"}})
 		base := pings(t, r, 200)
-		r2 := newRunscRig(t)
+		r2 := netemRig(t)
 		r2.start(t, lab.SandboxOptions{Flags: []string{"--qdisc=fifo", "--qdisc-ingress=netem", "--qdisc-ingress-netem=delay 50ms", "--gso=false"}})
 		check(t, "on the receive path", base, pings(t, r2, 200))
 	})
@@ -200,7 +211,7 @@ func checkBinomial(t *testing.T, what string, k, n uint64, p float64) {
 // send), and jitter with a rate does not (each packet's time follows the
 // last's).
 func TestRunscNetemLossDuplicateReorder(t *testing.T) {
-	r := newRunscRig(t)
+	r := netemRig(t)
 	bin := buildSequdp(t)
 	s := startNetem(t, r, "limit 10000", false, filepath.Dir(bin))
 	var csum0 uint64 // the peer's UDP errors before a case
@@ -272,7 +283,7 @@ func TestRunscNetemLossDuplicateReorder(t *testing.T) {
 // interval of 10%.
 func TestRunscNetemChaos(t *testing.T) {
 	const pps, block = 2000, 500
-	r := newRunscRig(t)
+	r := netemRig(t)
 	bin := buildSequdp(t)
 	s := startNetem(t, r, "delay 10ms", false, filepath.Dir(bin))
 	var before, after time.Duration
@@ -313,7 +324,7 @@ func TestRunscNetemChaos(t *testing.T) {
 // network the flags gave): runsc qdisc show says so and the peer's ping
 // RTT is 50 ms more than before within 1 ms.
 func TestRunscNetemCheckpoint(t *testing.T) {
-	r := newRunscRig(t)
+	r := netemRig(t)
 	s := startNetem(t, r, "delay 0ms", false)
 	base, _, err := r.Ping(50, 20*time.Millisecond)
 	if err != nil {
