@@ -15,8 +15,8 @@ import (
 // Config is the qdisc configuration, with runsc's field names. Each
 // field's flag, unit, default and annotation rule are in Flags.
 type Config struct {
-	// QDisc is the queueing discipline: none, fifo (the default), tbf or
-	// fq_codel.
+	// QDisc is the queueing discipline: none, fifo (the default), or any
+	// other registered kind (tbf, fq_codel, htb, cake, fq, netem, ...).
 	QDisc QueueingDiscipline
 	// TBFRate and TBFPeakRate are in bytes per second; TBFBurst, TBFMTU and
 	// TBFLimit in bytes. 0 means unset.
@@ -51,8 +51,9 @@ type Config struct {
 	// direction's packet bucket, as TBFPacketRate and TBFPacketBurst.
 	IngressPacketRate  uint64
 	IngressPacketBurst uint64
-	// TBFChild is the tbf's queue: "" (fq, the default), "fifo" (its byte
-	// FIFO) or "fq_codel".
+	// TBFChild is the kind grafted under the tbf (Kind.Graft): "" (fq,
+	// the default), "fifo" (its own byte FIFO), "fq_codel", or any other
+	// registered kind that can be a child (Kind.Queue).
 	TBFChild string
 	// fq_codel's knobs, for --qdisc=fq_codel and --qdisc-tbf-child=fq_codel
 	// (package fqcodel; 0 means Linux's default): packets, flows, bytes,
