@@ -42,7 +42,8 @@ type Queue struct {
 	backlog uint64
 
 	// last is the latest time the queue was given: time never goes back.
-	last      int64
+	last int64
+	// next is NextEvent's answer, activated Activated's.
 	next      int64
 	activated bool
 
