@@ -10,6 +10,7 @@ import (
 	"github.com/netqdisc/netqdisc/pkg/qdisc"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/dispatch"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/gso"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/hrtimer"
 )
 
 // Discipline is netem as a NIC's qdisc (`--qdisc=netem`), or on the
@@ -58,7 +59,9 @@ func start(lane dispatch.Config, clock tcpip.Clock, cfg Config, p path) (*Discip
 	q.path = p
 	d := &Discipline{q: q}
 	d.orphan.Store(q.orphans())
-	lane.MaxPackets, lane.Queue, lane.Clock = 1, q, clock
+	// netem's delays wake its lane to the tens of microseconds, where
+	// the runtime's timers are a millisecond coarse (hrtimer).
+	lane.MaxPackets, lane.Queue, lane.Clock = 1, q, hrtimer.New(clock)
 	d.lanes.Init(1, lane)
 	d.lanes.Start()
 	return d, nil

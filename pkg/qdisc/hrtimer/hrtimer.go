@@ -1,0 +1,148 @@
+// Package hrtimer gives a tcpip.Clock timers that fire within tens of
+// microseconds of their time, as Linux's hrtimers fire a qdisc's
+// watchdog. Go's runtime, with nothing else to run, waits for its next
+// timer in epoll_wait, whose timeout is in whole milliseconds: a timer
+// due in 0.3 ms fires 1 ms late, one due in 50.3 ms 0.7 ms late. netem's
+// delay is a promise to the microsecond that such a wait breaks.
+//
+// A Clock from New arms the clock's own timer Lead before the time, then
+// sleeps what is left in nanosleep, which the kernel ends on time, on a
+// goroutine that lives only for that: the clock's timers stay what wakes
+// a long wait (a paused Sentry clock pauses them), and no thread sleeps
+// for longer than Lead. A clock a test advances by hand is left as it is.
+package hrtimer
+
+import (
+	"syscall"
+	"time"
+
+	"gvisor.dev/gvisor/pkg/sync"
+	"gvisor.dev/gvisor/pkg/tcpip"
+)
+
+// Lead is how long before a timer's time the clock's own timer wakes it:
+// more than the runtime's millisecond, so that it is never late.
+const Lead = 2 * time.Millisecond
+
+// Chunk is the longest nanosleep: a Reset to an earlier time while the
+// timer sleeps is seen within it.
+const Chunk = 250 * time.Microsecond
+
+// New returns c with precise timers, or c itself if a test advances it by
+// hand (it has Advance, as faketime.ManualClock has).
+func New(c tcpip.Clock) tcpip.Clock {
+	if _, manual := c.(interface{ Advance(time.Duration) }); manual {
+		return c
+	}
+	return &clock{Clock: c}
+}
+
+// clock is a tcpip.Clock whose AfterFunc timers are precise.
+type clock struct {
+	tcpip.Clock
+}
+
+// AfterFunc implements tcpip.Clock.AfterFunc.
+func (c *clock) AfterFunc(d time.Duration, f func()) tcpip.Timer {
+	t := &timer{clock: c.Clock, f: f}
+	t.coarse = c.Clock.AfterFunc(time.Hour, t.coarseFired)
+	t.coarse.Stop()
+	t.Reset(d)
+	return t
+}
+
+// timer is one precise timer: the clock's own timer (coarse) until Lead
+// before its time, then a sleeper goroutine.
+type timer struct {
+	clock  tcpip.Clock
+	f      func()
+	coarse tcpip.Timer
+
+	mu sync.Mutex
+	// active says f is yet to run for the last Reset.
+	// +checklocks:mu
+	active bool
+	// deadline is when, on the clock's monotonic time in ns.
+	// +checklocks:mu
+	deadline int64
+	// sleeping says a sleeper goroutine runs.
+	// +checklocks:mu
+	sleeping bool
+}
+
+// now reads the clock's monotonic time in ns.
+func (t *timer) now() int64 {
+	return int64(t.clock.NowMonotonic().Sub(tcpip.MonotonicTime{}))
+}
+
+// Reset implements tcpip.Timer.Reset.
+func (t *timer) Reset(d time.Duration) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.active = true
+	t.deadline = t.now() + int64(d)
+	if d > Lead {
+		t.coarse.Reset(d - Lead)
+		return
+	}
+	t.coarse.Stop()
+	t.sleepLocked()
+}
+
+// Stop implements tcpip.Timer.Stop: it reports whether f was yet to run.
+func (t *timer) Stop() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	was := t.active
+	t.active = false
+	t.coarse.Stop()
+	return was
+}
+
+// coarseFired runs when the clock's own timer fires, Lead before the time.
+func (t *timer) coarseFired() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.active {
+		t.sleepLocked()
+	}
+}
+
+// sleepLocked starts the sleeper, unless it runs.
+// +checklocks:t.mu
+func (t *timer) sleepLocked() {
+	if !t.sleeping {
+		t.sleeping = true
+		go t.sleep()
+	}
+}
+
+// sleep sleeps until the deadline, Chunk at most at a time, and runs f;
+// it ends without running f if the timer was stopped, or hands a deadline
+// moved past Lead back to the clock's timer.
+func (t *timer) sleep() {
+	for {
+		t.mu.Lock()
+		if !t.active {
+			t.sleeping = false
+			t.mu.Unlock()
+			return
+		}
+		left := time.Duration(t.deadline - t.now())
+		if left <= 0 {
+			t.active, t.sleeping = false, false
+			t.mu.Unlock()
+			t.f()
+			return
+		}
+		if left > Lead {
+			t.sleeping = false
+			t.coarse.Reset(left - Lead)
+			t.mu.Unlock()
+			return
+		}
+		t.mu.Unlock()
+		ts := syscall.NsecToTimespec(int64(min(left, Chunk)))
+		syscall.Nanosleep(&ts, nil) // EINTR: the loop looks again
+	}
+}
