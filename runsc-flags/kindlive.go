@@ -6,10 +6,13 @@ import (
 	"github.com/netqdisc/netqdisc/pkg/qdisc"
 )
 
-// What the registered kinds (kinds.go) get beyond flags and building:
-// annotations under the kind's Tighten, Kubernetes' bandwidth under its
-// Fit, `runsc qdisc change` by its Change, a checkpoint's state by its
-// Save and Restore, and its metrics by its Samples.
+// What the kinds whose options are their words flag's (kinds.go) get
+// beyond flags and building: annotations under the kind's Tighten and
+// Kubernetes' bandwidth under its Fit (the table's kinds have rules of
+// their own), a checkpoint's words. Every kind, the table's too, is
+// changed by its Change (live.go's planOptions), and keeps a
+// checkpoint's state by its Save and Restore and its metrics by its
+// Samples (kindAt).
 
 // tightenKind applies the annotation of a kind's words flag f: the pod's
 // words held to the operator's by the kind's Tighten, where the operator
