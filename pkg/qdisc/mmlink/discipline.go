@@ -9,6 +9,7 @@ import (
 	"github.com/netqdisc/netqdisc/pkg/qdisc"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/dispatch"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/gso"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/hrtimer"
 )
 
 // Discipline is an mmlink as a NIC's qdisc (`--qdisc=mmlink`), or on the
@@ -62,7 +63,10 @@ func start(lane dispatch.Config, mtu uint32, clock tcpip.Clock, cfg Config) (*Di
 		return nil, err
 	}
 	d := &Discipline{q: q}
-	lane.MaxPackets, lane.Queue, lane.Clock = 1, q, clock
+	// A trace's opportunities are a ms or less apart: its lane wakes for
+	// them to the tens of microseconds, where the runtime's timers are a
+	// millisecond coarse (hrtimer), as netem's does.
+	lane.MaxPackets, lane.Queue, lane.Clock = 1, q, hrtimer.New(clock)
 	d.lanes.Init(1, lane)
 	d.lanes.Start()
 	return d, nil
