@@ -1,9 +1,11 @@
 package netem_test
 
 import (
+	"fmt"
 	"runtime"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
@@ -55,46 +57,54 @@ func BenchmarkPerPacket(b *testing.B) {
 	}
 }
 
-// BenchmarkHeld is a packet's enqueue and dequeue with 10,000 packets
-// held 100 ms, with and without jitter (the heap), and its allocations:
-// logarithmic in what is held, and none once the queue has grown.
+// BenchmarkHeld is a packet's enqueue and dequeue with 1,000, 10,000 and
+// 100,000 packets held 100 ms, with and without jitter (the heap), and
+// its allocations: constant without jitter, logarithmic in what is held
+// with it, and none once the queue has grown.
 func BenchmarkHeld(b *testing.B) {
-	for _, words := range []string{"limit 20000 delay 100ms", "limit 20000 delay 100ms 50ms"} {
-		b.Run(words, func(b *testing.B) {
-			c, err := netem.Parse(words + " seed 1")
-			if err != nil {
-				b.Fatal(err)
+	for _, delay := range []string{"delay 100ms", "delay 100ms 50ms"} {
+		for _, held := range []int{1_000, 10_000, 100_000} {
+			b.Run(fmt.Sprintf("%s/%d", delay, held), func(b *testing.B) {
+				benchHeld(b, delay, held)
+			})
+		}
+	}
+}
+
+// benchHeld runs BenchmarkHeld with held packets held by delay.
+func benchHeld(b *testing.B, delay string, held int) {
+	c, err := netem.Parse(fmt.Sprintf("limit %d %s seed 1", 2*held, delay))
+	if err != nil {
+		b.Fatal(err)
+	}
+	q, err := netem.NewQueue(c)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer q.Purge()
+	pkt := qdisctest.MakePacket(1500, 1, 0)
+	defer pkt.DecRef()
+	step := int64(100*time.Millisecond) / int64(held) // held within the delay
+	now := int64(0)
+	for range held {
+		q.Enqueue(pkt.IncRef(), 1500, now)
+		now += step
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		q.Enqueue(pkt.IncRef(), 1500, now)
+		now += step
+		for {
+			p, _, ok := q.Dequeue(now)
+			if !ok {
+				break
 			}
-			q, err := netem.NewQueue(c)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer q.Purge()
-			pkt := qdisctest.MakePacket(1500, 1, 0)
-			defer pkt.DecRef()
-			const ms = int64(1e6)
-			now := int64(0)
-			for range 10_000 { // 100 packets a ms: 10,000 within the delay
-				q.Enqueue(pkt.IncRef(), 1500, now)
-				now += ms / 100
-			}
-			b.ReportAllocs()
-			b.ResetTimer()
-			for range b.N {
-				q.Enqueue(pkt.IncRef(), 1500, now)
-				now += ms / 100
-				for {
-					p, _, ok := q.Dequeue(now)
-					if !ok {
-						break
-					}
-					p.DecRef()
-				}
-			}
-			b.StopTimer()
-			if n, _ := q.Len(); n < 5_000 {
-				b.Fatalf("%d held, want about 10,000", n)
-			}
-		})
+			p.DecRef()
+		}
+	}
+	b.StopTimer()
+	if n, _ := q.Len(); n < held/2 {
+		b.Fatalf("%d held, want about %d", n, held)
 	}
 }

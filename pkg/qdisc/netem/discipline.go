@@ -63,6 +63,7 @@ func start(lane dispatch.Config, clock tcpip.Clock, cfg Config, p path) (*Discip
 	// the runtime's timers are a millisecond coarse (hrtimer).
 	lane.MaxPackets, lane.Queue, lane.Clock = 1, q, hrtimer.New(clock)
 	d.lanes.Init(1, lane)
+	q.clock = d.lanes.Lanes[0].Now
 	d.lanes.Start()
 	return d, nil
 }

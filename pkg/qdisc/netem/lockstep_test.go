@@ -75,6 +75,11 @@ func FuzzNetemLockstep(f *testing.F) {
 	f.Add(uint64(99), []byte{63, 0, 40, 2, 128, 200, 100, 2, 30, 30, 200, 5, 0, 255, 2, 255, 255}, []byte{9, 9, 9, 9, 0x80, 0xc3, 0x80, 0xdf, 0x80})
 	f.Add(uint64(3), []byte{20, 10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 60, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 128, 0}, []byte{1, 0xa3, 2, 0xb7, 3, 0xca, 0x80, 0xa0, 0xd0, 0x80})
 	f.Add(uint64(11), []byte{8, 5, 8, 1, 50, 0, 0, 0, 10, 0, 0, 0, 0, 40, 2, 100, 50, 1, 30, 0, 0, 0, 0, 0, 0, 0, 0, 1, 255, 128}, []byte{0xbf, 0xa1, 5, 0xae, 0xc8, 0x80, 0xff, 0x80})
+	// Netems that hold packets for no time (immediate.go, fast.go): one
+	// that draws nothing (a pfifo of 6), one that loses, duplicates and
+	// corrupts.
+	f.Add(uint64(2), []byte{5}, []byte{1, 2, 3, 4, 5, 6, 7, 0x80, 8, 0xc1, 9, 10, 0x80, 0x80})
+	f.Add(uint64(5), []byte{30, 0, 0, 0, 0, 0, 0, 0, 40, 0, 0, 0, 0, 40, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 100, 0}, []byte{1, 0xa2, 2, 3, 0x80, 0xc2, 4, 0xb5, 0x80})
 	f.Fuzz(func(t *testing.T, seed uint64, cfgBytes, ops []byte) {
 		c := configFrom(cfgBytes, seed)
 		q, err := netem.NewQueue(c)

@@ -33,6 +33,11 @@ type Queue struct {
 	flip prng
 	// path is the path netem is on, for corruption.
 	path path
+	// clock reads the lane's clock, ns, for an arrival the lane did not
+	// read (immediate.go); nil for a Queue its caller gives times.
+	clock func() int64
+	// plain is drawsNothing(), as of the last Change (fast.go).
+	plain bool
 
 	t tfifo
 	// ahead are the packets reorder sent ahead, each put in front of
@@ -80,8 +85,10 @@ type state struct {
 }
 
 var (
-	_ qdisc.Queue  = (*Queue)(nil)
-	_ qdisc.Shaper = (*Queue)(nil)
+	_ qdisc.Queue         = (*Queue)(nil)
+	_ qdisc.Shaper        = (*Queue)(nil)
+	_ qdisc.ArrivalBlind  = (*Queue)(nil)
+	_ qdisc.BatchDequeuer = (*Queue)(nil)
 )
 
 // NewQueue returns netem configured as cfg (netem_init: a random seed,
@@ -168,6 +175,10 @@ func (q *Queue) Change(cfg Config, now int64) error {
 	}
 	// tabledist takes a jitter of at most 2^31-1 ns, as Linux caps it.
 	s.jitter = min(s.jitter, math.MaxInt32)
+	if q.timed() {
+		q.restamp(now)
+	}
+	q.plain = q.drawsNothing()
 	return nil
 }
 
@@ -189,9 +200,13 @@ func (m *LossModel) gen() lossGen {
 
 // Enqueue implements qdisc.Queue.Enqueue (netem_enqueue). A packet lost
 // is taken, released and counted as a drop; past the limit it is
-// refused (the caller keeps it) and counted.
+// refused (the caller keeps it) and counted. now may be qdisc.Unstamped
+// (ArrivalBlind): netem reads its clock if it gives the packet a time.
 func (q *Queue) Enqueue(pkt *stack.PacketBuffer, size uint32, now int64) bool {
 	q.activated = false
+	if q.plain && q.t.immediateOnly() {
+		return q.enqueuePlain(pkt, size, now)
+	}
 	return q.enqueue(pkt, size, now, false) != refused
 }
 
@@ -259,7 +274,9 @@ func (q *Queue) enqueue(pkt *stack.PacketBuffer, size uint32, now int64, dup boo
 		pkt, size = c.pkt, c.size
 	}
 	q.queue(pkt, size, now)
-	q.enqueueSegments(c.rest, now, dup)
+	if len(c.rest) > 0 {
+		q.enqueueSegments(c.rest, now, dup)
+	}
 	return queued
 }
 
@@ -300,6 +317,12 @@ func (q *Queue) enqueueSegments(segs []*stack.PacketBuffer, now int64, dup bool)
 // else at its time to send.
 func (q *Queue) queue(pkt *stack.PacketBuffer, size uint32, now int64) {
 	s := &q.st
+	if q.untimed() { // no time to keep: due at once (immediate.go)
+		q.counter++
+		q.hold(held{pkt: pkt, size: size, tts: immediate, arrived: now})
+		return
+	}
+	now = q.arrival(now)
 	if s.gap == 0 || q.counter+1 < s.gap || uint32(s.reorder) < q.reorderCor.draw(&q.prng) {
 		delay := tabledist(s.latency, int32(s.jitter), &q.delayCor, &q.prng, s.dist)
 		at := now
@@ -365,6 +388,9 @@ func (q *Queue) packetTime(size uint32) int64 {
 // Dequeue implements qdisc.Queue.Dequeue (netem_dequeue): a packet sent
 // ahead first; else the one whose time has come, if its slot is open.
 func (q *Queue) Dequeue(now int64) (*stack.PacketBuffer, uint32, bool) {
+	if pkt, size, ok := q.dequeueLinear(now); ok {
+		return pkt, size, true
+	}
 	if q.hasPeeked {
 		q.hasPeeked = false
 		q.qlen--

@@ -8,9 +8,6 @@ type held struct {
 	size uint32
 	// tts is when it may leave (Linux's time_to_send), ns.
 	tts int64
-	// seq orders packets of the same tts as they came (the rbtree puts
-	// an equal key to the right of those there).
-	seq uint64
 	// arrived is when it was queued, for the lane's Peek.
 	arrived int64
 }
@@ -23,17 +20,23 @@ type held struct {
 // tie, as netem_peek takes it.
 type tfifo struct {
 	linear ring
-	heap   []held
+	heap   []heapHeld
 	// heapMax is the latest tts in the heap: as only its earliest
 	// leaves, the latest stays until the heap empties.
 	heapMax int64
 	seq     uint64
 }
 
+// heapHeld is a packet in the heap, and the order it came in: seq
+// orders packets of the same tts as they came (the rbtree puts an equal
+// key to the right of those there). The linear part needs none.
+type heapHeld struct {
+	held
+	seq uint64
+}
+
 // push queues h.
 func (t *tfifo) push(h held) {
-	t.seq++
-	h.seq = t.seq
 	if t.linear.n == 0 || h.tts >= t.linear.back().tts {
 		t.linear.pushBack(h)
 		return
@@ -41,8 +44,16 @@ func (t *tfifo) push(h held) {
 	if len(t.heap) == 0 || h.tts > t.heapMax {
 		t.heapMax = h.tts
 	}
-	t.heap = append(t.heap, h)
+	t.seq++
+	t.heap = append(t.heap, heapHeld{h, t.seq})
 	t.up(len(t.heap) - 1)
+}
+
+// immediateOnly reports whether every packet t holds is immediate (or it
+// holds none): they are then all in the linear part.
+func (t *tfifo) immediateOnly() bool {
+	r := &t.linear
+	return len(t.heap) == 0 && (r.n == 0 || r.buf[(r.head+r.n-1)&(len(r.buf)-1)].tts == immediate)
 }
 
 // len returns how many packets t holds.
@@ -56,7 +67,7 @@ func (t *tfifo) peek() (held, bool) {
 	case len(t.heap) == 0:
 		return t.linear.front(), true
 	case t.linear.n == 0 || t.heap[0].tts < t.linear.front().tts:
-		return t.heap[0], true
+		return t.heap[0].held, true
 	default:
 		return t.linear.front(), true
 	}
@@ -65,10 +76,10 @@ func (t *tfifo) peek() (held, bool) {
 // pop removes the packet peek returns.
 func (t *tfifo) pop() held {
 	if len(t.heap) != 0 && (t.linear.n == 0 || t.heap[0].tts < t.linear.front().tts) {
-		h := t.heap[0]
+		h := t.heap[0].held
 		last := len(t.heap) - 1
 		t.heap[0] = t.heap[last]
-		t.heap[last] = held{}
+		t.heap[last] = heapHeld{}
 		t.heap = t.heap[:last]
 		t.down(0)
 		return h
@@ -91,14 +102,27 @@ func (t *tfifo) last() (int64, bool) {
 	}
 }
 
+// restamp gives the packets whose time to send is from the time to
+// send to: they are the first of the linear part (from is before every
+// other time).
+func (t *tfifo) restamp(from, to int64) {
+	for i := 0; i < t.linear.n; i++ {
+		h := &t.linear.buf[(t.linear.head+i)&(len(t.linear.buf)-1)]
+		if h.tts != from {
+			return
+		}
+		h.tts = to
+	}
+}
+
 // drain removes every packet, calling f on each.
 func (t *tfifo) drain(f func(held)) {
 	for t.linear.n > 0 {
 		f(t.linear.popFront())
 	}
 	for i := range t.heap {
-		f(t.heap[i])
-		t.heap[i] = held{}
+		f(t.heap[i].held)
+		t.heap[i] = heapHeld{}
 	}
 	t.heap = t.heap[:0]
 }
@@ -137,7 +161,8 @@ func (t *tfifo) down(i int) {
 }
 
 // ring is a deque of held packets in a slice that grows as needed and is
-// reused: no allocation once it has held the most it will.
+// reused: no allocation once it has held the most it will. Its length is
+// a power of two, so that a place is found with a mask.
 type ring struct {
 	buf     []held
 	head, n int
@@ -147,7 +172,7 @@ func (r *ring) pushBack(h held) {
 	if r.n == len(r.buf) {
 		r.grow()
 	}
-	r.buf[(r.head+r.n)%len(r.buf)] = h
+	r.buf[(r.head+r.n)&(len(r.buf)-1)] = h
 	r.n++
 }
 
@@ -155,18 +180,18 @@ func (r *ring) pushFront(h held) {
 	if r.n == len(r.buf) {
 		r.grow()
 	}
-	r.head = (r.head - 1 + len(r.buf)) % len(r.buf)
+	r.head = (r.head - 1) & (len(r.buf) - 1)
 	r.buf[r.head] = h
 	r.n++
 }
 
 func (r *ring) front() held { return r.buf[r.head] }
-func (r *ring) back() held  { return r.buf[(r.head+r.n-1)%len(r.buf)] }
+func (r *ring) back() held  { return r.buf[(r.head+r.n-1)&(len(r.buf)-1)] }
 
 func (r *ring) popFront() held {
 	h := r.buf[r.head]
 	r.buf[r.head] = held{}
-	r.head = (r.head + 1) % len(r.buf)
+	r.head = (r.head + 1) & (len(r.buf) - 1)
 	r.n--
 	return h
 }
@@ -174,7 +199,7 @@ func (r *ring) popFront() held {
 func (r *ring) grow() {
 	buf := make([]held, max(16, 2*len(r.buf)))
 	for i := range r.n {
-		buf[i] = r.buf[(r.head+i)%len(r.buf)]
+		buf[i] = r.buf[(r.head+i)&(len(r.buf)-1)]
 	}
 	r.buf, r.head = buf, 0
 }
