@@ -49,7 +49,7 @@ func netemNIC(t *testing.T, args ...string) *runscflags.NIC {
 // TestNetemLive: netem, a registered kind, on both paths from its flags,
 // shown as tc shows it and changed in place as `runsc qdisc change` does
 // (netem_change: the words given replace the delay and loss; the seed
-// stays), and a word not done yet refused with its reason.
+// stays), corrupt among them, and a bad word refused as the flag is read.
 func TestNetemLive(t *testing.T) {
 	n := netemNIC(t, "--qdisc=netem", "--qdisc-netem=delay 100ms 10ms loss 1% seed 5",
 		"--qdisc-ingress=netem", "--qdisc-ingress-netem=delay 20ms seed 6")
@@ -68,11 +68,14 @@ func TestNetemLive(t *testing.T) {
 	if show := n.Show(); !strings.Contains(show, "root refcnt 2 limit 1000 loss 10% seed 5\n") {
 		t.Errorf("Show() after the change:\n%s\nwant netem_change's: loss 10%%, no delay, the seed kept", show)
 	}
-	if _, err := runscflags.Change([]*runscflags.NIC{n}, []string{"--qdisc-netem=corrupt 1%"}); err == nil || !strings.Contains(err.Error(), "does not corrupt packets yet") {
-		t.Errorf("a change to corrupt: %v; want the refusal saying why", err)
+	if _, err := runscflags.Change([]*runscflags.NIC{n}, []string{"--qdisc-netem=corrupt 1% 25%"}); err != nil {
+		t.Fatal(err)
 	}
-	if _, err := fromArgs("--qdisc=netem", "--qdisc-netem=corrupt 1%"); err == nil || !strings.Contains(err.Error(), "does not corrupt packets yet") {
-		t.Errorf("--qdisc-netem=\"corrupt 1%%\": %v; want the flag refused at once, saying why", err)
+	if show := n.Show(); !strings.Contains(show, "root refcnt 2 limit 1000 corrupt 1% 25% seed 5\n") {
+		t.Errorf("Show() after a change to corrupt:\n%s\nwant corrupt 1%% 25%%", show)
+	}
+	if _, err := fromArgs("--qdisc=netem", "--qdisc-netem=corrupt 101%"); err == nil || !strings.Contains(err.Error(), "percentage from 0 to 100") {
+		t.Errorf("--qdisc-netem=\"corrupt 101%%\": %v; want the flag refused at once, saying why", err)
 	}
 	if _, err := fromArgs("--qdisc=netem", "--qdisc-netem=delay 10ms gap 3"); err == nil || !strings.Contains(err.Error(), "without reorder") {
 		t.Errorf("gap without reorder: %v; want tc's refusal", err)
@@ -81,7 +84,8 @@ func TestNetemLive(t *testing.T) {
 
 // TestNetemAnnotations: a pod's dev.gvisor.flag.qdisc-netem over the
 // operator's netem is netem's Tighten: more delay is taken (the operator's
-// loss kept), less loss is refused naming the operator's, and netem where
+// loss kept), and corruption added; less loss or corruption is refused
+// naming the operator's, and netem where
 // the operator runs another qdisc is refused.
 func TestNetemAnnotations(t *testing.T) {
 	for _, tc := range []struct {
@@ -90,6 +94,8 @@ func TestNetemAnnotations(t *testing.T) {
 	}{
 		{"more delay", "delay 50ms loss 1%", "delay 100ms", "delay 100000000ns loss random 1%", ""},
 		{"less loss", "delay 50ms loss 1%", "loss 0.1%", "", "below the operator's 1%"},
+		{"corruption added", "delay 50ms loss 1%", "corrupt 1%", "delay 50000000ns loss random 1% corrupt 1% 0%", ""},
+		{"less corruption", "delay 50ms corrupt 2%", "corrupt 1%", "", "below the operator's 2%"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := fromArgs("--qdisc=netem", "--qdisc-netem="+tc.operator)
