@@ -18,6 +18,9 @@ import (
 type Discipline struct {
 	q     *Queue
 	lanes dispatch.Group
+	// frame is the largest packet the lane takes whole, the rest cut
+	// into segments (0: any): the link's frame on the send path.
+	frame uint32
 }
 
 var _ qdisc.Discipline = (*Discipline)(nil)
@@ -35,7 +38,12 @@ func New(lower stack.LinkEndpoint, clock tcpip.Clock, cfg Config) (*Discipline, 
 	if mtu := lower.MTU(); mtu != 0 {
 		frame = mtu + uint32(lower.MaxHeaderLength())
 	}
-	return start(dispatch.Config{Lower: lower, MaxPacketBytes: frame}, lower.MTU(), clock, cfg)
+	d, err := start(dispatch.Config{Lower: lower, MaxPacketBytes: frame}, lower.MTU(), clock, cfg)
+	if err != nil {
+		return nil, err
+	}
+	d.frame = frame
+	return d, nil
 }
 
 // NewTo is New on the receive path (package ingress): what leaves goes to
@@ -121,12 +129,12 @@ func (d *Discipline) String() string {
 }
 
 // Show implements qdisc.Shower: the link's line, its counters and its
-// opportunities.
+// opportunities; under a ceiling, the ceiling's tbf over it.
 func (d *Discipline) Show() qdisc.Showing {
 	s := qdisc.Showing{Stats: d.Stats()}
 	d.lanes.Lanes[0].Locked(func() {
 		s.Kind, s.Options = qdisc.SplitKind(d.q.String())
 		s.XStats = d.q.TCXStats()
 	})
-	return s
+	return qdisc.Gated(d.lanes.Gate(), s)
 }

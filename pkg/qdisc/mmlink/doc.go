@@ -42,6 +42,9 @@
 //     leaving at its own opportunity; on the receive path a GRO
 //     aggregate is charged as its segments and leaves whole, at its last
 //     segment's opportunity.
+//   - A ceiling (a tbf's buckets) may be put over the link in place
+//     (SetCeiling): a packet is booked from the time it left the link.
+//     mahimahi has none; it is what a tbf grafted under it would do.
 //   - --once (stop after one pass of the trace) is not offered; the
 //     trace always repeats. mahimahi's logs and graphs are not made;
 //     `tc -s`'s counters and the opportunities used are shown instead.

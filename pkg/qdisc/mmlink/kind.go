@@ -14,7 +14,7 @@ type Options Config
 func (o Options) String() string { return Config(o).Words() }
 
 // Kind is mmlink as a runtime knows it (qdisc.Register): its words, both
-// paths, and a change in place. Tighten is nil: the trace is the
+// paths, a change in place, and a ceiling over it (SetCeiling). Tighten is nil: the trace is the
 // operator's, and a pod may not change it at all (a pod's words would
 // name a file for the runtime to read, and a shorter queue is no more the
 // pod's to choose than the link is).
@@ -33,6 +33,10 @@ var Kind = qdisc.Typed[Options, *Discipline]{
 		return NewTo(out, link, clock, Config(o))
 	},
 	Change: func(q *Discipline, o Options) error { return q.Change(Config(o)) },
+	Ceiling: func(q *Discipline, gate qdisc.Gate, maxSize uint32) error {
+		q.SetCeiling(gate, maxSize)
+		return nil
+	},
 }.Kind()
 
 func init() { qdisc.Register(Kind) }

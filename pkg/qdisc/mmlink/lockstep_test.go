@@ -51,8 +51,9 @@ const maxOps = 2000
 // mahimahi's LinkQueue, packet for packet, over random traces, limits
 // and arrivals in ns: both take and refuse the same packets and count
 // the same drops, hold as many, hand over the same packets in the same
-// order at the same times, and say the same time for the next departure
-// (never early, never late); every reference is released once.
+// order at the same times (Peek shows them with the times they left),
+// and say the same time for the next departure (never early, never
+// late); every reference is released once.
 func FuzzMMLinkLockstep(f *testing.F) {
 	f.Add(uint32(0), []byte{1, 1, 1, 1}, uint16(0x0f00), []byte{0x7c, 0x7c, 0x7c, 0xa0, 0xa0, 0xa0, 0xa0})
 	f.Add(uint32(999_999), []byte{0, 0, 3, 0, 4, 1}, uint16(0x0203), []byte{5, 0x7f, 6, 0x80, 0xff, 0x80, 0x20, 0x21, 0xa0, 0xe0, 0xa0, 0xb0, 0xa0})
@@ -89,6 +90,18 @@ func lockstep(t *testing.T, start uint32, traceBytes []byte, limits uint16, ops 
 			}
 		}()
 		dequeueAll := func(i int) {
+			var sizes [4]uint32
+			var left [4]int64
+			n := q.Peek(now, sizes[:], left[:])
+			want := m.Left(now)
+			if n != min(len(want), len(sizes)) {
+				t.Fatalf("op %d at %d: Peek shows %d, the model has %d left", i, now, n, len(want))
+			}
+			for k := range n {
+				if left[k] != want[k].Departed {
+					t.Fatalf("op %d at %d: Peek's packet %d left at %d, the model's at %d", i, now, k, left[k], want[k].Departed)
+				}
+			}
 			for {
 				p, _, ok := q.Dequeue(now)
 				mp, mok := m.Dequeue(now)

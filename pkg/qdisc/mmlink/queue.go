@@ -121,6 +121,7 @@ func (q *Queue) rationalize(now int64) {
 // transit, then the ones behind it, until they run out.
 func (q *Queue) opportunity() {
 	budget := uint32(OpportunityBytes)
+	at := q.cur.at
 	q.cur.advance()
 	q.opportunities++
 	for budget > 0 {
@@ -136,8 +137,9 @@ func (q *Queue) opportunity() {
 		n := min(budget, q.left)
 		q.left -= n
 		budget -= n
-		if q.left == 0 {
-			q.ready++ // its last byte is carried: it leaves
+		if q.left == 0 { // its last byte is carried: it leaves
+			q.r.at(q.ready).left = at
+			q.ready++
 		}
 	}
 	if budget == OpportunityBytes {
@@ -169,18 +171,25 @@ func (q *Queue) Enqueue(pkt *stack.PacketBuffer, size uint32, now int64) bool {
 // the first packet that has left is handed over. With none, NextEvent
 // says when the next leaves.
 func (q *Queue) Dequeue(now int64) (*stack.PacketBuffer, uint32, bool) {
-	now = q.clock(now)
-	q.rationalize(now)
+	q.runTo(now)
 	if q.ready == 0 {
-		if q.r.n > 0 {
-			q.next = q.departure()
-		}
 		return nil, 0, false
 	}
 	h := q.r.pop()
 	q.ready--
 	q.backlog -= uint64(h.size)
 	return h.pkt, h.size, true
+}
+
+// runTo runs the link up to now (rationalize) and, if nothing held has
+// left, sets next to when the first will: Dequeue's and Peek's answer
+// when they hand over nothing (a lane with a ceiling Peeks, and waits
+// for NextEvent, without a Dequeue).
+func (q *Queue) runTo(now int64) {
+	q.rationalize(q.clock(now))
+	if q.ready == 0 && q.r.n > 0 {
+		q.next = q.departure()
+	}
 }
 
 // departure returns when the first packet held leaves, if nothing more
@@ -196,7 +205,7 @@ func (q *Queue) departure() int64 {
 }
 
 // NextEvent implements qdisc.Shaper.NextEvent: when the first packet
-// held leaves.
+// held leaves, after a Dequeue or Peek that found none had.
 func (q *Queue) NextEvent() int64 { return q.next }
 
 // Activated implements qdisc.Shaper.Activated: the last Enqueue found
@@ -205,13 +214,15 @@ func (q *Queue) NextEvent() int64 { return q.next }
 func (q *Queue) Activated() bool { return q.activated }
 
 // Peek implements qdisc.Queue.Peek: the packets that have left, which
-// the next Dequeues hand over.
+// the next Dequeues hand over, each "arrived" when it left the trace's
+// link: a ceiling over the link (SetCeiling) books it from then, as a
+// tbf grafted under mahimahi's link would see it.
 func (q *Queue) Peek(now int64, sizes []uint32, arrived []int64) int {
-	q.rationalize(q.clock(now))
+	q.runTo(now)
 	n := min(q.ready, len(sizes), len(arrived))
 	for i := range n {
 		h := q.r.at(i)
-		sizes[i], arrived[i] = h.size, h.arrived
+		sizes[i], arrived[i] = h.size, h.left
 	}
 	return n
 }

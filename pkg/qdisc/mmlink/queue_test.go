@@ -241,8 +241,9 @@ func TestChange(t *testing.T) {
 	}
 }
 
-// TestPeek: Peek shows what has left, for the next Dequeues, and nothing
-// before its time.
+// TestPeek: Peek shows what has left, for the next Dequeues, with the
+// time it left (what a ceiling over the link books it from), and
+// nothing before its time.
 func TestPeek(t *testing.T) {
 	r := newRig(t, []uint32{1}, 100, 0)
 	r.send(700, 0)
@@ -253,10 +254,10 @@ func TestPeek(t *testing.T) {
 	if n := r.q.Peek(ms-1, sizes[:], arrived[:]); n != 0 {
 		t.Errorf("Peek before the opportunity shows %d", n)
 	}
-	if n := r.q.Peek(ms, sizes[:], arrived[:]); n != 2 || sizes[0] != 700 || sizes[1] != 700 {
-		t.Errorf("Peek at 1 ms: %d packets %v, want the two of 700", n, sizes[:n])
+	if n := r.q.Peek(2*ms-1, sizes[:], arrived[:]); n != 2 || sizes[0] != 700 || sizes[1] != 700 || arrived[0] != ms || arrived[1] != ms {
+		t.Errorf("Peek before 2 ms: %d packets %v, left at %v; want the two of 700, left at 1 ms", n, sizes[:n], arrived[:n])
 	}
-	if got := r.run(ms, 10*ms); len(got) != 3 || got[2].at != 2*ms {
+	if got := r.run(2*ms-1, 10*ms); len(got) != 3 || got[2].at != 2*ms {
 		t.Errorf("departures %v", got)
 	}
 }

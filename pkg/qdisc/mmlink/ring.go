@@ -3,13 +3,15 @@ package mmlink
 import "gvisor.dev/gvisor/pkg/tcpip/stack"
 
 // held is a packet the link holds: its reference, what its lane charged
-// it (size), what it costs of the opportunities (charge), and when it
-// came.
+// it (size), what it costs of the opportunities (charge), when it came,
+// and, once it has left, when (the opportunity that carried its last
+// byte).
 type held struct {
 	pkt     *stack.PacketBuffer
 	size    uint32
 	charge  uint32
 	arrived int64
+	left    int64
 }
 
 // ring is a FIFO of held packets that grows by doubling and never

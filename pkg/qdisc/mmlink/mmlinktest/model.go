@@ -124,6 +124,13 @@ func (m *Model) Dequeue(now int64) (Packet, bool) {
 	return p, true
 }
 
+// Left runs the link up to now and returns the packets written out and
+// not yet taken, in order.
+func (m *Model) Left(now int64) []Packet {
+	m.rationalize(now)
+	return append([]Packet(nil), m.output...)
+}
+
 // Len returns the packets held: written out and not yet taken, in
 // transit, and queued.
 func (m *Model) Len() int {
