@@ -84,12 +84,16 @@ func newKindFlag(k qdisc.Kind, d Ceiling) *Flag {
 		rule = operatorOnly
 	}
 	kind := k
+	unset, usage := k.Name+"'s defaults", "\"\" for its defaults"
+	if _, err := k.Parse(""); err != nil { // a kind with no defaults (mmlink's trace)
+		unset, usage = fmt.Sprintf("unset; required with `--%s=%s`", selector, k.Name), "required"
+	}
 	return &Flag{
 		Name:       name,
 		Kind:       KindWords,
-		Unset:      k.Name + "'s defaults",
+		Unset:      unset,
 		Example:    k.Example,
-		Usage:      fmt.Sprintf("%s On %s (--%s), in tc's words (%q); \"\" for its defaults.", k.Usage, where, selector, k.Example),
+		Usage:      fmt.Sprintf("%s On %s (--%s), in tc's words (%q); %s.", k.Usage, where, selector, k.Example, usage),
 		Annotation: rule,
 		Linux:      Linux{Qdisc: k.Name},
 		words:      &kind,

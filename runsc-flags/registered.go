@@ -9,6 +9,7 @@ import (
 	_ "github.com/netqdisc/netqdisc/pkg/qdisc/fq"
 	_ "github.com/netqdisc/netqdisc/pkg/qdisc/fqcodel"
 	_ "github.com/netqdisc/netqdisc/pkg/qdisc/htb"
+	_ "github.com/netqdisc/netqdisc/pkg/qdisc/mmlink"
 	_ "github.com/netqdisc/netqdisc/pkg/qdisc/netem"
 	_ "github.com/netqdisc/netqdisc/pkg/qdisc/tbf"
 )
