@@ -136,7 +136,8 @@ func TestRunscNetemSeedExperiment(t *testing.T) {
 // p50 and p99: idle, and while the sandbox sends UDP at a third of
 // netem's 100 Mbit/s (both ways measured under the same load). The
 // receive path's netem (--qdisc-ingress=netem, Linux's ifb + netem)
-// delays the ping on its way in alike. (50 ms, not 100: ping prints an
+// delays the ping on its way in alike, and so does a netem a pod's
+// annotations put in place of the operator's fifo. (50 ms, not 100: ping prints an
 // RTT of 100 ms or more in whole milliseconds.)
 func TestRunscNetemDelay(t *testing.T) {
 	const delay = 50 * time.Millisecond
@@ -186,6 +187,21 @@ func TestRunscNetemDelay(t *testing.T) {
 		r2 := netemRig(t)
 		r2.start(t, lab.SandboxOptions{Flags: []string{"--qdisc=fifo", "--qdisc-ingress=netem", "--qdisc-ingress-netem=delay 50ms", "--gso=false"}})
 		check(t, "on the receive path", base, pings(t, r2, 200))
+	})
+	t.Run("a pod's own", func(t *testing.T) {
+		// A pod's author runs the experiment: netem in place of the
+		// operator's fifo, by the pod's annotations; duplication, which
+		// would send more, is refused before any sandbox runs.
+		r := netemRig(t)
+		r.start(t, lab.SandboxOptions{Flags: []string{"--qdisc=fifo", "--gso=false"}})
+		base := pings(t, r, 200)
+		r2 := netemRig(t)
+		pod := map[string]string{"dev.gvisor.flag.qdisc": "netem", "dev.gvisor.flag.qdisc-netem": "delay 50ms"}
+		r2.start(t, lab.SandboxOptions{Flags: []string{"--qdisc=fifo", "--gso=false"}, Annotations: pod})
+		check(t, "a pod's annotation", base, pings(t, r2, 200))
+		r3 := netemRig(t)
+		pod["dev.gvisor.flag.qdisc-netem"] = "delay 50ms duplicate 10%"
+		r3.checkRefused(t, lab.SandboxOptions{Runsc: r3.runsc, Flags: []string{"--qdisc=fifo", "--gso=false"}, Annotations: pod}, "dev.gvisor.flag.qdisc-netem", "duplicate")
 	})
 }
 

@@ -27,7 +27,9 @@ func (f *Flag) tightenKind(op, next *Config, value string) error {
 		return err
 	}
 	if !ok || in.kind.Name != f.words.Name {
-		return fmt.Errorf("the operator does not run %s there (%s), and a pod cannot put it in place of the operator's qdisc; that %s", f.words.Name, op.kindName(f.wordsOf), requiresOverride)
+		if in, err = f.podChosen(op, next); err != nil {
+			return err
+		}
 	}
 	pod, err := in.kind.Parse(value)
 	if err != nil {
@@ -39,6 +41,25 @@ func (f *Flag) tightenKind(op, next *Config, value string) error {
 	}
 	wordsRef{next, in.flag}.set(merged.String())
 	return nil
+}
+
+// podChosen is the kind of f's words where the pod's own annotation put
+// it in place of the operator's qdisc (--qdisc=netem over fifo or none:
+// a chaos experiment its author runs), with the kind's defaults as the
+// operator's options: the pod's words may only make an untouched
+// network worse. Where the pod did not choose it, the error says so.
+func (f *Flag) podChosen(op, next *Config) (kindIn, error) {
+	in, ok, err := next.kindOf(f.wordsOf)
+	if err != nil {
+		return kindIn{}, err
+	}
+	if !ok || in.kind.Name != f.words.Name {
+		return kindIn{}, fmt.Errorf("the operator does not run %s there (%s), and a pod cannot put it in place of the operator's qdisc; that %s", f.words.Name, op.kindName(f.wordsOf), requiresOverride)
+	}
+	if in.opts, err = in.kind.Parse(""); err != nil {
+		return kindIn{}, err
+	}
+	return in, nil
 }
 
 // kindName says which qdisc c runs in direction d.

@@ -1,0 +1,59 @@
+package runscflags_test
+
+import (
+	"strings"
+	"testing"
+
+	runscflags "github.com/netqdisc/netqdisc/runsc-flags"
+)
+
+// TestNetemChosenByPod: a pod's author may run a chaos experiment on the
+// pod alone: --qdisc=netem in place of the operator's fifo or none, with
+// words held to netem's defaults by its Tighten (more delay, loss or
+// corruption; nothing that sends more, such as duplication; no larger
+// limit); never in place of the operator's tbf, htb or cake, which
+// would lift their ceilings.
+func TestNetemChosenByPod(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		operator []string
+		pod      map[string]string
+		want     string // the netem words in force; "" with says
+		says     string
+	}{
+		{"over fifo", []string{"--qdisc=fifo"}, map[string]string{"qdisc": "netem", "qdisc-netem": "delay 100ms 10ms loss 1%"}, "delay 100000000ns 10000000ns loss random 1%", ""},
+		{"over none", []string{"--qdisc=none"}, map[string]string{"qdisc": "netem", "qdisc-netem": "corrupt 1%"}, "corrupt 1% 0%", ""},
+		{"no words", []string{"--qdisc=fifo"}, map[string]string{"qdisc": "netem"}, "", ""},
+		{"duplication sends more", []string{"--qdisc=fifo"}, map[string]string{"qdisc": "netem", "qdisc-netem": "duplicate 10%"}, "", "duplicate"},
+		{"a larger limit", []string{"--qdisc=fifo"}, map[string]string{"qdisc": "netem", "qdisc-netem": "limit 100000 delay 10ms"}, "", "limit"},
+		{"over tbf", []string{"--qdisc=tbf", "--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500"}, map[string]string{"qdisc": "netem"}, "", "in place of none, fifo or netem"},
+		{"words without choosing it", []string{"--qdisc=fifo"}, map[string]string{"qdisc-netem": "delay 100ms"}, "", "does not run netem"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := fromArgs(tc.operator...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			annotations := map[string]string{}
+			for k, v := range tc.pod {
+				annotations[runscflags.AnnotationPrefix+k] = v
+			}
+			err = c.ApplyAnnotations(annotations)
+			if tc.says != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.says) {
+					t.Errorf("%v, want a refusal saying %q", err, tc.says)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := c.QDisc.String(); got != "netem" {
+				t.Errorf("--qdisc=%s in force, want netem", got)
+			}
+			if got := c.Words["qdisc-netem"]; got != tc.want {
+				t.Errorf("--qdisc-netem in force %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
