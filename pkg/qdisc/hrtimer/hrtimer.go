@@ -5,11 +5,17 @@
 // due in 0.3 ms fires 1 ms late, one due in 50.3 ms 0.7 ms late. netem's
 // delay is a promise to the microsecond that such a wait breaks.
 //
-// A Clock from New arms the clock's own timer Lead before the time, then
-// sleeps what is left in nanosleep, which the kernel ends on time, on a
-// goroutine that lives only for that: the clock's timers stay what wakes
-// a long wait (a paused Sentry clock pauses them), and no thread sleeps
-// for longer than Lead. A clock a test advances by hand is left as it is.
+// A Clock from New arms, for a timer further off than Lead, the clock's
+// own timer Lead before the time, then sleeps what is left in nanosleep,
+// which the kernel ends on time, on a goroutine that lives only for that:
+// the clock's timers stay what wakes a long wait (a paused Sentry clock
+// pauses them), and no thread sleeps for longer than Lead. A timer Lead
+// or less away is the clock's own: such waits come packet after packet
+// while a qdisc is busy, when the runtime runs and checks its timers as
+// it schedules, and a nanosleep for each (thousands a second, each a
+// thread blocked in the kernel) cost a loaded sandbox more than it saved
+// (ping p99 9 ms late under a third of netem's rate). A clock a test
+// advances by hand is left as it is.
 package hrtimer
 
 import (
@@ -68,6 +74,10 @@ type timer struct {
 	// sleeping says a sleeper goroutine runs.
 	// +checklocks:mu
 	sleeping bool
+	// plain says the clock's timer is set for the time itself (a timer
+	// Lead or less away), not Lead before it.
+	// +checklocks:mu
+	plain bool
 }
 
 // now reads the clock's monotonic time in ns.
@@ -81,12 +91,12 @@ func (t *timer) Reset(d time.Duration) {
 	defer t.mu.Unlock()
 	t.active = true
 	t.deadline = t.now() + int64(d)
-	if d > Lead {
-		t.coarse.Reset(d - Lead)
+	t.plain = d <= Lead
+	if t.plain {
+		t.coarse.Reset(d)
 		return
 	}
-	t.coarse.Stop()
-	t.sleepLocked()
+	t.coarse.Reset(d - Lead)
 }
 
 // Stop implements tcpip.Timer.Stop: it reports whether f was yet to run.
@@ -99,13 +109,23 @@ func (t *timer) Stop() bool {
 	return was
 }
 
-// coarseFired runs when the clock's own timer fires, Lead before the time.
+// coarseFired runs when the clock's own timer fires: at the time for a
+// plain timer, which runs f; else Lead before it, which starts the
+// sleeper.
 func (t *timer) coarseFired() {
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.active {
-		t.sleepLocked()
+	if !t.active {
+		t.mu.Unlock()
+		return
 	}
+	if t.plain {
+		t.active = false
+		t.mu.Unlock()
+		t.f()
+		return
+	}
+	t.sleepLocked()
+	t.mu.Unlock()
 }
 
 // sleepLocked starts the sleeper, unless it runs.
@@ -135,9 +155,9 @@ func (t *timer) sleep() {
 			t.f()
 			return
 		}
-		if left > Lead {
+		if left > Lead || t.plain {
+			// Reset meanwhile: the clock's timer has it.
 			t.sleeping = false
-			t.coarse.Reset(left - Lead)
 			t.mu.Unlock()
 			return
 		}
