@@ -31,7 +31,11 @@ func (f *Flag) tightenKind(op, next *Config, value string) error {
 			return err
 		}
 	}
-	pod, err := in.kind.Parse(value)
+	parse := in.kind.Parse
+	if in.kind.ParsePod != nil { // a pod's words read no file on the host
+		parse = in.kind.ParsePod
+	}
+	pod, err := parse(value)
 	if err != nil {
 		return err
 	}

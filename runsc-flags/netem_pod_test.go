@@ -1,6 +1,7 @@
 package runscflags_test
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -55,5 +56,40 @@ func TestNetemChosenByPod(t *testing.T) {
 				t.Errorf("--qdisc-netem in force %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestNetemPodNamesNoFile: a pod's netem words that name a table file
+// are refused before the file is opened (the runtime reads the host's
+// files for the operator, never for a pod: a table's parse errors would
+// show what a file holds), whether the operator runs netem or the pod
+// chose it; the generated tables are a pod's to name.
+func TestNetemPodNamesNoFile(t *testing.T) {
+	secret := t.TempDir() + "/secret"
+	if err := os.WriteFile(secret, []byte("root:x:0:0\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, operator := range [][]string{{"--qdisc=netem", "--qdisc-netem=delay 50ms 10ms"}, {"--qdisc=fifo"}} {
+		for _, words := range []string{"delay 60ms 10ms distribution " + secret, "delay 60ms 10ms distribution ../../../tmp/x", "slot distribution " + secret + " 10ms 1ms"} {
+			c, err := fromArgs(operator...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pod := map[string]string{runscflags.AnnotationPrefix + "qdisc": "netem", runscflags.AnnotationPrefix + "qdisc-netem": words}
+			err = c.ApplyAnnotations(pod)
+			if err == nil || !strings.Contains(err.Error(), "may name no table file") {
+				t.Errorf("operator %v, pod %q: %v; want a refusal that names no file's content", operator, words, err)
+			}
+			if err != nil && strings.Contains(err.Error(), "root:x") {
+				t.Errorf("the refusal shows the file: %v", err)
+			}
+		}
+	}
+	c, err := fromArgs("--qdisc=netem", "--qdisc-netem=delay 50ms 10ms distribution normal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ApplyAnnotations(map[string]string{runscflags.AnnotationPrefix + "qdisc-netem": "delay 60ms 10ms distribution normal"}); err != nil {
+		t.Errorf("a pod naming the generated normal table: %v", err)
 	}
 }

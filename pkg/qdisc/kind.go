@@ -29,6 +29,10 @@ type Kind struct {
 	// Parse reads the kind's words, as tc takes them after "tc qdisc add
 	// dev D root KIND". An error says which word to change.
 	Parse func(words string) (Options, error)
+	// ParsePod is Parse for words from a pod's annotation, which must not
+	// make the runtime read the host's files (a table a word names): it
+	// refuses such a word, saying so. nil where Parse reads no file.
+	ParsePod func(words string) (Options, error)
 	// New builds it on the send path: it writes to lower, timed by clock.
 	New func(lower stack.LinkEndpoint, clock tcpip.Clock, o Options) (Discipline, error)
 	// NewTo builds it on the receive path (package ingress): it writes

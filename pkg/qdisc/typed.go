@@ -15,12 +15,14 @@ import (
 type Typed[O Options, D Discipline] struct {
 	Name, Usage, Example string
 
-	Parse   func(words string) (O, error)
-	New     func(lower stack.LinkEndpoint, clock tcpip.Clock, o O) (D, error)
-	NewTo   func(out stack.LinkWriter, link stack.LinkEndpoint, clock tcpip.Clock, o O) (D, error)
-	Change  func(q D, o O) error
-	Tighten func(operator, pod O) (O, error)
-	Fit     func(o O, bandwidth uint64) (O, error)
+	Parse func(words string) (O, error)
+	// ParsePod: see Kind.ParsePod.
+	ParsePod func(words string) (O, error)
+	New      func(lower stack.LinkEndpoint, clock tcpip.Clock, o O) (D, error)
+	NewTo    func(out stack.LinkWriter, link stack.LinkEndpoint, clock tcpip.Clock, o O) (D, error)
+	Change   func(q D, o O) error
+	Tighten  func(operator, pod O) (O, error)
+	Fit      func(o O, bandwidth uint64) (O, error)
 
 	Metrics []Metric
 	Members func(o O) []string
@@ -42,6 +44,9 @@ func (t Typed[O, D]) Kind() Kind {
 	k := Kind{Name: t.Name, Usage: t.Usage, Example: t.Example, Metrics: t.Metrics}
 	if t.Parse != nil {
 		k.Parse = func(words string) (Options, error) { return asOptions(t.Parse(words)) }
+	}
+	if t.ParsePod != nil {
+		k.ParsePod = func(words string) (Options, error) { return asOptions(t.ParsePod(words)) }
 	}
 	if t.New != nil {
 		k.New = func(lower stack.LinkEndpoint, clock tcpip.Clock, o Options) (Discipline, error) {

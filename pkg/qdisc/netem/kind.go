@@ -24,6 +24,10 @@ var Kind = qdisc.Typed[Options, *Discipline]{
 		c, err := Parse(words)
 		return Options(c), err
 	},
+	ParsePod: func(words string) (Options, error) {
+		c, err := ParsePod(words)
+		return Options(c), err
+	},
 	New: func(lower stack.LinkEndpoint, clock tcpip.Clock, o Options) (*Discipline, error) {
 		return New(lower, clock, Config(o))
 	},
