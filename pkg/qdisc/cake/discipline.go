@@ -14,8 +14,8 @@ import (
 // Discipline is cake on a NIC: its Sched, drained by one dispatch lane,
 // as Linux's cake runs under its qdisc's one lock.
 type Discipline struct {
+	dispatch.OneLane
 	sched *Sched
-	lanes dispatch.Group
 }
 
 var _ stack.QueueingDiscipline = (*Discipline)(nil)
@@ -55,39 +55,19 @@ func start(lane dispatch.Config, mtu uint32, clock tcpip.Clock, cfg Config) (*Di
 	}
 	d := &Discipline{sched: s}
 	lane.MaxPackets, lane.Queue, lane.Clock = 1, s, clock
-	d.lanes.Init(1, lane)
-	d.lanes.Start()
+	dispatch.StartOne(&d.OneLane, lane)
 	return d, nil
 }
 
 // nowNS reads clock in ns, on the lanes' scale.
 func nowNS(c tcpip.Clock) int64 { return int64(c.NowMonotonic().Sub(tcpip.MonotonicTime{})) }
 
-// WritePacket implements stack.QueueingDiscipline.WritePacket: it queues
-// pkt, taking a reference of its own.
-func (d *Discipline) WritePacket(pkt *stack.PacketBuffer) tcpip.Error {
-	return d.lanes.Lanes[0].Enqueue(pkt)
-}
-
-// Enqueue queues pkt, as WritePacket; hash is ignored (one lane). The
-// receive path (package ingress) calls it.
-func (d *Discipline) Enqueue(pkt *stack.PacketBuffer, _ uint32) tcpip.Error {
-	return d.lanes.Lanes[0].Enqueue(pkt)
-}
-
-// Lanes returns 1: cake is drained by one lane.
-func (d *Discipline) Lanes() int { return 1 }
-
 // MaxPacketBytes returns 0: cake passes a packet of any size.
 func (d *Discipline) MaxPacketBytes() uint32 { return 0 }
 
-// Close implements stack.QueueingDiscipline.Close: what is queued is
-// dropped and counted, and the dispatcher has exited when it returns.
-func (d *Discipline) Close() { d.lanes.Close() }
-
 // Change reconfigures the running cake in place (Sched.Change).
 func (d *Discipline) Change(cfg Config) error {
-	l := &d.lanes.Lanes[0]
+	l := d.Lane()
 	var err error
 	l.Locked(func() { err = d.sched.Change(cfg) })
 	l.Wake() // a faster rate may send sooner than the lane waits for
@@ -97,21 +77,17 @@ func (d *Discipline) Change(cfg Config) error {
 // Config returns the configuration in force.
 func (d *Discipline) Config() Config {
 	var c Config
-	d.lanes.Lanes[0].Locked(func() { c = d.sched.Config() })
+	d.Lane().Locked(func() { c = d.sched.Config() })
 	return c
 }
 
 // String describes the qdisc as `tc qdisc show` does.
 func (d *Discipline) String() string { return "cake " + d.Config().TCLine() }
 
-// Stats returns the qdisc's tc -s counters (overlimits: the times the
-// lane waited for the shaper).
-func (d *Discipline) Stats() qdisc.Stats { return d.lanes.Stats() }
-
 // XStats returns cake's own counters.
 func (d *Discipline) XStats() XStats {
 	var x XStats
-	d.lanes.Lanes[0].Locked(func() { x = d.sched.XStats() })
+	d.Lane().Locked(func() { x = d.sched.XStats() })
 	return x
 }
 
@@ -124,7 +100,3 @@ func (d *Discipline) TCStats() string { return d.Stats().String() + "\n" + d.XSt
 func (d *Discipline) Show() qdisc.Showing {
 	return qdisc.Showing{Kind: "cake", Options: d.Config().TCLine(), Stats: d.Stats(), XStats: d.XStats().String()}
 }
-
-// Quiescent reports whether the dispatcher is idle or waiting. Tests use
-// it.
-func (d *Discipline) Quiescent() bool { return d.lanes.Quiescent() }

@@ -15,8 +15,8 @@ import (
 // Queue. Under a ceiling of its lower link's (a node's class), its flows
 // share what the ceiling lets through as under a tbf.
 type Discipline struct {
-	q     *Queue
-	lanes dispatch.Group
+	dispatch.OneLane
+	q *Queue
 }
 
 var _ qdisc.Discipline = (*Discipline)(nil)
@@ -53,38 +53,14 @@ func start(lane dispatch.Config, link stack.LinkEndpoint, clock tcpip.Clock, cfg
 	}
 	d := &Discipline{q: q}
 	lane.MaxPackets, lane.Queue, lane.Clock = 1, q, clock
-	d.lanes.Init(1, lane)
-	d.lanes.Start()
+	dispatch.StartOne(&d.OneLane, lane)
 	return d, nil
 }
-
-// WritePacket implements stack.QueueingDiscipline.WritePacket.
-func (d *Discipline) WritePacket(pkt *stack.PacketBuffer) tcpip.Error {
-	return d.lanes.Lanes[0].Enqueue(pkt)
-}
-
-// Enqueue queues pkt: the receive path's WritePacket (one lane).
-func (d *Discipline) Enqueue(pkt *stack.PacketBuffer, _ uint32) tcpip.Error {
-	return d.lanes.Lanes[0].Enqueue(pkt)
-}
-
-// Lanes returns 1: fq spreads flows itself.
-func (d *Discipline) Lanes() int { return 1 }
-
-// Close implements stack.QueueingDiscipline.Close: what is queued is
-// dropped and counted, and the dispatcher has exited when it returns.
-func (d *Discipline) Close() { d.lanes.Close() }
-
-// Stats returns the tc -s counters.
-func (d *Discipline) Stats() qdisc.Stats { return d.lanes.Stats() }
-
-// Quiescent reports whether the dispatcher is idle. Tests use it.
-func (d *Discipline) Quiescent() bool { return d.lanes.Quiescent() }
 
 // Config returns the configuration in force.
 func (d *Discipline) Config() Config {
 	var c Config
-	d.lanes.Lanes[0].Locked(func() { c = d.q.Config() })
+	d.Lane().Locked(func() { c = d.q.Config() })
 	return c
 }
 
@@ -93,7 +69,7 @@ func (d *Discipline) Config() Config {
 // makes room from the longest flows).
 func (d *Discipline) Change(cfg Config) error {
 	var err error
-	d.lanes.Lanes[0].Locked(func() { err = d.q.Change(cfg) })
+	d.Lane().Locked(func() { err = d.q.Change(cfg) })
 	return err
 }
 
@@ -101,7 +77,7 @@ func (d *Discipline) Change(cfg Config) error {
 // as they leave (0: never): for a ceiling below the qdisc (a node's
 // class), about a millisecond of its rate.
 func (d *Discipline) SplitGSOAt(maxWire uint64) {
-	d.lanes.Lanes[0].Locked(func() { d.q.SplitGSOAt(maxWire) })
+	d.Lane().Locked(func() { d.q.SplitGSOAt(maxWire) })
 }
 
 // String describes the qdisc as `tc qdisc show` does.
@@ -110,7 +86,7 @@ func (d *Discipline) String() string { return d.Config().show() }
 // Show implements qdisc.Shower: fq's line, its counters and its own.
 func (d *Discipline) Show() qdisc.Showing {
 	s := qdisc.Showing{Stats: d.Stats()}
-	d.lanes.Lanes[0].Locked(func() { s.XStats = d.q.TCXStats() })
+	d.Lane().Locked(func() { s.XStats = d.q.TCXStats() })
 	s.Kind, s.Options = qdisc.SplitKind(d.String())
-	return qdisc.Gated(d.lanes.Gate(), s)
+	return qdisc.Gated(d.Gate(), s)
 }

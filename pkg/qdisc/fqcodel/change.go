@@ -82,7 +82,7 @@ func (q *Scheduler) Change(cfg Config, now int64) (dropped int, droppedBytes uin
 // everything but its flows, nothing queued reordered; what is queued past
 // a lowered limit is dropped.
 func (d *Discipline) Change(cfg Config) error {
-	l := &d.lanes.Lanes[0]
+	l := d.Lane()
 	var err error
 	l.Locked(func() { _, _, err = d.child.Change(cfg, l.Now()) })
 	l.Wake()
@@ -92,7 +92,7 @@ func (d *Discipline) Change(cfg Config) error {
 // CheckChange reports whether Change would take cfg.
 func (d *Discipline) CheckChange(cfg Config) error {
 	var err error
-	d.lanes.Lanes[0].Locked(func() { err = d.child.CheckChange(cfg) })
+	d.Lane().Locked(func() { err = d.child.CheckChange(cfg) })
 	return err
 }
 

@@ -39,8 +39,8 @@ import (
 
 // Discipline is fq_codel as a NIC's qdisc.
 type Discipline struct {
+	dispatch.OneLane
 	child *Queue
-	lanes dispatch.Group
 }
 
 var _ stack.QueueingDiscipline = (*Discipline)(nil)
@@ -79,38 +79,14 @@ func start(lane dispatch.Config, link stack.LinkEndpoint, clock tcpip.Clock, cfg
 	}
 	d := &Discipline{child: c}
 	lane.MaxPackets, lane.Queue, lane.Clock = 1, c, clock
-	d.lanes.Init(1, lane)
-	d.lanes.Start()
+	dispatch.StartOne(&d.OneLane, lane)
 	return d, nil
 }
-
-// WritePacket implements stack.QueueingDiscipline.WritePacket: it queues
-// pkt, taking a reference of its own (fq_codel makes room by dropping
-// from the fattest flow, so it refuses nothing but after Close).
-func (d *Discipline) WritePacket(pkt *stack.PacketBuffer) tcpip.Error {
-	return d.lanes.Lanes[0].Enqueue(pkt)
-}
-
-// Enqueue queues pkt: the receive path's WritePacket (one lane, so hash
-// is unused).
-func (d *Discipline) Enqueue(pkt *stack.PacketBuffer, _ uint32) tcpip.Error {
-	return d.lanes.Lanes[0].Enqueue(pkt)
-}
-
-// Lanes returns 1: fq_codel spreads flows itself.
-func (d *Discipline) Lanes() int { return 1 }
-
-// Close implements stack.QueueingDiscipline.Close: what is queued is
-// dropped and counted, and the dispatcher has exited when it returns.
-func (d *Discipline) Close() { d.lanes.Close() }
-
-// Stats returns the tc -s counters.
-func (d *Discipline) Stats() qdisc.Stats { return d.lanes.Stats() }
 
 // XStats returns fq_codel's own counters.
 func (d *Discipline) XStats() XStats {
 	var x XStats
-	d.lanes.Lanes[0].Locked(func() { x = d.child.XStats() })
+	d.Lane().Locked(func() { x = d.child.XStats() })
 	return x
 }
 
@@ -121,13 +97,10 @@ func (d *Discipline) TCStats() string { return d.Stats().String() + "\n" + d.XSt
 // Config returns the configuration in force, defaults filled in.
 func (d *Discipline) Config() Config { return d.child.Config() }
 
-// Quiescent reports whether the dispatcher is idle. Tests use it.
-func (d *Discipline) Quiescent() bool { return d.lanes.Quiescent() }
-
 // String describes the qdisc as `tc qdisc show` does.
 func (d *Discipline) String() string {
 	s := d.child.Config().String()
-	if g := d.lanes.Gate(); g != nil {
+	if g := d.Gate(); g != nil {
 		return fmt.Sprintf("%v; child %s", g, s)
 	}
 	return s
@@ -139,14 +112,5 @@ func (d *Discipline) String() string {
 func (d *Discipline) Show() qdisc.Showing {
 	s := qdisc.Showing{Stats: d.Stats(), XStats: d.XStats().String()}
 	s.Kind, s.Options = qdisc.SplitKind(d.child.Config().String())
-	return qdisc.Gated(d.lanes.Gate(), s)
-}
-
-// SetCeiling sets a ceiling on the running fq_codel in place, as `tc
-// qdisc replace ... root tbf` puts a tbf over it (see fifo's SetCeiling):
-// gate (tbf.NewGate builds one; nil removes it) books the departures of
-// what fq_codel hands over, and maxPacketBytes is the largest packet it
-// passes.
-func (d *Discipline) SetCeiling(gate dispatch.Gate, maxPacketBytes uint32) {
-	d.lanes.SetGate(gate, maxPacketBytes)
+	return qdisc.Gated(d.Gate(), s)
 }

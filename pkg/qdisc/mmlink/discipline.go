@@ -16,8 +16,8 @@ import (
 // receive path (`--qdisc-ingress=mmlink`, mm-link's downlink): one lane
 // over a Queue, which tells the lane when its next packet leaves.
 type Discipline struct {
-	q     *Queue
-	lanes dispatch.Group
+	dispatch.OneLane
+	q *Queue
 	// frame is the largest packet the lane takes whole, the rest cut
 	// into segments (0: any): the link's frame on the send path.
 	frame uint32
@@ -75,39 +75,14 @@ func start(lane dispatch.Config, mtu uint32, clock tcpip.Clock, cfg Config) (*Di
 	// them to the tens of microseconds, where the runtime's timers are a
 	// millisecond coarse (hrtimer), as netem's does.
 	lane.MaxPackets, lane.Queue, lane.Clock = 1, q, hrtimer.New(clock)
-	d.lanes.Init(1, lane)
-	d.lanes.Start()
+	dispatch.StartOne(&d.OneLane, lane)
 	return d, nil
 }
-
-// WritePacket implements stack.QueueingDiscipline.WritePacket.
-func (d *Discipline) WritePacket(pkt *stack.PacketBuffer) tcpip.Error {
-	return d.lanes.Lanes[0].Enqueue(pkt)
-}
-
-// Enqueue queues pkt: the receive path's WritePacket (one lane).
-func (d *Discipline) Enqueue(pkt *stack.PacketBuffer, _ uint32) tcpip.Error {
-	return d.lanes.Lanes[0].Enqueue(pkt)
-}
-
-// Lanes returns 1: a link's packets are in one order.
-func (d *Discipline) Lanes() int { return 1 }
-
-// Close implements stack.QueueingDiscipline.Close: what is held is
-// dropped and counted, and the dispatcher has exited when it returns.
-func (d *Discipline) Close() { d.lanes.Close() }
-
-// Stats returns the tc -s counters.
-func (d *Discipline) Stats() qdisc.Stats { return d.lanes.Stats() }
-
-// Quiescent reports whether the dispatcher is idle or waiting for the
-// next departure. Tests use it.
-func (d *Discipline) Quiescent() bool { return d.lanes.Quiescent() }
 
 // Change puts cfg in force on the running link (Queue.Change): a new
 // trace starts now; the packets held stay.
 func (d *Discipline) Change(cfg Config) error {
-	l := &d.lanes.Lanes[0]
+	l := d.Lane()
 	var err error
 	l.Locked(func() { err = d.q.Change(cfg, l.Now()) })
 	l.Wake()
@@ -117,14 +92,14 @@ func (d *Discipline) Change(cfg Config) error {
 // Config returns the configuration in force.
 func (d *Discipline) Config() Config {
 	var c Config
-	d.lanes.Lanes[0].Locked(func() { c = d.q.Config() })
+	d.Lane().Locked(func() { c = d.q.Config() })
 	return c
 }
 
 // String describes the qdisc as `tc qdisc show` does.
 func (d *Discipline) String() string {
 	var s string
-	d.lanes.Lanes[0].Locked(func() { s = d.q.String() })
+	d.Lane().Locked(func() { s = d.q.String() })
 	return s
 }
 
@@ -132,9 +107,9 @@ func (d *Discipline) String() string {
 // opportunities; under a ceiling, the ceiling's tbf over it.
 func (d *Discipline) Show() qdisc.Showing {
 	s := qdisc.Showing{Stats: d.Stats()}
-	d.lanes.Lanes[0].Locked(func() {
+	d.Lane().Locked(func() {
 		s.Kind, s.Options = qdisc.SplitKind(d.q.String())
 		s.XStats = d.q.TCXStats()
 	})
-	return qdisc.Gated(d.lanes.Gate(), s)
+	return qdisc.Gated(d.Gate(), s)
 }

@@ -17,8 +17,8 @@ import (
 // receive path (`--qdisc-ingress=netem`, Linux's ifb + netem): one lane
 // over a Queue, which tells the lane when its next packet is due.
 type Discipline struct {
-	q     *Queue
-	lanes dispatch.Group
+	dispatch.OneLane
+	q *Queue
 	// orphan is q.orphans(), kept for the packet path (orphan.go).
 	orphan atomic.Bool
 }
@@ -62,9 +62,10 @@ func start(lane dispatch.Config, clock tcpip.Clock, cfg Config, p path) (*Discip
 	// netem's delays wake its lane to the tens of microseconds, where
 	// the runtime's timers are a millisecond coarse (hrtimer).
 	lane.MaxPackets, lane.Queue, lane.Clock = 1, q, hrtimer.New(clock)
-	d.lanes.Init(1, lane)
-	q.clock = d.lanes.Lanes[0].Now
-	d.lanes.Start()
+	// The clock is set before the lane reads ArrivalBlind (Init), which
+	// reports true only for a Queue that has one.
+	q.clock = func() int64 { return d.Lane().Now() }
+	dispatch.StartOne(&d.OneLane, lane)
 	return d, nil
 }
 
@@ -73,32 +74,17 @@ func (d *Discipline) WritePacket(pkt *stack.PacketBuffer) tcpip.Error {
 	return d.enqueue(pkt)
 }
 
-// Enqueue queues pkt: the receive path's WritePacket (one lane).
-func (d *Discipline) Enqueue(pkt *stack.PacketBuffer, _ uint32) tcpip.Error {
-	return d.lanes.Lanes[0].Enqueue(pkt)
-}
-
-// Lanes returns 1: netem's packets are in one order of time.
-func (d *Discipline) Lanes() int { return 1 }
-
-// Close implements stack.QueueingDiscipline.Close: what is held is
-// dropped and counted, and the dispatcher has exited when it returns.
-func (d *Discipline) Close() { d.lanes.Close() }
-
 // Stats returns the tc -s counters.
 func (d *Discipline) Stats() qdisc.Stats {
-	s := d.lanes.Stats()
-	d.lanes.Lanes[0].Locked(func() { s.Requeues += d.q.Requeues() })
+	s := d.OneLane.Stats()
+	d.Lane().Locked(func() { s.Requeues += d.q.Requeues() })
 	return s
 }
-
-// Quiescent reports whether the dispatcher is idle. Tests use it.
-func (d *Discipline) Quiescent() bool { return d.lanes.Quiescent() }
 
 // Change puts cfg in force on the running qdisc, as netem_change does
 // (Queue.Change): the packets held keep their times to send.
 func (d *Discipline) Change(cfg Config) error {
-	l := &d.lanes.Lanes[0]
+	l := d.Lane()
 	var err error
 	l.Locked(func() {
 		err = d.q.Change(cfg, l.Now())
@@ -111,7 +97,7 @@ func (d *Discipline) Change(cfg Config) error {
 // String describes the qdisc as `tc qdisc show` does.
 func (d *Discipline) String() string {
 	var s string
-	d.lanes.Lanes[0].Locked(func() { s = d.q.String() })
+	d.Lane().Locked(func() { s = d.q.String() })
 	return s
 }
 

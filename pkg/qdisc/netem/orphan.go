@@ -26,9 +26,9 @@ func (q *Queue) orphans() bool {
 // orphans its packets.
 func (d *Discipline) enqueue(pkt *stack.PacketBuffer) tcpip.Error {
 	if !d.orphan.Load() {
-		return d.lanes.Lanes[0].Enqueue(pkt)
+		return d.Lane().Enqueue(pkt)
 	}
 	c := pkt.Clone()
 	defer c.DecRef()
-	return d.lanes.Lanes[0].Enqueue(c)
+	return d.Lane().Enqueue(c)
 }
