@@ -61,19 +61,7 @@ func TestLiveCheckpointRestore(t *testing.T) {
 	r := newRunscRig(t)
 	s := r.start(t, lab.SandboxOptions{Flags: liveStart})
 	change(t, s, []string{"--qdisc-tbf-rate=10mbit"}, "root refcnt 2 rate 10Mbit burst 3028b lat 50ms")
-	image := t.TempDir()
-	if err := s.Checkpoint(image); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Restore(image); err != nil {
-		t.Fatal(err)
-	}
-	r.pids = append(r.pids, s.Pids()...)
-	out, err := s.QDisc("show")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(out, "root refcnt 2 rate 10Mbit burst 3028b lat 50ms") {
+	if out := r.checkpointRestore(t, s); !strings.Contains(out, "root refcnt 2 rate 10Mbit burst 3028b lat 50ms") {
 		t.Errorf("runsc qdisc show after the restore:\n%s\nwant the changed tbf rate 10Mbit burst 3028b lat 50ms", out)
 	}
 	measureAt(t, r, s, "restored after 100 -> 10 Mbit/s", 10*mbit)
@@ -108,6 +96,25 @@ func TestLiveCeilingOnFIFO(t *testing.T) {
 	if res.WireBps < 2*10*mbit {
 		t.Errorf("with the ceiling removed the sandbox sent %.1f Mbit/s, not above twice the removed 10 Mbit/s", res.WireBps*8/1e6)
 	}
+}
+
+// checkpointRestore checkpoints s and restores it with the flags it
+// started with, and returns what `runsc qdisc show` then prints.
+func (r *runscRig) checkpointRestore(t *testing.T, s *lab.Sandbox) string {
+	t.Helper()
+	image := t.TempDir()
+	if err := s.Checkpoint(image); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Restore(image); err != nil {
+		t.Fatal(err)
+	}
+	r.pids = append(r.pids, s.Pids()...)
+	out, err := s.QDisc("show")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // change runs `runsc qdisc change` on s and checks that what it then shows

@@ -347,19 +347,9 @@ func TestRunscNetemCheckpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	changeNetem(t, s, "delay 50ms")
-	image := t.TempDir()
-	if err := s.Checkpoint(image); err != nil {
-		t.Fatal(err)
+	if out := r.checkpointRestore(t, s); !strings.Contains(out, "qdisc netem 8001: dev "+r.VethN+" root refcnt 2 limit 1000 delay 50ms") {
+		t.Errorf("runsc qdisc show after the restore:\n%s\nwant netem's delay 50ms", out)
 	}
-	if err := s.Restore(image); err != nil {
-		t.Fatal(err)
-	}
-	r.pids = append(r.pids, s.Pids()...)
-	out, err := s.QDisc("show")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("runsc qdisc show after the restore:\n%s", out)
 	rtts, _, err := r.Ping(50, 20*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
