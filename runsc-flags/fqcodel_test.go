@@ -28,7 +28,7 @@ func TestFQCoDelFlags(t *testing.T) {
 			Config{QDisc: QDiscTBF, TBFRate: 1_250_000, TBFBurst: 12500, TBFChild: ChildFQCoDel}, nil},
 		{"child with a tbf latency", []string{"--qdisc=tbf", "--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500", "--qdisc-tbf-child=fq_codel", "--qdisc-tbf-latency=50ms"}, Config{},
 			[]string{"--qdisc-tbf-child=fq_codel", "--qdisc-tbf-latency"}},
-		{"unknown child", []string{"--qdisc-tbf-child=sfq"}, Config{}, []string{"qdisc-tbf-child", "fifo, fq or fq_codel"}},
+		{"unknown child", []string{"--qdisc-tbf-child=sfq"}, Config{}, []string{"qdisc-tbf-child", "fifo, fq, fq_codel or netem"}},
 		{"target above interval", []string{"--qdisc=fq_codel", "--qdisc-fq-codel-target=200ms"}, Config{}, []string{"--qdisc-fq-codel-target", "above interval"}},
 		{"too many flows", []string{"--qdisc=fq_codel", "--qdisc-fq-codel-flows=100000"}, Config{}, []string{"--qdisc-fq-codel-flows"}},
 		{"limit not a count", []string{"--qdisc-fq-codel-limit=10k"}, Config{}, []string{"qdisc-fq-codel-limit"}},

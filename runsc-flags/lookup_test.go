@@ -27,7 +27,7 @@ func TestSetGet(t *testing.T) {
 		{FlagIngressLimit, "1mb", "1048576", ""},
 		{FlagTBFChild, "fq_codel", "fq_codel", ""},
 		{FlagTBFChild, "fifo", "fifo", ""},
-		{FlagTBFChild, "sfq", "", "fifo, fq or fq_codel"},
+		{FlagTBFChild, "sfq", "", "fifo, fq, fq_codel or netem"},
 		{FlagFQCoDelFlows, "256", "256", ""},
 		{FlagFQCoDelFlows, "10k", "", "--qdisc-fq-codel-flows"},
 		{FlagFQCoDelMemLimit, "4mb", "4194304", ""},

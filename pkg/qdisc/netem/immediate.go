@@ -17,9 +17,12 @@ import (
 const immediate = math.MinInt64
 
 // ArrivalBlind implements qdisc.ArrivalBlind: the lane need not read its
-// clock for the packets it queues. netem reads it itself (clock), only
-// for a packet it holds for a time.
-func (*Queue) ArrivalBlind() bool { return true }
+// clock for the packets it queues where netem has a clock of its own
+// (its Discipline's lane's, read only for a packet it holds for a time).
+// A Queue without one (NewQueue's: a child under a shaper, an htb's leaf
+// or a tbf's, Kind.Queue) is timed by the now its parent passes, so it
+// asks the parent to read the clock for every arrival.
+func (q *Queue) ArrivalBlind() bool { return q.clock != nil }
 
 // timed reports whether a packet queued now may get a time to send other
 // than its arrival: a delay, jitter, rate, slots or a reorder's gap is in

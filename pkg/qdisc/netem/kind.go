@@ -15,7 +15,9 @@ func (o Options) String() string { return Config(o).Words() }
 
 // Kind is netem as a runtime knows it (qdisc.Register): tc-netem's words,
 // both paths, change in place, a pod's words that only make its own
-// network worse (Config.Tighten), and a ceiling over it (SetCeiling).
+// network worse (Config.Tighten), a ceiling over it (SetCeiling), and
+// netem grafted as a child under a shaper (newChild: an htb class's
+// leaf, a tbf's child).
 var Kind = qdisc.Typed[Options, *Discipline]{
 	Name:    "netem",
 	Usage:   "Network emulator, Linux's netem, in tc-netem's words: limit, delay TIME [JITTER [CORRELATION]], distribution, loss [random|state|gemodel|average P burst N], duplicate, reorder, gap, rate, corrupt, slot, seed, ecn.",
@@ -39,6 +41,7 @@ var Kind = qdisc.Typed[Options, *Discipline]{
 		c, err := Config(operator).Tighten(Config(pod))
 		return Options(c), err
 	},
+	Queue: newChild,
 	Ceiling: func(q *Discipline, gate qdisc.Gate, maxSize uint32) error {
 		q.SetCeiling(gate, maxSize)
 		return nil
@@ -46,3 +49,19 @@ var Kind = qdisc.Typed[Options, *Discipline]{
 }.Kind()
 
 func init() { qdisc.Register(Kind) }
+
+// newChild is netem as the queue under another kind's shaper (Kind.Queue),
+// as `tc qdisc add dev eth0 parent 1:20 netem delay 100ms` grafts it under
+// an htb class: a Queue with no clock of its own, timed by the now its
+// parent passes to Enqueue, Peek and Dequeue (so not ArrivalBlind), whose
+// NextEvent the parent waits for, as Linux's netem's watchdog reschedules
+// the root qdisc when its packet is due. mtu is not needed: netem cuts a
+// packet it corrupts by its own GSO size. It is on the send path, with the
+// transport checksums complete (a corrupted packet's are not completed).
+func newChild(o Options, _ uint32) (qdisc.Queue, error) {
+	q, err := NewQueue(Config(o))
+	if err != nil {
+		return nil, err
+	}
+	return q, nil
+}
