@@ -107,6 +107,11 @@ func parseUpdate(s script, text string, ok updateRules) (script, classUpdate, er
 			next.Filters = append(next.Filters, f)
 			u.filters = append(u.filters, f)
 		case "qdisc":
+			if strings.HasPrefix(st.Words, "parent ") {
+				// Refused unread: a pod's words for a leaf's qdisc
+				// (netem's) are never parsed, and open no file.
+				return script{}, classUpdate{}, fmt.Errorf("statement %d (qdisc %s): a leaf's qdisc (qdisc parent 1:20 netem ...) is the operator's, in --qdisc-htb: a change or a pod's annotation gives class and filter statements", i+1, st.Words)
+			}
 			return script{}, classUpdate{}, fmt.Errorf("statement %d (qdisc %s): the qdisc's words decide where packets no filter places go, and stay as they are: change classes (class classid 1:10 rate 20mbit)", i+1, st.Words)
 		default:
 			return script{}, classUpdate{}, fmt.Errorf("statement %d: %q: a change is class (or reset) statements", i+1, st.Keyword)

@@ -111,6 +111,7 @@ func (t *Tree) dequeueTree(prio, level int) (*stack.PacketBuffer, uint32, bool) 
 			return pkt, size, true
 		}
 		// A leaf that is not work-conserving held its packets back.
+		t.leafHeld(cl)
 		t.turnFeed(cl, level, prio).advance()
 		cl = t.lookupLeaf(row, prio)
 		if cl == start {
@@ -138,6 +139,7 @@ func (t *Tree) dequeue(now int64) (*stack.PacketBuffer, uint32, bool) {
 		return nil, 0, false
 	}
 	t.now = now
+	t.leafNext = 0
 	next := now + int64(5*time.Second)
 	if t.quotas {
 		next = min(next, t.renewDue())
@@ -162,6 +164,9 @@ func (t *Tree) dequeue(now int64) (*stack.PacketBuffer, uint32, bool) {
 		// takes now + 1 s for it, so its watchdog fires at least once a
 		// second while packets wait.
 		next = min(next, now+int64(time.Second))
+	}
+	if t.leafNext != 0 {
+		next = min(next, t.leafNext)
 	}
 	t.next, t.armed = next, true
 	return nil, 0, false

@@ -41,10 +41,11 @@ var classMetrics = []struct {
 // runsc's annotations of --qdisc-htb meet). It has no Fit (Fit fits a
 // tree under a bandwidth).
 var Kind = qdisc.Typed[Script, *Discipline]{
-	Name:    "htb",
-	Usage:   "Hierarchical token bucket classes, as a script of tc's statements: qdisc (default, r2q, direct_qlen), class (rate, ceil, burst, cburst, prio, quantum, quota), filter (dst, src, proto, sport, dport, dscp, classid; parent 1:10 for a class's chain), and qdisc parent 1:20 fq_codel on a leaf.",
-	Example: "qdisc default 20; class root classid 1:1 rate 1gbit; class parent 1:1 classid 1:10 rate 900mbit ceil 1gbit; class parent 1:1 classid 1:20 rate 10mbit; filter dst 10.0.0.0/8 classid 1:10; qdisc parent 1:20 fq_codel",
-	Parse:   ParseScript,
+	Name:     "htb",
+	Usage:    "Hierarchical token bucket classes, as a script of tc's statements: qdisc (default, r2q, direct_qlen), class (rate, ceil, burst, cburst, prio, quantum, quota), filter (dst, src, proto, sport, dport, dscp, classid; parent 1:10 for a class's chain), and qdisc parent 1:20 fq_codel (or netem delay 100ms, with its words) on a leaf.",
+	Example:  "qdisc default 20; class root classid 1:1 rate 1gbit; class parent 1:1 classid 1:10 rate 900mbit ceil 1gbit; class parent 1:1 classid 1:20 rate 10mbit; filter dst 10.0.0.0/8 classid 1:10; qdisc parent 1:20 fq_codel",
+	Parse:    ParseScript,
+	ParsePod: ParsePodScript,
 	New: func(lower stack.LinkEndpoint, clock tcpip.Clock, s Script) (*Discipline, error) {
 		cfg, err := s.grafted(classify.Egress, frameMTU(lower))
 		if err != nil {
@@ -121,7 +122,8 @@ var _ qdisc.Discipline = (*Discipline)(nil)
 
 // grafted is s's Config for a link whose largest frame is mtu (Config),
 // each leaf s grafts fq_codel on given the queue the runtime's fq_codel
-// builds (Graft), or one of fq_codel's defaults where none was grafted.
+// builds (Graft), or one of fq_codel's defaults where none was grafted,
+// and each of its Grafts its kind's queue, built from its own words.
 func (s Script) grafted(dir classify.Direction, mtu uint32) (Config, error) {
 	if s.leaf.Kind == nil || mtu == 0 {
 		return s.Config(dir, fqcodel.Config{}, mtu)
@@ -133,6 +135,9 @@ func (s Script) grafted(dir classify.Direction, mtu uint32) (Config, error) {
 			return Config{}, err
 		}
 		cfg.Classes[classIndex(cfg.Classes, id)].Leaf = q
+	}
+	if err := s.graftLeaves(&cfg, mtu); err != nil {
+		return Config{}, err
 	}
 	return cfg, nil
 }
@@ -171,7 +176,7 @@ func (d *Discipline) changeClasses(s Script) error {
 			grafted = append(grafted, c.ID)
 		}
 	}
-	if !sameSet(grafted, s.FQCoDel) {
+	if ids, _ := s.grafts(); !sameSet(grafted, ids) {
 		return fmt.Errorf("htb: the leaves' qdiscs stay as they are in a running tree; change classes")
 	}
 	var changed []ClassConfig

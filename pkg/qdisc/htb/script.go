@@ -32,7 +32,9 @@ import (
 // parent 1:10 classid 1:11" takes every packet, as tc's matchall);
 // "qdisc parent 1:20 fq_codel" grafts fq_codel on a leaf class in place
 // of its pfifo, as `tc qdisc add dev eth0 parent 1:20 fq_codel` does (its
-// knobs are not among the words: Config takes them).
+// knobs are not among the words: Config takes them), and "qdisc parent
+// 1:20 netem delay 100ms" grafts another kind that can be a child (Graft)
+// with its words, to the statement's end.
 type Script struct {
 	// Qdisc is the qdisc statement's settings: Handle, Default, R2Q,
 	// DirectQLen.
@@ -41,6 +43,9 @@ type Script struct {
 	Filters []Filter // in the order given
 	// FQCoDel are the leaf classes fq_codel is grafted on, in order.
 	FQCoDel []uint32
+	// Grafts are the leaves other kinds are grafted on with their words
+	// (netem), in order.
+	Grafts []Graft
 
 	// leaf is the fq_codel a runtime grafts on each of them, with its
 	// knobs (Kind's Graft); its Kind nil for fq_codel's defaults. It is
@@ -88,17 +93,30 @@ func Statements(text string) []Statement {
 
 // ParseScript reads an htb script and checks it whole (Script.Validate);
 // an error names the statement.
-func ParseScript(text string) (Script, error) {
+func ParseScript(text string) (Script, error) { return parseScript(text, false) }
+
+// ParsePodScript is ParseScript for a pod's words (the htb Kind's
+// ParsePod): a leaf's kind reads its words with its own ParsePod, so that
+// no word of a pod's makes the runtime open a host's file (netem's
+// distribution FILE).
+func ParsePodScript(text string) (Script, error) { return parseScript(text, true) }
+
+// parseScript is ParseScript, with a pod's words where pod is set.
+func parseScript(text string, pod bool) (Script, error) {
 	var s Script
 	for i, st := range Statements(text) {
 		switch st.Keyword {
 		case "qdisc":
 			if strings.HasPrefix(st.Words, "parent ") {
-				id, err := parseGraft(st.Words)
+				id, g, err := parseGraft(st.Words, pod)
 				if err != nil {
 					return Script{}, fmt.Errorf("statement %d (qdisc %s): %w", i+1, st.Words, err)
 				}
-				s.FQCoDel = append(s.FQCoDel, id)
+				if g != nil {
+					s.Grafts = append(s.Grafts, *g)
+				} else {
+					s.FQCoDel = append(s.FQCoDel, id)
+				}
 				continue
 			}
 			if i != 0 {
@@ -143,45 +161,6 @@ func (s Script) Validate() error {
 	return s.checkGrafts()
 }
 
-// parseGraft reads the words of a leaf qdisc's statement, "parent 1:20
-// fq_codel", and returns the class.
-func parseGraft(text string) (uint32, error) {
-	w := strings.Fields(text)
-	if len(w) != 3 || w[0] != "parent" {
-		return 0, errors.New("a leaf's qdisc is: qdisc parent 1:20 fq_codel")
-	}
-	if w[2] != "fq_codel" {
-		return 0, fmt.Errorf("%q: a leaf takes fq_codel (its knobs are the --qdisc-fq-codel-* flags) or, left out, its pfifo", w[2])
-	}
-	r, err := classify.ParseRule("classid " + w[1])
-	if err != nil {
-		return 0, err
-	}
-	return r.Class, nil
-}
-
-// checkGrafts refuses a qdisc grafted on a class that is missing or has
-// children, or twice on one class.
-func (s Script) checkGrafts() error {
-	parents := map[uint32]bool{}
-	for _, c := range s.Classes {
-		parents[c.Parent] = true
-	}
-	seen := map[uint32]bool{}
-	for _, id := range s.FQCoDel {
-		switch {
-		case classIndex(s.Classes, id) < 0:
-			return fmt.Errorf("qdisc parent %s fq_codel: no class %s", classify.ClassID(id), classify.ClassID(id))
-		case parents[id]:
-			return fmt.Errorf("qdisc parent %s fq_codel: class %s has children; only a leaf takes a qdisc", classify.ClassID(id), classify.ClassID(id))
-		case seen[id]:
-			return fmt.Errorf("qdisc parent %s fq_codel: given twice", classify.ClassID(id))
-		}
-		seen[id] = true
-	}
-	return nil
-}
-
 // Tree returns the Config of the script for packets travelling in
 // direction dir, every leaf with its default pfifo: the tree to check or
 // model, with no qdisc built for a leaf (Config builds them).
@@ -207,8 +186,9 @@ func (s Script) Tree(dir classify.Direction) Config {
 // direction dir (Tree), with mtu not 0 each leaf the script grafts
 // fq_codel on given one of its own, configured as fq (a runtime's knobs:
 // runsc's --qdisc-fq-codel-* flags; the zero Config for fq_codel's
-// defaults) for a link whose MTU plus header is mtu. With mtu 0 it is
-// Tree's. An error is fqcodel.NewQueue's, about fq.
+// defaults) for a link whose MTU plus header is mtu, and each of its
+// Grafts its kind's queue. With mtu 0 it is Tree's. An error is
+// fqcodel.NewQueue's, about fq, or a grafted kind's.
 func (s Script) Config(dir classify.Direction, fq fqcodel.Config, mtu uint32) (Config, error) {
 	cfg := s.Tree(dir)
 	if mtu == 0 {
@@ -220,6 +200,9 @@ func (s Script) Config(dir classify.Direction, fq fqcodel.Config, mtu uint32) (C
 			return Config{}, err
 		}
 		cfg.Classes[classIndex(cfg.Classes, id)].Leaf = q
+	}
+	if err := s.graftLeaves(&cfg, mtu); err != nil {
+		return Config{}, err
 	}
 	return cfg, nil
 }
@@ -255,6 +238,9 @@ func (s Script) String() string {
 	}
 	for _, id := range s.FQCoDel {
 		parts = append(parts, "qdisc parent "+classify.ClassID(id)+" fq_codel")
+	}
+	for _, g := range s.Grafts {
+		parts = append(parts, "qdisc "+g.String())
 	}
 	for _, f := range s.Filters {
 		parts = append(parts, "filter "+f.String())

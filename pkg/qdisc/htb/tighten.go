@@ -84,6 +84,9 @@ func keepsOperators(op, next Script) error {
 	if !sameSet(op.FQCoDel, next.FQCoDel) {
 		return fmt.Errorf("the leaves' qdiscs (qdisc parent ... fq_codel) are the operator's")
 	}
+	if err := keepsGrafts(op, next); err != nil {
+		return err
+	}
 	for _, f := range op.Filters {
 		opChain, chain := op.Chain(f.Parent), next.Chain(f.Parent)
 		for i, o := range opChain {
@@ -284,4 +287,31 @@ func (s Script) ChildCount() map[uint32]int {
 		n[c.Parent]++
 	}
 	return n
+}
+
+// keepsGrafts refuses next unless it grafts the kinds op grafts with
+// their words (Grafts) on the same leaves, word for word: a leaf's qdisc
+// is the operator's. A pod that could graft netem on a leaf, or change
+// the words of the operator's, could duplicate its packets past its
+// class's share or delay the operator's probes.
+func keepsGrafts(op, next Script) error {
+	words := func(s Script) map[uint32]string {
+		m := map[uint32]string{}
+		for _, g := range s.Grafts {
+			m[g.Parent] = g.String()
+		}
+		return m
+	}
+	have, want := words(next), words(op)
+	for _, g := range next.Grafts {
+		if want[g.Parent] != g.String() {
+			return fmt.Errorf("qdisc %s: the leaves' qdiscs are the operator's: a pod's script grafts none and keeps the operator's words", g)
+		}
+	}
+	for _, g := range op.Grafts {
+		if have[g.Parent] != g.String() {
+			return fmt.Errorf("qdisc %s: the operator's leaf qdisc stays, with its words", g)
+		}
+	}
+	return nil
 }

@@ -83,6 +83,10 @@ type Tree struct {
 	quotaClasses []*class
 	// activated is what Activated reports.
 	activated bool
+	// leafNext is the earliest NextEvent of the leaves that held their
+	// packets back (qdisc.Shaper leaves: netem's delay) in the dequeue
+	// under way, 0 for none (see shaperleaf.go).
+	leafNext int64
 
 	rowMask [MaxDepth]uint8
 	rows    [MaxDepth][NumPrio]feed
@@ -225,6 +229,8 @@ func (t *Tree) EnqueueSorted(pkt *stack.PacketBuffer, size uint32, now int64, ke
 	if ok && cl.prioActivity == 0 {
 		t.activate(cl)
 		t.activated = cl.mode != CantSend
+	} else if ok && cl.fifo == nil {
+		t.activated = t.leafActivated(cl)
 	}
 	return ok
 }
@@ -236,7 +242,8 @@ func (t *Tree) ArrivalBlind() bool { return t.blind }
 // Activated implements qdisc.Shaper.Activated: the last Enqueue went to
 // the direct queue, or made a class active that is not over its ceil (a
 // class over it waits for its own event, which NextEvent already
-// counts).
+// counts), or gave an active class's leaf a packet that may leave before
+// the leaf's wait ends (a qdisc.Shaper leaf, leafActivated).
 func (t *Tree) Activated() bool { return t.activated }
 
 // recount brings the tree's count of a leaf's packets up to date after

@@ -55,9 +55,9 @@ func init() { qdisc.Register(Kind) }
 // an htb class: a Queue with no clock of its own, timed by the now its
 // parent passes to Enqueue, Peek and Dequeue (so not ArrivalBlind), whose
 // NextEvent the parent waits for, as Linux's netem's watchdog reschedules
-// the root qdisc when its packet is due. mtu is not needed: netem cuts a
-// packet it corrupts by its own GSO size. It is on the send path, with the
-// transport checksums complete (a corrupted packet's are not completed).
+// the root qdisc when its packet is due. mtu is not needed. It takes the
+// send path's zero path: where it corrupts a packet it takes the transport
+// checksums as complete (it does not know the link's checksum offload).
 func newChild(o Options, _ uint32) (qdisc.Queue, error) {
 	q, err := NewQueue(Config(o))
 	if err != nil {
