@@ -18,6 +18,10 @@ import (
 type Discipline struct {
 	tree  *Tree
 	lanes dispatch.Group
+	// grafts are the words of the leaves' qdiscs its script grafted with
+	// their words (Script.graftWords), which a change keeps: set by the
+	// Kind as it builds d, never changed.
+	grafts string
 }
 
 var _ stack.QueueingDiscipline = (*Discipline)(nil)

@@ -151,3 +151,23 @@ func (s Script) graftLeaves(cfg *Config, mtu uint32) error {
 	}
 	return nil
 }
+
+// graftWords returns the statements of s's Grafts, as String writes them:
+// what a running tree keeps (Discipline.grafts).
+func (s Script) graftWords() string {
+	var w []string
+	for _, g := range s.Grafts {
+		w = append(w, "qdisc "+g.String())
+	}
+	return strings.Join(w, "; ")
+}
+
+// keepGrafts records, on d that New or NewTo built from s, the words of
+// s's Grafts, which a change of d's classes must keep.
+func (s Script) keepGrafts(d *Discipline, err error) (*Discipline, error) {
+	if err != nil {
+		return nil, err
+	}
+	d.grafts = s.graftWords()
+	return d, nil
+}

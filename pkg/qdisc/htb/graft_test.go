@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"gvisor.dev/gvisor/pkg/tcpip/faketime"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 
 	"github.com/netqdisc/netqdisc/pkg/qdisc/classify"
@@ -252,5 +253,31 @@ func TestTightenGrafts(t *testing.T) {
 				t.Fatalf("Tighten = %v, want an error saying %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestChangeKeepsGrafts: a change of a running tree's classes (the
+// Kind's Change) keeps its netem leaf with its words: a class changes in
+// place, and words for the leaf other than those it runs are refused.
+func TestChangeKeepsGrafts(t *testing.T) {
+	clock := faketime.NewManualClock()
+	link := qdisctest.NewLink(clock)
+	q, err := Kind.New(link, clock, kindOf(t, netemTree+"delay 100ms"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	for _, tc := range []struct{ words, says string }{
+		{strings.Replace(netemTree, "1:20 rate 1mbit", "1:20 rate 2mbit", 1) + "delay 100ms", ""},
+		{netemTree + "delay 10ms", "the leaves' qdiscs stay as they are"},
+		{strings.TrimSuffix(netemTree, "; qdisc parent 1:20 netem "), "the leaves' qdiscs stay as they are"},
+	} {
+		err := Kind.Change(q, kindOf(t, tc.words))
+		if tc.says == "" && err != nil || tc.says != "" && (err == nil || !strings.Contains(err.Error(), tc.says)) {
+			t.Errorf("Change(%q) = %v, want %q", tc.words, err, tc.says)
+		}
+	}
+	if c := q.(*Discipline).Classes()[2]; c.Rate != 250_000 || !strings.HasPrefix(c.Leaf, "netem ") {
+		t.Errorf("class 1:20: rate %d, leaf %q; want 250000 and netem", c.Rate, c.Leaf)
 	}
 }

@@ -51,14 +51,14 @@ var Kind = qdisc.Typed[Script, *Discipline]{
 		if err != nil {
 			return nil, err
 		}
-		return New(lower, clock, cfg)
+		return s.keepGrafts(New(lower, clock, cfg))
 	},
 	NewTo: func(out stack.LinkWriter, link stack.LinkEndpoint, clock tcpip.Clock, s Script) (*Discipline, error) {
 		cfg, err := s.grafted(classify.Ingress, frameMTU(link))
 		if err != nil {
 			return nil, err
 		}
-		return NewTo(out, link, clock, cfg)
+		return s.keepGrafts(NewTo(out, link, clock, cfg))
 	},
 	Change:  (*Discipline).changeClasses,
 	Tighten: Script.Tighten,
@@ -176,7 +176,7 @@ func (d *Discipline) changeClasses(s Script) error {
 			grafted = append(grafted, c.ID)
 		}
 	}
-	if ids, _ := s.grafts(); !sameSet(grafted, ids) {
+	if ids, _ := s.grafts(); !sameSet(grafted, ids) || s.graftWords() != d.grafts {
 		return fmt.Errorf("htb: the leaves' qdiscs stay as they are in a running tree; change classes")
 	}
 	var changed []ClassConfig
