@@ -107,6 +107,15 @@ func TestNetemLeaf(t *testing.T) {
 			want:     []int64{100 * ms, 100 * ms, 103_200_000, 111_200_000, 1 * ms},
 		},
 		{
+			// reorder's gap sends the second packet ahead, at once:
+			// netem's Activated on a class already active wakes the
+			// tree, which was waiting for the first's delay.
+			name:     "sent ahead",
+			words:    "delay 100ms reorder 100% gap 2",
+			arrivals: []arrival{{0, 0x10020}, {10 * ms, 0x10020}},
+			want:     []int64{100 * ms, 10 * ms},
+		},
+		{
 			name:     "no delay",
 			words:    "limit 100",
 			arrivals: []arrival{{0, 0x10020}, {2 * ms, 0x10010}},
