@@ -20,8 +20,10 @@
 # and its count includes overflow drops).
 #   node  runsc's fifo as a sandbox's class of a node of 100 busy
 #         sandboxes against a sandbox-local tbf (issue 38: <= 1.3x)
-#   tools/qdisccost.sh htb|htb-mixed|cake|node [ROUNDS] [BENCHTIME]
-#   tools/qdisccost.sh htb|htb-mixed|cake|node --callgrind
+#   netem netem with no delay against fifo, each the NIC's qdisc
+#         (issue 49: <= 1.3x)
+#   tools/qdisccost.sh htb|htb-mixed|cake|node|netem [ROUNDS] [BENCHTIME]
+#   tools/qdisccost.sh htb|htb-mixed|cake|node|netem --callgrind
 set -euo pipefail
 cd "$(dirname "$0")/.."
 case "${1:-}" in
@@ -41,8 +43,12 @@ node)
   pkgA=./pkg/qdisc/node/ benchA='^BenchmarkNodeClass$/^node-100$' nameA='fifo as a class of a node of 100'
   pkgB=./pkg/qdisc/node/ benchB='^BenchmarkNodeClass$/^local-tbf$' nameB='tbf'
   ;;
+netem)
+  pkgA=./pkg/qdisc/netem/ benchA='^BenchmarkPerPacket$/^netem$' nameA='netem, no delay'
+  pkgB=./pkg/qdisc/netem/ benchB='^BenchmarkPerPacket$/^fifo$' nameB='fifo'
+  ;;
 *)
-  echo "usage: $0 htb|htb-mixed|cake|node [ROUNDS [BENCHTIME] | --callgrind]" >&2
+  echo "usage: $0 htb|htb-mixed|cake|node|netem [ROUNDS [BENCHTIME] | --callgrind]" >&2
   exit 2
   ;;
 esac
