@@ -51,8 +51,10 @@ type clock struct {
 // AfterFunc implements tcpip.Clock.AfterFunc.
 func (c *clock) AfterFunc(d time.Duration, f func()) tcpip.Timer {
 	t := &timer{clock: c.Clock, f: f}
+	t.mu.Lock()
 	t.coarse = c.Clock.AfterFunc(time.Hour, t.coarseFired)
 	t.coarse.Stop()
+	t.mu.Unlock()
 	t.Reset(d)
 	return t
 }
@@ -60,11 +62,13 @@ func (c *clock) AfterFunc(d time.Duration, f func()) tcpip.Timer {
 // timer is one precise timer: the clock's own timer (coarse) until Lead
 // before its time, then a sleeper goroutine.
 type timer struct {
-	clock  tcpip.Clock
-	f      func()
-	coarse tcpip.Timer
+	clock tcpip.Clock
+	f     func()
 
 	mu sync.Mutex
+	// coarse is the clock's own timer.
+	// +checklocks:mu
+	coarse tcpip.Timer
 	// active says f is yet to run for the last Reset.
 	// +checklocks:mu
 	active bool
