@@ -21,8 +21,10 @@ import (
 // Mbit/s, 4 streams) and 16 streams, and 1, 8 and 64 streams at 1 Gbit/s,
 // where this machine's veth path cannot go (issue 48). With the small
 // queues each flow keeps a couple of packets in the tbf, so the probe's
-// RTT (a TCP request/response, a sparse flow) stays within 5 ms of idle
-// at p99 (gVisor's TCP as it is filled the tbf: 58 ms p50 and hundreds of
+// RTT (a TCP request/response, a sparse flow, 600 of them in 6 s) stays
+// within 5 ms of idle at p99, 10 ms with 64 streams at 1 Gbit/s, where
+// the two netstacks keep both cores busy (gVisor's TCP as it is filled
+// the tbf: 58 ms p50 and hundreds of
 // drops at 100 Mbit/s), the tbf drops at most 0.1% of what it sends, and
 // the link carries at least 0.95 of the rate. (Before the sender's wake
 // took the endpoint as a syscall does, TCP's processor goroutines spun on
@@ -31,16 +33,21 @@ func TestSmallQueues(t *testing.T) {
 	for _, tc := range []struct {
 		rate, burst uint64 // bytes/s, bytes
 		streams     int
+		above       time.Duration // the probe's p99 bound over idle
 	}{
-		{12_500_000, 125_000, 4},
-		{12_500_000, 125_000, 16},
-		{125_000_000, 1_250_000, 1},
-		{125_000_000, 1_250_000, 8},
-		{125_000_000, 1_250_000, 64},
+		{12_500_000, 125_000, 4, 5 * time.Millisecond},
+		{12_500_000, 125_000, 16, 5 * time.Millisecond},
+		{125_000_000, 1_250_000, 1, 5 * time.Millisecond},
+		{125_000_000, 1_250_000, 8, 5 * time.Millisecond},
+		// 64 streams at 1 Gbit/s keep both of this VM's cores busy
+		// with two netstacks: the probe's p99 was 3.8 to 7.7 ms over
+		// 12 runs on 2026-11-29, as much before issue 49's changes as
+		// after (3395416: 4.2-5.5 ms).
+		{125_000_000, 1_250_000, 64, 10 * time.Millisecond},
 	} {
 		t.Run(fmt.Sprintf("%d Mbit/s %d streams", tc.rate*8/1e6, tc.streams), func(t *testing.T) {
 			cfg := &runscflags.Config{QDisc: runscflags.QDiscTBF, TBFRate: tc.rate, TBFBurst: tc.burst}
-			res, err := benchmarks.Run(benchmarks.FromConfig(cfg), measure.Options{Streams: tc.streams, Warmup: time.Second, Window: 3 * time.Second})
+			res, err := benchmarks.Run(benchmarks.FromConfig(cfg), measure.Options{Streams: tc.streams, Warmup: time.Second, Window: 6 * time.Second})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -50,8 +57,8 @@ func TestSmallQueues(t *testing.T) {
 			p50, p99 := res.RTT(0.5), res.RTT(0.99)
 			t.Logf("on the link %.2f Mbit/s, probe RTT idle %v, p50 %v p99 %v, drops %d of %d packets, CPU %.1f s/GB",
 				res.WireBps*8/1e6, res.IdleRTT, p50, p99, res.Drops, res.Stats.Packets, res.CPU.Seconds()/(float64(res.WireBytes)/1e9))
-			if bound := res.IdleRTT + 5*time.Millisecond; p99 > bound {
-				t.Errorf("the probe's RTT under load is %v at p99 (p50 %v), want at most %v (5 ms above idle)", p99, p50, bound)
+			if bound := res.IdleRTT + tc.above; p99 > bound {
+				t.Errorf("the probe's RTT under load is %v at p99 (p50 %v), want at most %v (%v above idle)", p99, p50, bound, tc.above)
 			}
 			if res.Drops*1000 > max(res.Stats.Packets, 1000) {
 				t.Errorf("the tbf dropped %d of %d packets, want at most 0.1%%", res.Drops, res.Stats.Packets)
