@@ -241,7 +241,8 @@ func TestRunscOwnFlagsKeepRunscRules(t *testing.T) {
 }
 
 // TestRunscFlagsHelp: runsc flags lists netqdisc's flags with their units,
-// and runsc --help points to it.
+// --qdisc every registered kind with its words flag, and runsc --help
+// points to it.
 func TestRunscFlagsHelp(t *testing.T) {
 	bin, err := lab.RunscBinary(false)
 	if err != nil {
@@ -252,7 +253,8 @@ func TestRunscFlagsHelp(t *testing.T) {
 		t.Fatalf("runsc flags: %v: %s", err, out)
 	}
 	for _, want := range []string{
-		"-qdisc value\n    \tqueueing discipline on the sandbox's non-loopback NICs: none, fifo, tbf, fq_codel, htb (classes: --qdisc-htb) or cake (--qdisc-cake). (default fifo)",
+		"-qdisc value\n    \tqueueing discipline on the sandbox's non-loopback NICs: none, fifo, tbf, fq_codel, htb (classes: --qdisc-htb) or cake (--qdisc-cake). Any other registered qdisc too: fq, mmlink or netem.",
+		"netem (--qdisc-netem)", "mmlink (--qdisc-mmlink)", "tbf (--qdisc-tbf). (default fifo)",
 		"-qdisc-htb value\n    \thtb: classes and filters for --qdisc=htb, in tc's words",
 		"-qdisc-tbf-rate value\n    \ttbf: egress rate limit; bytes/s as a bare number (as runsc), or with tc's units: 10mbit",
 		"-qdisc-tbf-burst value\n    \ttbf: bucket depth",
