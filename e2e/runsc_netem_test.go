@@ -109,7 +109,8 @@ func TestRunscNetemRate(t *testing.T) {
 }
 
 // TestRunscNetemSeedExperiment is the netem seed's experiment in a runsc
-// sandbox: netem rate 512kbit, then with delay 100ms, then netem's delay
+// sandbox: netem rate 512kbit, then with delay 100ms (and 20 ms of
+// jitter, this table's third column at 512 kbit/s), then netem's delay
 // under a tbf of 512 kbit/s (Linux: a tbf child of netem; here the ceiling
 // runsc puts over a sandbox's queue, which takes what netem lets go).
 // Linux measured 640 kbit/s, 1.17 Mbit/s and 270 kbit/s; each here is
@@ -126,6 +127,8 @@ func TestRunscNetemSeedExperiment(t *testing.T) {
 	netemRate(t, r, s, "netem rate 512kbit", rate, 4, 10*time.Second)
 	changeNetem(t, s, "delay 100ms rate 512kbit"+netemLimit(rate))
 	netemRate(t, r, s, "netem delay 100ms rate 512kbit", rate, 4, 10*time.Second)
+	changeNetem(t, s, "delay 100ms 20ms rate 512kbit"+netemLimit(rate))
+	netemRate(t, r, s, "netem delay 100ms 20ms rate 512kbit", rate, 4, 10*time.Second)
 	r2 := netemRig(t)
 	s2 := r2.start(t, lab.SandboxOptions{Flags: []string{"--qdisc=netem", "--qdisc-netem=delay 100ms" + netemLimit(rate), "--qdisc-tbf-rate=512kbit", "--qdisc-tbf-burst=1514", "--gso=false"}})
 	netemRate(t, r2, s2, "netem delay 100ms, tbf rate 512kbit over it", rate, 4, 10*time.Second)
