@@ -109,8 +109,8 @@ func TestRunscNetemRate(t *testing.T) {
 }
 
 // TestRunscNetemSeedExperiment is the netem seed's experiment in a runsc
-// sandbox: netem rate 512kbit, then with delay 100ms (and 20 ms of
-// jitter, this table's third column at 512 kbit/s), then netem's delay
+// sandbox: netem rate 512kbit, then with delay 100ms (and with 20 ms of
+// jitter too, TestRunscNetemRate's third case at 512 kbit/s), then netem's delay
 // under a tbf of 512 kbit/s (Linux: a tbf child of netem; here the ceiling
 // runsc puts over a sandbox's queue, which takes what netem lets go).
 // Linux measured 640 kbit/s, 1.17 Mbit/s and 270 kbit/s; each here is
