@@ -112,7 +112,8 @@ func TestRunscNetemRate(t *testing.T) {
 // sandbox: netem rate 512kbit, then with delay 100ms (and with 20 ms of
 // jitter too, TestRunscNetemRate's third case at 512 kbit/s), then netem's delay
 // under a tbf of 512 kbit/s (Linux: a tbf child of netem; here the ceiling
-// runsc puts over a sandbox's queue, which takes what netem lets go).
+// runsc qdisc change puts over a running sandbox's queue, which takes
+// what netem lets go).
 // Linux measured 640 kbit/s, 1.17 Mbit/s and 270 kbit/s; each here is
 // within [0.99, 1.005] of 512 kbit/s. The window is 10 s, 420 packets:
 // one packet more or less at its edges is 0.24%. Four streams, as
@@ -130,7 +131,8 @@ func TestRunscNetemSeedExperiment(t *testing.T) {
 	changeNetem(t, s, "delay 100ms 20ms rate 512kbit"+netemLimit(rate))
 	netemRate(t, r, s, "netem delay 100ms 20ms rate 512kbit", rate, 4, 10*time.Second)
 	r2 := netemRig(t)
-	s2 := r2.start(t, lab.SandboxOptions{Flags: []string{"--qdisc=netem", "--qdisc-netem=delay 100ms" + netemLimit(rate), "--qdisc-tbf-rate=512kbit", "--qdisc-tbf-burst=1514", "--gso=false"}})
+	s2 := startNetem(t, r2, "delay 100ms"+netemLimit(rate), false)
+	change(t, s2, []string{"--qdisc-tbf-rate=512kbit", "--qdisc-tbf-burst=1514"}, "rate 512Kbit")
 	netemRate(t, r2, s2, "netem delay 100ms, tbf rate 512kbit over it", rate, 4, 10*time.Second)
 }
 

@@ -13,7 +13,6 @@ import (
 	"github.com/netqdisc/netqdisc/pkg/qdisc/fqcodel"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/ingress"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/rate"
-	"github.com/netqdisc/netqdisc/pkg/qdisc/tbf"
 )
 
 // FIFOQueueLen is the packets each fifo queue holds, as in runsc: fifo's
@@ -56,33 +55,7 @@ func (c *Config) NewQueueingDiscipline(lower stack.LinkEndpoint, clock tcpip.Clo
 	if err != nil {
 		return nil, c.buildError(EgressCeiling, in, err)
 	}
-	if err := c.startCeiling(in, q, lower); err != nil {
-		q.Close()
-		return nil, err
-	}
 	return q, nil
-}
-
-// startCeiling puts the ceiling --qdisc-tbf-rate (or --qdisc-tbf-pkt-rate)
-// gives over a kind other than tbf as it starts, where runsc qdisc change
-// would put it on the running kind (Kind.Ceiling: netem's delay, then the
-// ceiling's rate, as a tbf grafted under Linux's netem). A kind that
-// takes none is refused, never left unshaped.
-func (c *Config) startCeiling(in kindIn, q qdisc.Discipline, lower stack.LinkEndpoint) error {
-	if in.kind.Name == ceilingKind || (c.TBFRate == 0 && c.TBFPacketRate == 0) {
-		return nil
-	}
-	if in.kind.Ceiling == nil {
-		return fmt.Errorf("--%s=%s takes no ceiling over its queue: --%s shapes --%s=%s, or a ceiling over %s", FlagQDisc, in.kind.Name, FlagTBFRate, FlagQDisc, ceilingKind, orList(ceilingTakers()))
-	}
-	if c.TBFLimit != 0 || c.TBFLatency != 0 {
-		return fmt.Errorf("--%s and --%s bound a tbf's own queue; --%s=%s keeps its own bounds under a ceiling: leave them unset", FlagTBFLimit, FlagTBFLatency, FlagQDisc, in.kind.Name)
-	}
-	g, maxSize, err := tbf.NewGate(lower, c.TBFConfig(), true)
-	if err != nil {
-		return flagError(err, EgressCeiling)
-	}
-	return in.kind.Ceiling(q, g, maxSize)
 }
 
 // frameOf is the largest frame link takes: its MTU and link header.

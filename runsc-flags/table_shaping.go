@@ -20,7 +20,7 @@ var shapingRows = []Flag{
 	{
 		Name: FlagTBFRate, Kind: KindRate, field: func(c *Config) any { return &c.TBFRate },
 		Default: "0", Unset: "unset; required with `--qdisc=tbf`",
-		Usage:      "tbf: egress rate limit; " + rateHelp + ". Required with --qdisc=tbf; with another --qdisc that takes one (fifo, fq_codel, netem), a ceiling over it.",
+		Usage:      "tbf: egress rate limit; " + rateHelp + ". Required with --qdisc=tbf.",
 		Annotation: lower,
 		Linux:      Linux{Qdisc: "tbf", Param: "rate", Bound: "TCA_TBF_RATE64 is a u64"},
 		Ceiling:    EgressCeiling,

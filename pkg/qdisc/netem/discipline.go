@@ -101,9 +101,10 @@ func (d *Discipline) String() string {
 	return s
 }
 
-// Show implements qdisc.Shower: netem's line and its counters.
+// Show implements qdisc.Shower: netem's line and its counters; under a
+// ceiling, the ceiling's tbf over it.
 func (d *Discipline) Show() qdisc.Showing {
 	s := qdisc.Showing{Stats: d.Stats()}
 	s.Kind, s.Options = qdisc.SplitKind(d.String())
-	return s
+	return qdisc.Gated(d.Gate(), s)
 }
