@@ -59,9 +59,9 @@ type statser interface{ Stats() qdisc.Stats }
 func FromConfig(cfg *runscflags.Config) Candidate {
 	c := Candidate{QDisc: cfg.QDisc.String(), Impl: "netqdisc", Make: cfg.NewQueueingDiscipline}
 	switch cfg.QDisc {
-	case runscflags.QDiscTBF:
+	case "tbf":
 		c.Rate = cfg.TBFRate
-	case runscflags.QDiscCake:
+	case "cake":
 		if cc, err := cfg.CakeConfig(); err == nil {
 			c.Rate = cc.Bandwidth
 		}
@@ -72,7 +72,7 @@ func FromConfig(cfg *runscflags.Config) Candidate {
 // Cake is netqdisc's cake at bandwidth r (bytes/s) with tc-cake's words
 // besides (the variant's name; "" for cake's defaults).
 func Cake(r uint64, words string) Candidate {
-	c := FromConfig(&runscflags.Config{QDisc: runscflags.QDiscCake, Cake: words, CakeBandwidth: fmt.Sprint(r)})
+	c := FromConfig(&runscflags.Config{QDisc: "cake", Cake: words, CakeBandwidth: fmt.Sprint(r)})
 	c.Variant = words
 	return c
 }
@@ -87,11 +87,11 @@ func Upstream(cfg *runscflags.Config) Candidate {
 	switch cfg.QDisc {
 	case runscflags.QDiscNone:
 		c.Make = func(stack.LinkEndpoint, tcpip.Clock) (stack.QueueingDiscipline, error) { return nil, nil }
-	case runscflags.QDiscFIFO:
+	case "fifo":
 		c.Make = func(lower stack.LinkEndpoint, _ tcpip.Clock) (stack.QueueingDiscipline, error) {
 			return upstreamfifo.New(lower, runtime.GOMAXPROCS(0), runscflags.FIFOQueueLen), nil
 		}
-	case runscflags.QDiscTBF:
+	case "tbf":
 		c.Rate = cfg.TBFRate
 		r, burst := cfg.TBFRate, cfg.TBFBurst
 		queue := uint64(runscflags.FIFOQueueLen)
@@ -113,8 +113,8 @@ func Upstream(cfg *runscflags.Config) Candidate {
 // SideBySide returns none, netqdisc fifo and tbf, and upstream fifo and tbf,
 // the tbfs with rate and burst.
 func SideBySide(rate, burst uint64) []Candidate {
-	tbfCfg := &runscflags.Config{QDisc: runscflags.QDiscTBF, TBFRate: rate, TBFBurst: burst}
-	fifoCfg := &runscflags.Config{QDisc: runscflags.QDiscFIFO}
+	tbfCfg := &runscflags.Config{QDisc: "tbf", TBFRate: rate, TBFBurst: burst}
+	fifoCfg := &runscflags.Config{QDisc: "fifo"}
 	none := &runscflags.Config{QDisc: runscflags.QDiscNone}
 	return []Candidate{FromConfig(none), FromConfig(fifoCfg), Upstream(fifoCfg), FromConfig(tbfCfg), Upstream(tbfCfg)}
 }

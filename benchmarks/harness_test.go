@@ -79,10 +79,10 @@ func TestReceiveDetectsCorruption(t *testing.T) {
 // 1000 packets whatever the rate, 1.2 s at 10 Mbit/s, so an overloaded run
 // of about a second may see no RTT sample come back at all.
 func TestRun(t *testing.T) {
-	tbfCfg := &runscflags.Config{QDisc: runscflags.QDiscTBF, TBFRate: 10 * Mbit, TBFBurst: 12500, TBFLatency: 20 * time.Millisecond}
+	tbfCfg := &runscflags.Config{QDisc: "tbf", TBFRate: 10 * Mbit, TBFBurst: 12500, TBFLatency: 20 * time.Millisecond}
 	for _, c := range []Candidate{
 		FromConfig(tbfCfg), Upstream(tbfCfg),
-		FromConfig(&runscflags.Config{QDisc: runscflags.QDiscFIFO}), Upstream(&runscflags.Config{QDisc: runscflags.QDiscFIFO}),
+		FromConfig(&runscflags.Config{QDisc: "fifo"}), Upstream(&runscflags.Config{QDisc: "fifo"}),
 		FromConfig(&runscflags.Config{QDisc: runscflags.QDiscNone}),
 	} {
 		t.Run(slug(c.Name()), func(t *testing.T) {
@@ -105,7 +105,7 @@ func TestRun(t *testing.T) {
 }
 
 func TestRunRefusesBadConfig(t *testing.T) {
-	c := FromConfig(&runscflags.Config{QDisc: runscflags.QDiscTBF, TBFRate: 10 * Mbit, TBFBurst: 1000})
+	c := FromConfig(&runscflags.Config{QDisc: "tbf", TBFRate: 10 * Mbit, TBFBurst: 1000})
 	if _, err := Run(c, measure.Options{Window: time.Second}); err == nil || !strings.Contains(err.Error(), "--qdisc-tbf-burst") {
 		t.Errorf("Run with a burst below the MTU: %v; want an error naming --qdisc-tbf-burst", err)
 	}
@@ -125,7 +125,7 @@ func TestFailedSetUpLeavesNothing(t *testing.T) {
 				return nil
 			}
 			defer func() { setUpFault = nil }()
-			c := FromConfig(&runscflags.Config{QDisc: runscflags.QDiscTBF, TBFRate: 10 * Mbit, TBFBurst: 12500})
+			c := FromConfig(&runscflags.Config{QDisc: "tbf", TBFRate: 10 * Mbit, TBFBurst: 12500})
 			if _, err := Run(c, measure.Options{Streams: 2, Window: time.Second}); err == nil || !strings.Contains(err.Error(), "injected failure after "+step) {
 				t.Fatalf("Run: %v; want the injected failure", err)
 			}

@@ -52,7 +52,7 @@ func ThroughputSuite(streams []int, o measure.Options) Suite {
 	for _, n := range streams {
 		oo := o
 		oo.Streams = n
-		cands := append(SideBySide(FarRate, FarBurst), SingleQueue(&runscflags.Config{QDisc: runscflags.QDiscTBF, TBFRate: FarRate, TBFBurst: FarBurst}))
+		cands := append(SideBySide(FarRate, FarBurst), SingleQueue(&runscflags.Config{QDisc: "tbf", TBFRate: FarRate, TBFBurst: FarBurst}))
 		s.Settings = append(s.Settings, Setting{Label: fmt.Sprintf("%d", n), Candidates: cands, Options: oo})
 	}
 	return s
@@ -70,7 +70,7 @@ func AccuracyBurst(r uint64) uint64 { return max(r/100, 2*1514) }
 func AccuracySuite(rates []uint64, o measure.Options) Suite {
 	s := Suite{Name: "accuracy"}
 	for _, r := range rates {
-		cfg := &runscflags.Config{QDisc: runscflags.QDiscTBF, TBFRate: r, TBFBurst: AccuracyBurst(r)}
+		cfg := &runscflags.Config{QDisc: "tbf", TBFRate: r, TBFBurst: AccuracyBurst(r)}
 		cands := []Candidate{FromConfig(cfg), Upstream(cfg), Cake(r, ""), Cake(r, CakeDormantAQM)}
 		s.Settings = append(s.Settings, Setting{Label: rate.FormatRate(r), Candidates: cands, Options: o})
 	}
@@ -103,7 +103,7 @@ func SmallBurstSuite(rates, bursts []uint64, o measure.Options) Suite {
 	s := Suite{Name: "smallburst"}
 	for _, r := range rates {
 		for _, b := range bursts {
-			cfg := &runscflags.Config{QDisc: runscflags.QDiscTBF, TBFRate: r, TBFBurst: b}
+			cfg := &runscflags.Config{QDisc: "tbf", TBFRate: r, TBFBurst: b}
 			s.Settings = append(s.Settings, Setting{Label: fmt.Sprintf("%s burst %d", rate.FormatRate(r), b), Candidates: []Candidate{FromConfig(cfg), Upstream(cfg)}, Options: o})
 		}
 	}
@@ -115,9 +115,9 @@ func SmallBurstSuite(rates, bursts []uint64, o measure.Options) Suite {
 // packet costs when the tbf shapes, against fifo carrying the same load.
 func ShapedCPUSuite(rates []uint64, burst uint64, o measure.Options) Suite {
 	s := Suite{Name: "shapedcpu"}
-	fifoCfg := &runscflags.Config{QDisc: runscflags.QDiscFIFO}
+	fifoCfg := &runscflags.Config{QDisc: "fifo"}
 	for _, r := range rates {
-		cfg := &runscflags.Config{QDisc: runscflags.QDiscTBF, TBFRate: r, TBFBurst: burst}
+		cfg := &runscflags.Config{QDisc: "tbf", TBFRate: r, TBFBurst: burst}
 		for _, load := range []struct {
 			label string
 			pace  uint64
@@ -149,7 +149,7 @@ func BufferbloatSuite(rates []uint64, o measure.Options) Suite {
 	o.Sparse = true
 	o.Streams = 4
 	for _, r := range rates {
-		base := &runscflags.Config{QDisc: runscflags.QDiscTBF, TBFRate: r, TBFBurst: AccuracyBurst(r)}
+		base := &runscflags.Config{QDisc: "tbf", TBFRate: r, TBFBurst: AccuracyBurst(r)}
 		fifo, lat, fqc := *base, *base, *base
 		fifo.TBFChild, lat.TBFChild = runscflags.ChildFIFO, runscflags.ChildFIFO
 		lat.TBFLatency = 20 * time.Millisecond
@@ -159,7 +159,7 @@ func BufferbloatSuite(rates []uint64, o measure.Options) Suite {
 			withVariant(FromConfig(&fifo), "fifo"),
 			withVariant(FromConfig(&lat), "fifo, latency 20ms"),
 			withVariant(FromConfig(&fqc), "fq_codel"),
-			FromConfig(&runscflags.Config{QDisc: runscflags.QDiscFQCoDel}),
+			FromConfig(&runscflags.Config{QDisc: "fq_codel"}),
 			Upstream(base),
 		}
 		s.Settings = append(s.Settings, Setting{Label: rate.FormatRate(r), Candidates: cands, Options: o})

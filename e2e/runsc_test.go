@@ -253,7 +253,7 @@ func TestRunscFlagsHelp(t *testing.T) {
 		t.Fatalf("runsc flags: %v: %s", err, out)
 	}
 	for _, want := range []string{
-		"-qdisc value\n    \tqueueing discipline on the sandbox's non-loopback NICs: none, fifo, tbf, fq_codel, htb (classes: --qdisc-htb) or cake (--qdisc-cake). Any other registered qdisc too: fq, mmlink or netem.",
+		"-qdisc value\n    \tqueueing discipline on the sandbox's non-loopback NICs: none, or a registered qdisc by its tc name. Choose none, cake, fifo, fq, fq_codel, htb, mmlink, netem or tbf.",
 		"netem (--qdisc-netem)", "mmlink (--qdisc-mmlink)", "tbf (--qdisc-tbf). (default fifo)",
 		"-qdisc-htb value\n    \thtb: classes and filters for --qdisc=htb, in tc's words",
 		"-qdisc-tbf-rate value\n    \ttbf: egress rate limit; bytes/s as a bare number (as runsc), or with tc's units: 10mbit",

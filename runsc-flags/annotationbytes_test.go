@@ -145,7 +145,7 @@ func ceilingMbit(t *testing.T, c *Config, offered float64, dur time.Duration) fl
 	secs := dur.Seconds()
 	most := offered * secs * 1e6 / 8 // bytes
 	switch c.QDisc {
-	case QDiscTBF:
+	case "tbf":
 		if c.TBFRate != 0 {
 			most = min(most, float64(c.TBFRate)*secs+float64(c.TBFBurst))
 		}
@@ -155,7 +155,7 @@ func ceilingMbit(t *testing.T, c *Config, offered float64, dur time.Duration) fl
 		if c.TBFPacketRate != 0 {
 			most = min(most, (float64(c.TBFPacketRate)*secs+float64(c.TBFPacketBurst))*1500)
 		}
-	case QDiscCake:
+	case "cake":
 		cfg, err := c.CakeConfig()
 		if err != nil {
 			t.Fatal(err)

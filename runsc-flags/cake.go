@@ -72,9 +72,9 @@ func (c *Config) IngressCakeConfig() (cake.Config, error) {
 // one shaper.
 func (c *Config) validateCake() error {
 	switch {
-	case c.QDisc != QDiscCake && c.Cake != "":
+	case !c.QDisc.Is(cake.Kind) && c.Cake != "":
 		return fmt.Errorf("--%s gives cake's settings and needs --%s=cake", FlagCake, FlagQDisc)
-	case c.QDisc != QDiscCake && c.cakeKnobSet() != nil:
+	case !c.QDisc.Is(cake.Kind) && c.cakeKnobSet() != nil:
 		return fmt.Errorf("--%s is one of cake's settings and needs --%s=cake", c.cakeKnobSet().Name, FlagQDisc)
 	case c.IngressCake != "" && (c.IngressRate != 0 || c.IngressPacketRate != 0):
 		return fmt.Errorf("--%s and --%s both shape what the sandbox receives; give one of them", FlagIngressCake, FlagIngressRate)
@@ -134,7 +134,7 @@ func (c *Config) applyKubeCake(key string, r uint64) bool {
 		if *p == "" {
 			return false
 		}
-	} else if c.QDisc != QDiscCake {
+	} else if !c.QDisc.Is(cake.Kind) {
 		return false
 	}
 	text := *p
@@ -160,7 +160,7 @@ func (c *Config) applyKubeCake(key string, r uint64) bool {
 // the same flags, for a checkpoint: the whole of each cake in force.
 func (c *Config) cakeArgs() []string {
 	var args []string
-	if c.QDisc == QDiscCake {
+	if c.QDisc.Is(cake.Kind) {
 		if cfg, err := c.CakeConfig(); err == nil {
 			args = append(args, "--"+FlagCake+"="+cfg.String())
 		}

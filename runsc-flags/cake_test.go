@@ -130,7 +130,7 @@ func TestCakeKubernetes(t *testing.T) {
 			if err := c.ApplyAnnotations(map[string]string{runscflags.AnnotationKubeEgress: tc.egress, runscflags.AnnotationKubeIngress: tc.ingress}); err != nil {
 				t.Fatal(err)
 			}
-			if c.QDisc != runscflags.QDiscCake || !strings.HasPrefix(c.Cake, tc.cake) || !strings.HasPrefix(c.IngressCake, tc.inCake) {
+			if c.QDisc != "cake" || !strings.HasPrefix(c.Cake, tc.cake) || !strings.HasPrefix(c.IngressCake, tc.inCake) {
 				t.Errorf("after the annotations: --qdisc=%v --qdisc-cake=%q --qdisc-ingress-cake=%q; want cake, %q, %q", c.QDisc, c.Cake, c.IngressCake, tc.cake, tc.inCake)
 			}
 		})

@@ -138,7 +138,7 @@ func (c Config) String() string {
 	if args := c.Args(); len(args) > 0 {
 		return strings.Join(args, " ")
 	}
-	return "--" + FlagQDisc + "=" + QDiscFIFO.String()
+	return "--" + FlagQDisc + "=" + byName[FlagQDisc].Default
 }
 
 // Validate checks that the Config describes a qdisc that can be built: tbf
@@ -186,7 +186,7 @@ func (c *Config) Validate() error {
 	if err := c.validateNode(); err != nil {
 		return err
 	}
-	if c.QDisc == QDiscTBF {
+	if c.QDisc.Is(tbf.Kind) {
 		if c.TBFRate == 0 && c.TBFPacketRate == 0 {
 			return fmt.Errorf("--%s=tbf requires --%s (bytes/s, or with units such as 10mbit) or --%s (packets/s)", FlagQDisc, FlagTBFRate, FlagTBFPacketRate)
 		}

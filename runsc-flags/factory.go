@@ -13,6 +13,7 @@ import (
 	"github.com/netqdisc/netqdisc/pkg/qdisc/fqcodel"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/ingress"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/rate"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/tbf"
 )
 
 // FIFOQueueLen is the packets each fifo queue holds, as in runsc: fifo's
@@ -216,7 +217,7 @@ func flagError(err error, d Ceiling) error {
 // ApplyAnnotations come first.
 func (c *Config) Warnings() []string {
 	w := append([]string(nil), c.Notices...)
-	if c.QDisc == QDiscTBF {
+	if c.QDisc.Is(tbf.Kind) {
 		t := c.TBFConfig()
 		if child, err := c.NewTBFChild(gsoPacket); err == nil {
 			t.Child = child // its Slack: fq_codel's bounds it
@@ -244,7 +245,7 @@ const gsoPacket = 65536 + 14
 // does with TSO). With host GSO that packet is a GSO packet, cut by the
 // tbf to fit its bucket: the smaller of the burst and 64 KiB + 14.
 func (c *Config) fqCoDelWarnings() []string {
-	if c.QDisc != QDiscTBF || c.TBFChild != ChildFQCoDel || c.TBFRate == 0 {
+	if !c.QDisc.Is(tbf.Kind) || c.TBFChild != ChildFQCoDel || c.TBFRate == 0 {
 		return nil
 	}
 	target := c.FQTarget

@@ -40,22 +40,22 @@ func TestFlags(t *testing.T) {
 		args []string
 		want Config
 	}{
-		{"defaults: fifo as runsc", nil, Config{QDisc: QDiscFIFO}},
+		{"defaults: fifo as runsc", nil, Config{QDisc: "fifo"}},
 		{"none", []string{"--qdisc=none"}, Config{QDisc: QDiscNone}},
 		{"runsc bare numbers", []string{"--qdisc=tbf", "--qdisc-tbf-rate=1250000", "--qdisc-tbf-burst=12500"},
-			Config{QDisc: QDiscTBF, TBFRate: 1250000, TBFBurst: 12500}},
+			Config{QDisc: "tbf", TBFRate: 1250000, TBFBurst: 12500}},
 		{"tc units", []string{"--qdisc=tbf", "--qdisc-tbf-rate=8mbit", "--qdisc-tbf-burst=64kb", "--qdisc-tbf-peakrate=100mbit", "--qdisc-tbf-mtu=1514", "--qdisc-tbf-latency=50ms"},
-			Config{QDisc: QDiscTBF, TBFRate: 1_000_000, TBFBurst: 65536, TBFPeakRate: 12_500_000, TBFMTU: 1514, TBFLatency: 50 * time.Millisecond}},
+			Config{QDisc: "tbf", TBFRate: 1_000_000, TBFBurst: 65536, TBFPeakRate: 12_500_000, TBFMTU: 1514, TBFLatency: 50 * time.Millisecond}},
 		// tc takes mtu without peakrate; it shapes nothing.
 		{"mtu without peakrate", []string{"--qdisc=tbf", "--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500", "--qdisc-tbf-mtu=1514"},
-			Config{QDisc: QDiscTBF, TBFRate: 1_250_000, TBFBurst: 12500, TBFMTU: 1514}},
+			Config{QDisc: "tbf", TBFRate: 1_250_000, TBFBurst: 12500, TBFMTU: 1514}},
 		{"limit and override", []string{"--qdisc=tbf", "--qdisc-tbf-rate=1gbit", "--qdisc-tbf-burst=1mb", "--qdisc-tbf-limit=4mb", "--allow-flag-override"},
-			Config{QDisc: QDiscTBF, TBFRate: 125_000_000, TBFBurst: 1 << 20, TBFLimit: 4 << 20, AllowFlagOverride: true}},
-		{"ceilings prepared for pods that pick tbf", []string{"--qdisc-tbf-rate=10mbit"}, Config{QDisc: QDiscFIFO, TBFRate: 1_250_000}},
+			Config{QDisc: "tbf", TBFRate: 125_000_000, TBFBurst: 1 << 20, TBFLimit: 4 << 20, AllowFlagOverride: true}},
+		{"ceilings prepared for pods that pick tbf", []string{"--qdisc-tbf-rate=10mbit"}, Config{QDisc: "fifo", TBFRate: 1_250_000}},
 		{"ingress", []string{"--qdisc-ingress-rate=100mbit", "--qdisc-ingress-burst=125kb", "--qdisc-ingress-latency=25ms"},
-			Config{QDisc: QDiscFIFO, IngressRate: 12_500_000, IngressBurst: 128_000, IngressLatency: 25 * time.Millisecond}},
+			Config{QDisc: "fifo", IngressRate: 12_500_000, IngressBurst: 128_000, IngressLatency: 25 * time.Millisecond}},
 		{"ingress limit beside tbf", []string{"--qdisc=tbf", "--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500", "--qdisc-ingress-rate=1250000", "--qdisc-ingress-burst=3028", "--qdisc-ingress-limit=1mb"},
-			Config{QDisc: QDiscTBF, TBFRate: 1_250_000, TBFBurst: 12500, IngressRate: 1_250_000, IngressBurst: 3028, IngressLimit: 1 << 20}},
+			Config{QDisc: "tbf", TBFRate: 1_250_000, TBFBurst: 12500, IngressRate: 1_250_000, IngressBurst: 3028, IngressLimit: 1 << 20}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := parse(t, tc.args...)
@@ -125,7 +125,7 @@ func TestHelpSaysUnits(t *testing.T) {
 	RegisterFlags(fs)
 	for name, unit := range map[string]string{
 		FlagTBFRate: "mbit", FlagTBFBurst: "kb", FlagTBFPeakRate: "bytes/s", FlagTBFMTU: "bytes",
-		FlagTBFLimit: "bytes", FlagTBFLatency: "50ms", FlagQDisc: "fq_codel, htb (classes: --qdisc-htb) or cake",
+		FlagTBFLimit: "bytes", FlagTBFLatency: "50ms", FlagQDisc: "htb (--qdisc-htb)",
 		FlagIngressRate: "mbit", FlagIngressBurst: "kb", FlagIngressLimit: "bytes", FlagIngressLatency: "25ms",
 		FlagHTB: "tc's words", FlagIngressHTB: "--qdisc-htb", FlagCake: "tc-cake's words", FlagIngressCake: "ingress keyword",
 	} {
@@ -217,21 +217,21 @@ func TestApplyAnnotations(t *testing.T) {
 		says        []string // non-nil: refused, with an error saying these
 	}{
 		{"lower rate", operatorTBF, a("qdisc-tbf-rate", "5mbit"),
-			&Config{QDisc: QDiscTBF, TBFRate: 625_000, TBFBurst: 12500, TBFLatency: 50 * time.Millisecond}, nil},
+			&Config{QDisc: "tbf", TBFRate: 625_000, TBFBurst: 12500, TBFLatency: 50 * time.Millisecond}, nil},
 		{"equal rate", operatorTBF, a("qdisc-tbf-rate", "1250000"),
-			&Config{QDisc: QDiscTBF, TBFRate: 1_250_000, TBFBurst: 12500, TBFLatency: 50 * time.Millisecond}, nil},
+			&Config{QDisc: "tbf", TBFRate: 1_250_000, TBFBurst: 12500, TBFLatency: 50 * time.Millisecond}, nil},
 		{"raise rate", operatorTBF, a("qdisc-tbf-rate", "20mbit"), nil,
 			[]string{"dev.gvisor.flag.qdisc-tbf-rate", `"20mbit"`, "1250000 bytes/s (10Mbit)", "--allow-flag-override"}},
 		{"zero rate unsets", operatorTBF, a("qdisc-tbf-rate", "0"), nil, []string{"0 would unset", "--allow-flag-override"}},
 		{"raise burst", operatorTBF, a("qdisc-tbf-burst", "64kb"), nil, []string{"qdisc-tbf-burst", "12500 bytes"}},
 		{"lower burst", operatorTBF, a("qdisc-tbf-burst", "3028"),
-			&Config{QDisc: QDiscTBF, TBFRate: 1_250_000, TBFBurst: 3028, TBFLatency: 50 * time.Millisecond}, nil},
+			&Config{QDisc: "tbf", TBFRate: 1_250_000, TBFBurst: 3028, TBFLatency: 50 * time.Millisecond}, nil},
 		{"raise latency", operatorTBF, a("qdisc-tbf-latency", "1s"), nil, []string{"qdisc-tbf-latency", "50ms", "--allow-flag-override"}},
 		{"lower latency", operatorTBF, a("qdisc-tbf-latency", "20ms"),
-			&Config{QDisc: QDiscTBF, TBFRate: 1_250_000, TBFBurst: 12500, TBFLatency: 20 * time.Millisecond}, nil},
+			&Config{QDisc: "tbf", TBFRate: 1_250_000, TBFBurst: 12500, TBFLatency: 20 * time.Millisecond}, nil},
 		{"bad latency", operatorTBF, a("qdisc-tbf-latency", "soon"), nil, []string{"positive duration"}},
 		{"add peak rate", operatorTBF, a("qdisc-tbf-peakrate", "100mbit", "qdisc-tbf-mtu", "1514"),
-			&Config{QDisc: QDiscTBF, TBFRate: 1_250_000, TBFBurst: 12500, TBFPeakRate: 12_500_000, TBFMTU: 1514, TBFLatency: 50 * time.Millisecond}, nil},
+			&Config{QDisc: "tbf", TBFRate: 1_250_000, TBFBurst: 12500, TBFPeakRate: 12_500_000, TBFMTU: 1514, TBFLatency: 50 * time.Millisecond}, nil},
 		{"peak rate without mtu", operatorTBF, a("qdisc-tbf-peakrate", "100mbit"), nil, []string{"invalid configuration", "--qdisc-tbf-mtu"}},
 		{"leave tbf for fifo", operatorTBF, a("qdisc", "fifo"), nil, []string{"only tbf", "--allow-flag-override"}},
 		{"leave tbf for none", operatorTBF, a("qdisc", "none"), nil, []string{"only tbf"}},
@@ -240,20 +240,20 @@ func TestApplyAnnotations(t *testing.T) {
 		{"set override", operatorTBF, a("allow-flag-override", "true"), nil, []string{"allow-flag-override", "operator"}},
 		{"override cannot be set even with override", append([]string{"--allow-flag-override"}, operatorTBF...), a("allow-flag-override", "false"), nil, []string{"cannot be set"}},
 		{"pick tbf under fifo with ceilings", []string{"--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500"}, a("qdisc", "tbf", "qdisc-tbf-rate", "5mbit"),
-			&Config{QDisc: QDiscTBF, TBFRate: 625_000, TBFBurst: 12500}, nil},
+			&Config{QDisc: "tbf", TBFRate: 625_000, TBFBurst: 12500}, nil},
 		{"pick tbf without rate and burst", nil, a("qdisc", "tbf"), nil, []string{"invalid configuration", "--qdisc-tbf-rate"}},
 		{"pick tbf and give rate and burst", nil, a("qdisc", "tbf", "qdisc-tbf-rate", "100mbit", "qdisc-tbf-burst", "64kb"),
-			&Config{QDisc: QDiscTBF, TBFRate: 12_500_000, TBFBurst: 65536}, nil},
+			&Config{QDisc: "tbf", TBFRate: 12_500_000, TBFBurst: 65536}, nil},
 		{"no ceiling: any valid value", []string{"--qdisc=none"}, a("qdisc-tbf-limit", "1mb"), &Config{QDisc: QDiscNone, TBFLimit: 1 << 20}, nil},
 		{"limit beside operator latency", operatorTBF, a("qdisc-tbf-limit", "10kb"), nil, []string{"--qdisc-tbf-limit and --qdisc-tbf-latency"}},
 		{"one bad annotation refuses the set", operatorTBF, a("qdisc-tbf-rate", "5mbit", "qdisc-tbf-burst", "1mb"), nil, []string{"qdisc-tbf-burst"}},
 		{"bad unit", operatorTBF, a("qdisc-tbf-rate", "5 furlongs"), nil, []string{`"5 furlongs"`, "unknown unit"}},
 		{"keys without the prefix and flags we do not own are ignored", operatorTBF,
 			map[string]string{"qdisc": "none", "io.kubernetes.foo": "x", AnnotationPrefix + "network": "host", AnnotationPrefix + "debug": "true"},
-			&Config{QDisc: QDiscTBF, TBFRate: 1_250_000, TBFBurst: 12500, TBFLatency: 50 * time.Millisecond}, nil},
+			&Config{QDisc: "tbf", TBFRate: 1_250_000, TBFBurst: 12500, TBFLatency: 50 * time.Millisecond}, nil},
 		{"override: raise and leave tbf", append([]string{"--allow-flag-override"}, operatorTBF...), a("qdisc", "fifo", "qdisc-tbf-rate", "1gbit", "qdisc-tbf-latency", "0s"), nil, []string{"positive duration"}},
 		{"override: anything valid", append([]string{"--allow-flag-override"}, operatorTBF...), a("qdisc", "fifo", "qdisc-tbf-rate", "1gbit", "qdisc-tbf-burst", "1mb"),
-			&Config{QDisc: QDiscFIFO, TBFRate: 125_000_000, TBFBurst: 1 << 20, TBFLatency: 50 * time.Millisecond, AllowFlagOverride: true}, nil},
+			&Config{QDisc: "fifo", TBFRate: 125_000_000, TBFBurst: 1 << 20, TBFLatency: 50 * time.Millisecond, AllowFlagOverride: true}, nil},
 		{"override: still validated", append([]string{"--allow-flag-override"}, operatorTBF...), a("qdisc-tbf-rate", "0"), nil, []string{"--qdisc-tbf-rate"}},
 		// tbf.Config.Check's bounds hold for what annotations give.
 		{"pick tbf with a latency past a 32-bit limit", nil, a("qdisc", "tbf", "qdisc-tbf-rate", "100gbit", "qdisc-tbf-burst", "12500", "qdisc-tbf-latency", "1h"), nil,
@@ -261,11 +261,11 @@ func TestApplyAnnotations(t *testing.T) {
 		// A limit below the burst is Linux's to take (bfifo drops what
 		// does not fit), and lowering it tightens.
 		{"a limit below the operator's burst", []string{"--qdisc=tbf", "--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500"}, a("qdisc-tbf-limit", "5000"),
-			&Config{QDisc: QDiscTBF, TBFRate: 1_250_000, TBFBurst: 12500, TBFLimit: 5000}, nil},
+			&Config{QDisc: "tbf", TBFRate: 1_250_000, TBFBurst: 12500, TBFLimit: 5000}, nil},
 		{"override: a burst shorter than 1 ns", append([]string{"--allow-flag-override"}, operatorTBF...), a("qdisc-tbf-rate", "18446744073709551615"), nil,
 			[]string{"invalid configuration", "--qdisc-tbf-burst: ", "less than 1 ns"}},
 		{"ingress limit below its burst", []string{"--qdisc-ingress-rate=10mbit", "--qdisc-ingress-burst=12500"}, a("qdisc-ingress-limit", "5000"),
-			&Config{QDisc: QDiscFIFO, IngressRate: 1_250_000, IngressBurst: 12500, IngressLimit: 5000}, nil},
+			&Config{QDisc: "fifo", IngressRate: 1_250_000, IngressBurst: 12500, IngressLimit: 5000}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := annotate(t, tc.flags, tc.annotations, tc.says)

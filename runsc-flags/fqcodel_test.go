@@ -20,12 +20,12 @@ func TestFQCoDelFlags(t *testing.T) {
 		want Config
 		says []string // an error that says these
 	}{
-		{"alone, defaults", []string{"--qdisc=fq_codel"}, Config{QDisc: QDiscFQCoDel}, nil},
+		{"alone, defaults", []string{"--qdisc=fq_codel"}, Config{QDisc: "fq_codel"}, nil},
 		{"alone, every knob", []string{"--qdisc=fq_codel", "--qdisc-fq-codel-limit=1000", "--qdisc-fq-codel-flows=256", "--qdisc-fq-codel-target=2ms", "--qdisc-fq-codel-interval=50ms",
 			"--qdisc-fq-codel-quantum=300", "--qdisc-fq-codel-memory-limit=4mb", "--qdisc-fq-codel-drop-batch=16", "--qdisc-fq-codel-ecn=false"},
-			Config{QDisc: QDiscFQCoDel, FQLimit: 1000, FQFlows: 256, FQTarget: 2 * time.Millisecond, FQInterval: 50 * time.Millisecond, FQQuantum: 300, FQMemoryLimit: 4 << 20, FQDropBatch: 16, FQNoECN: true}, nil},
+			Config{QDisc: "fq_codel", FQLimit: 1000, FQFlows: 256, FQTarget: 2 * time.Millisecond, FQInterval: 50 * time.Millisecond, FQQuantum: 300, FQMemoryLimit: 4 << 20, FQDropBatch: 16, FQNoECN: true}, nil},
 		{"as the tbf's child", []string{"--qdisc=tbf", "--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500", "--qdisc-tbf-child=fq_codel"},
-			Config{QDisc: QDiscTBF, TBFRate: 1_250_000, TBFBurst: 12500, TBFChild: ChildFQCoDel}, nil},
+			Config{QDisc: "tbf", TBFRate: 1_250_000, TBFBurst: 12500, TBFChild: ChildFQCoDel}, nil},
 		{"child with a tbf latency", []string{"--qdisc=tbf", "--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500", "--qdisc-tbf-child=fq_codel", "--qdisc-tbf-latency=50ms"}, Config{},
 			[]string{"--qdisc-tbf-child=fq_codel", "--qdisc-tbf-latency"}},
 		{"unknown child", []string{"--qdisc-tbf-child=sfq"}, Config{}, []string{"qdisc-tbf-child", "fifo, fq, fq_codel or netem"}},
@@ -33,7 +33,7 @@ func TestFQCoDelFlags(t *testing.T) {
 		{"too many flows", []string{"--qdisc=fq_codel", "--qdisc-fq-codel-flows=100000"}, Config{}, []string{"--qdisc-fq-codel-flows"}},
 		{"limit not a count", []string{"--qdisc-fq-codel-limit=10k"}, Config{}, []string{"qdisc-fq-codel-limit"}},
 		// fqcodel.Config.Check's bounds, and what it holds in 32 bits.
-		{"quantum 1 MiB", []string{"--qdisc=fq_codel", "--qdisc-fq-codel-quantum=1mb"}, Config{QDisc: QDiscFQCoDel, FQQuantum: 1 << 20}, nil},
+		{"quantum 1 MiB", []string{"--qdisc=fq_codel", "--qdisc-fq-codel-quantum=1mb"}, Config{QDisc: "fq_codel", FQQuantum: 1 << 20}, nil},
 		{"quantum 2^31", []string{"--qdisc=fq_codel", "--qdisc-fq-codel-quantum=2147483648"}, Config{}, []string{"--qdisc-fq-codel-quantum: ", "1048576", "FQ_CODEL_QUANTUM_MAX"}},
 		{"quantum 1 MiB + 1", []string{"--qdisc=fq_codel", "--qdisc-fq-codel-quantum=1048577"}, Config{}, []string{"--qdisc-fq-codel-quantum: ", "1048576"}},
 		{"quantum past 32 bits", []string{"--qdisc=fq_codel", "--qdisc-fq-codel-quantum=4294967296"}, Config{}, []string{"--qdisc-fq-codel-quantum=4294967296", "at most 1048576"}},
@@ -86,8 +86,8 @@ func TestFQCoDelAnnotations(t *testing.T) {
 		check    func(*Config) bool
 		says     []string
 	}{
-		{"fq_codel over fifo", nil, a("qdisc", "fq_codel"), func(c *Config) bool { return c.QDisc == QDiscFQCoDel }, nil},
-		{"fq_codel over none", []string{"--qdisc=none"}, a("qdisc", "fq_codel"), func(c *Config) bool { return c.QDisc == QDiscFQCoDel }, nil},
+		{"fq_codel over fifo", nil, a("qdisc", "fq_codel"), func(c *Config) bool { return c.QDisc == "fq_codel" }, nil},
+		{"fq_codel over none", []string{"--qdisc=none"}, a("qdisc", "fq_codel"), func(c *Config) bool { return c.QDisc == "fq_codel" }, nil},
 		{"fq_codel over tbf", tbfOp, a("qdisc", "fq_codel"), nil, []string{"dev.gvisor.flag.qdisc", "fq_codel", "--allow-flag-override"}},
 		{"fq_codel as the tbf's child", tbfOp, a("qdisc-tbf-child", "fq_codel"), func(c *Config) bool { return c.TBFChild == ChildFQCoDel }, nil},
 		{"child where the tbf has a latency bound", append(tbfOp, "--qdisc-tbf-latency=50ms"), a("qdisc-tbf-child", "fq_codel"), nil, []string{"qdisc-tbf-latency"}},

@@ -15,10 +15,7 @@ import (
 func (f *Flag) help() string {
 	switch f.Kind {
 	case KindQDisc:
-		if other := otherKinds(); len(other) > 0 {
-			return f.Usage + " Any other registered qdisc too: " + orList(other) + ". " + kindsHelp(EgressCeiling)
-		}
-		return f.Usage + " " + kindsHelp(EgressCeiling)
+		return f.Usage + " Choose " + orList(qdiscChoices()) + ". " + kindsHelp(EgressCeiling)
 	case KindName:
 		return f.Usage + " " + kindsHelp(IngressCeiling)
 	}

@@ -62,7 +62,7 @@ func TestHTBFlags(t *testing.T) {
 			if q != nil {
 				defer q.Close()
 			}
-			if _, ok := q.(*htb.Discipline); ok != (c.QDisc == QDiscHTB) {
+			if _, ok := q.(*htb.Discipline); ok != (c.QDisc == "htb") {
 				t.Errorf("qdisc %T for --qdisc=%v", q, c.QDisc)
 			}
 			in, err := c.NewIngress(link, clock)
@@ -200,7 +200,7 @@ func TestHTBKubernetes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.QDisc != QDiscHTB || cfg.Classes[0].Rate != 625_000 || cfg.Classes[0].Ceil != 625_000 {
+	if c.QDisc != "htb" || cfg.Classes[0].Rate != 625_000 || cfg.Classes[0].Ceil != 625_000 {
 		t.Errorf("after a 5M egress bandwidth: qdisc %v, top class %+v; want htb with rate and ceil 625000 bytes/s", c.QDisc, cfg.Classes[0])
 	}
 }

@@ -14,7 +14,7 @@ func (c *Config) applyKubeHTB(key, value string, r uint64) bool {
 	p := &c.HTB
 	if key == AnnotationKubeIngress {
 		p = &c.IngressHTB
-	} else if c.QDisc != QDiscHTB {
+	} else if !c.QDisc.Is(htb.Kind) {
 		return false
 	}
 	if *p == "" {

@@ -13,9 +13,9 @@ import (
 // tbf or classes, not both.
 func (c *Config) validateHTB() error {
 	switch {
-	case c.QDisc == QDiscHTB && c.HTB == "":
+	case c.QDisc.Is(htb.Kind) && c.HTB == "":
 		return fmt.Errorf("--%s=htb requires --%s, its classes (such as %q)", FlagQDisc, FlagHTB, "class root classid 1:1 rate 10mbit")
-	case c.QDisc != QDiscHTB && c.HTB != "":
+	case !c.QDisc.Is(htb.Kind) && c.HTB != "":
 		return fmt.Errorf("--%s gives htb's classes and needs --%s=htb", FlagHTB, FlagQDisc)
 	case c.IngressHTB != "" && (c.IngressRate != 0 || c.IngressPacketRate != 0):
 		return fmt.Errorf("--%s and --%s both shape what the sandbox receives; give one of them", FlagIngressHTB, FlagIngressRate)

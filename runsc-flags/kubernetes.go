@@ -6,6 +6,8 @@ import (
 	"math/big"
 	"strings"
 	"time"
+
+	"github.com/netqdisc/netqdisc/pkg/qdisc/tbf"
 )
 
 // Kubernetes' pod bandwidth annotations, in bits per second as Kubernetes
@@ -144,7 +146,7 @@ func (c *Config) applyKube(op *Config, key, value string, r uint64) {
 	}
 	s := c.kubeShaperOf(key)
 	if s.qdisc != nil {
-		*s.qdisc = QDiscTBF
+		*s.qdisc = QDiscOf(tbf.Kind)
 	}
 	if op.AllowFlagOverride { // as the annotation says, whatever is in force
 		*s.rate, *s.burst, *s.limit, *s.latency = r, kubeBurst(r), 0, KubeLatency

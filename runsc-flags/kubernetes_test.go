@@ -76,34 +76,34 @@ func TestKubeAnnotations(t *testing.T) {
 		// Under fq, the default child, the tbf's default limit and fq's own bound the queue
 		// where the operator set no limit or latency.
 		{"egress on fifo selects tbf", nil, kube(AnnotationKubeEgress, "10M"),
-			Config{QDisc: QDiscTBF, TBFRate: 1_250_000, TBFBurst: 65550}, nil},
+			Config{QDisc: "tbf", TBFRate: 1_250_000, TBFBurst: 65550}, nil},
 		{"egress over a tbf's byte FIFO: 25 ms of queue", []string{"--qdisc=tbf", "--qdisc-tbf-rate=100mbit", "--qdisc-tbf-burst=125000", "--qdisc-tbf-child=fifo"}, kube(AnnotationKubeEgress, "10M"),
-			Config{QDisc: QDiscTBF, TBFRate: 1_250_000, TBFBurst: 65550, TBFChild: ChildFIFO, TBFLatency: 25 * time.Millisecond}, nil},
+			Config{QDisc: "tbf", TBFRate: 1_250_000, TBFBurst: 65550, TBFChild: ChildFIFO, TBFLatency: 25 * time.Millisecond}, nil},
 		{"egress below the operator's tbf", operatorTBF, kube(AnnotationKubeEgress, "5M"),
-			Config{QDisc: QDiscTBF, TBFRate: 625_000, TBFBurst: 12500, TBFLatency: 25 * time.Millisecond}, nil},
+			Config{QDisc: "tbf", TBFRate: 625_000, TBFBurst: 12500, TBFLatency: 25 * time.Millisecond}, nil},
 		{"egress at 1G: 10 ms of burst, the default queue", []string{"--qdisc-tbf-child=fifo"}, kube(AnnotationKubeEgress, "1G"),
 			// 25 ms at 1 Gbit/s is more than the default queue (1000
 			// full-size packets) the operator left: held to it.
-			Config{QDisc: QDiscTBF, TBFRate: 125_000_000, TBFBurst: 1_250_000, TBFChild: ChildFIFO, TBFLatency: 2112 * time.Microsecond}, nil},
+			Config{QDisc: "tbf", TBFRate: 125_000_000, TBFBurst: 1_250_000, TBFChild: ChildFIFO, TBFLatency: 2112 * time.Microsecond}, nil},
 		{"egress at 10G: the burst alone past the default queue", []string{"--qdisc-tbf-child=fifo"}, kube(AnnotationKubeEgress, "10G"),
-			Config{QDisc: QDiscTBF, TBFRate: 1_250_000_000, TBFBurst: 12_500_000, TBFChild: ChildFIFO, TBFLimit: DefaultQueueBytes}, nil},
+			Config{QDisc: "tbf", TBFRate: 1_250_000_000, TBFBurst: 12_500_000, TBFChild: ChildFIFO, TBFLimit: DefaultQueueBytes}, nil},
 		{"egress keeps a smaller limit", []string{"--qdisc=tbf", "--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500", "--qdisc-tbf-limit=20000"}, kube(AnnotationKubeEgress, "5M"),
-			Config{QDisc: QDiscTBF, TBFRate: 625_000, TBFBurst: 12500, TBFLimit: 20000}, nil},
+			Config{QDisc: "tbf", TBFRate: 625_000, TBFBurst: 12500, TBFLimit: 20000}, nil},
 		{"egress caps a larger limit at 25 ms", []string{"--qdisc=tbf", "--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500", "--qdisc-tbf-limit=1mb"}, kube(AnnotationKubeEgress, "5M"),
-			Config{QDisc: QDiscTBF, TBFRate: 625_000, TBFBurst: 12500, TBFLimit: 625_000/40 + 12500}, nil},
+			Config{QDisc: "tbf", TBFRate: 625_000, TBFBurst: 12500, TBFLimit: 625_000/40 + 12500}, nil},
 		{"egress keeps a shorter latency", []string{"--qdisc=tbf", "--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500", "--qdisc-tbf-latency=10ms"}, kube(AnnotationKubeEgress, "5M"),
-			Config{QDisc: QDiscTBF, TBFRate: 625_000, TBFBurst: 12500, TBFLatency: 10 * time.Millisecond}, nil},
+			Config{QDisc: "tbf", TBFRate: 625_000, TBFBurst: 12500, TBFLatency: 10 * time.Millisecond}, nil},
 		{"egress and a stricter flag annotation", operatorTBF, map[string]string{AnnotationKubeEgress: "8M", AnnotationPrefix + FlagTBFRate: "2mbit"},
-			Config{QDisc: QDiscTBF, TBFRate: 250_000, TBFBurst: 12500, TBFLatency: 25 * time.Millisecond}, nil},
+			Config{QDisc: "tbf", TBFRate: 250_000, TBFBurst: 12500, TBFLatency: 25 * time.Millisecond}, nil},
 		{"egress above the operator's rate gets the rate", operatorTBF, kube(AnnotationKubeEgress, "20M"),
-			Config{QDisc: QDiscTBF, TBFRate: 1_250_000, TBFBurst: 12500, TBFLatency: 25 * time.Millisecond, Notices: []string{
+			Config{QDisc: "tbf", TBFRate: 1_250_000, TBFBurst: 12500, TBFLatency: 25 * time.Millisecond, Notices: []string{
 				`annotation kubernetes.io/egress-bandwidth="20M": 2500000 bytes/s (20Mbit) is above the operator's ceiling --qdisc-tbf-rate=1250000 bytes/s (10Mbit); the pod gets the ceiling (a bandwidth annotation is a limit, not a reservation)`}}, nil},
 		{"ingress where the operator has none", nil, kube(AnnotationKubeIngress, "100M"),
-			Config{QDisc: QDiscFIFO, IngressRate: 12_500_000, IngressBurst: 125_000, IngressLatency: 25 * time.Millisecond}, nil},
+			Config{QDisc: "fifo", IngressRate: 12_500_000, IngressBurst: 125_000, IngressLatency: 25 * time.Millisecond}, nil},
 		{"both directions", operatorTBF, kube(AnnotationKubeIngress, "1M", AnnotationKubeEgress, "1M"),
-			Config{QDisc: QDiscTBF, TBFRate: 125_000, TBFBurst: 12500, TBFLatency: 25 * time.Millisecond, IngressRate: 125_000, IngressBurst: 65550, IngressLatency: 25 * time.Millisecond}, nil},
+			Config{QDisc: "tbf", TBFRate: 125_000, TBFBurst: 12500, TBFLatency: 25 * time.Millisecond, IngressRate: 125_000, IngressBurst: 65550, IngressLatency: 25 * time.Millisecond}, nil},
 		{"ingress above the operator's gets the operator's", []string{"--qdisc-ingress-rate=10mbit", "--qdisc-ingress-burst=12500"}, kube(AnnotationKubeIngress, "20M"),
-			Config{QDisc: QDiscFIFO, IngressRate: 1_250_000, IngressBurst: 12500, IngressLatency: 25 * time.Millisecond, Notices: []string{
+			Config{QDisc: "fifo", IngressRate: 1_250_000, IngressBurst: 12500, IngressLatency: 25 * time.Millisecond, Notices: []string{
 				`annotation kubernetes.io/ingress-bandwidth="20M": 2500000 bytes/s (20Mbit) is above the operator's ceiling --qdisc-ingress-rate=1250000 bytes/s (10Mbit); the pod gets the ceiling (a bandwidth annotation is a limit, not a reservation)`}}, nil},
 		{"a refused flag annotation keeps the notice out", operatorTBF, map[string]string{AnnotationKubeEgress: "20M", AnnotationPrefix + FlagTBFRate: "20mbit"}, Config{},
 			[]string{AnnotationPrefix + FlagTBFRate, "exceeds the operator's ceiling --qdisc-tbf-rate=1250000 bytes/s (10Mbit)", "--allow-flag-override"}},
@@ -111,7 +111,7 @@ func TestKubeAnnotations(t *testing.T) {
 			[]string{AnnotationKubeIngress, `"10mbit"`, "10M, 1G or 500k"}},
 		{"zero", nil, kube(AnnotationKubeEgress, "0"), Config{}, []string{AnnotationKubeEgress, "out of range"}},
 		{"above with override", []string{"--qdisc=tbf", "--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500", "--allow-flag-override"}, kube(AnnotationKubeEgress, "20M"),
-			Config{QDisc: QDiscTBF, TBFRate: 2_500_000, TBFBurst: 65550, TBFLatency: 25 * time.Millisecond, AllowFlagOverride: true}, nil},
+			Config{QDisc: "tbf", TBFRate: 2_500_000, TBFBurst: 65550, TBFLatency: 25 * time.Millisecond, AllowFlagOverride: true}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := annotate(t, tc.operator, tc.set, tc.says)

@@ -11,6 +11,7 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 
 	"github.com/netqdisc/netqdisc/pkg/qdisc"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/fifo"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/ingress"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/tbf"
 )
@@ -148,10 +149,10 @@ func (c *Config) Changed(args []string) (*Config, error) {
 	}
 	next.clearRemoved()
 	check := *next
-	if check.QDisc == QDiscTBF && check.TBFRate == 0 && check.TBFPacketRate == 0 {
+	if check.QDisc.Is(tbf.Kind) && check.TBFRate == 0 && check.TBFPacketRate == 0 {
 		// A tbf whose ceiling a change removed: valid on a running
 		// sandbox (its queue stays), not as a sandbox's start.
-		check.QDisc = QDiscFIFO
+		check.QDisc = QDiscOf(fifo.Kind)
 	}
 	if err := check.Validate(); err != nil {
 		return nil, err

@@ -239,7 +239,7 @@ func annotationValues(f *Flag, op *Config) []string {
 	vs := []string{"", "garbage", roundTripSamples[f.Name]}
 	switch f.Kind {
 	case KindQDisc:
-		vs = append(vs, qdiscNames...)
+		vs = append(vs, qdiscChoices()...)
 	case KindChild:
 		vs = append(vs, "fifo", ChildFQCoDel)
 	case KindName:

@@ -9,6 +9,7 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 
 	"github.com/netqdisc/netqdisc/pkg/qdisc/classify"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/fifo"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/fq"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/node"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/rate"
@@ -80,7 +81,7 @@ func (c *Config) NewQueueingDisciplineIn(lower stack.LinkEndpoint, clock tcpip.C
 	if err != nil {
 		return nil, err
 	}
-	if c.QDisc == QDiscFIFO && c.Words[kindFlagName(EgressCeiling, "fifo")] == "" {
+	if c.QDisc.Is(fifo.Kind) && c.Words[kindFlagName(EgressCeiling, "fifo")] == "" {
 		q, err := fq.New(up, clock, fq.Config{})
 		if err != nil {
 			return nil, err

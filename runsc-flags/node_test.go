@@ -86,7 +86,7 @@ func TestNodeAnnotations(t *testing.T) {
 			if c.NodeRate != tc.rate || c.NodeCeil != tc.ceil || c.IngressNodeCeil != tc.inCeil {
 				t.Errorf("rate, ceil, ingress ceil = %d, %d, %d; want %d, %d, %d", c.NodeRate, c.NodeCeil, c.IngressNodeCeil, tc.rate, tc.ceil, tc.inCeil)
 			}
-			if c.QDisc != QDiscFIFO {
+			if c.QDisc != "fifo" {
 				t.Errorf("the qdisc became %v: a bandwidth annotation on a class of a node sets its ceil, not a tbf", c.QDisc)
 			}
 			if got := strings.Join(c.Warnings(), "\n"); tc.notice != "" && !strings.Contains(got, tc.notice) {

@@ -235,13 +235,13 @@ func TestPolicyProperty(t *testing.T) {
 		if got.AllowFlagOverride {
 			t.Fatalf("annotations %v set allow-flag-override", set)
 		}
-		if op.QDisc == QDiscTBF && got.QDisc != QDiscTBF {
+		if op.QDisc == "tbf" && got.QDisc != "tbf" {
 			t.Fatalf("operator %q, annotations %v: left tbf for %v", args, set, got.QDisc)
 		}
-		if _, ok := set[AnnotationPrefix+FlagQDisc]; ok && got.QDisc != QDiscTBF && !(got.QDisc == QDiscFQCoDel && (op.QDisc == QDiscFIFO || op.QDisc == QDiscNone || op.QDisc == QDiscFQCoDel)) {
+		if _, ok := set[AnnotationPrefix+FlagQDisc]; ok && got.QDisc != "tbf" && !(got.QDisc == "fq_codel" && (op.QDisc == "fifo" || op.QDisc == QDiscNone || op.QDisc == "fq_codel")) {
 			t.Fatalf("operator %q, annotations %v selected %v", args, set, got.QDisc)
 		}
-		if op.QDisc == QDiscFQCoDel && got.QDisc != QDiscFQCoDel && got.QDisc != QDiscTBF {
+		if op.QDisc == "fq_codel" && got.QDisc != "fq_codel" && got.QDisc != "tbf" {
 			t.Fatalf("operator %q, annotations %v: left fq_codel for %v", args, set, got.QDisc)
 		}
 		if op.TBFChild == ChildFQCoDel && got.TBFChild != ChildFQCoDel {
@@ -262,7 +262,7 @@ func TestPolicyProperty(t *testing.T) {
 		if got.FQFlows != op.FQFlows {
 			t.Fatalf("operator %q, annotations %v: flows changed without override", args, set)
 		}
-		if _, ok := set[AnnotationKubeEgress]; ok && got.QDisc != QDiscTBF {
+		if _, ok := set[AnnotationKubeEgress]; ok && got.QDisc != "tbf" {
 			t.Fatalf("annotations %v: egress bandwidth without tbf", set)
 		}
 		if _, ok := set[AnnotationKubeIngress]; ok && got.IngressRate == 0 {
@@ -345,7 +345,7 @@ func FuzzApplyAnnotations(f *testing.F) {
 			}
 			return
 		}
-		if c.QDisc != QDiscTBF || c.TBFRate > op.TBFRate || c.TBFBurst > op.TBFBurst || c.TBFPeakRate > op.TBFPeakRate ||
+		if c.QDisc != "tbf" || c.TBFRate > op.TBFRate || c.TBFBurst > op.TBFBurst || c.TBFPeakRate > op.TBFPeakRate ||
 			c.TBFMTU > op.TBFMTU || c.TBFLatency > op.TBFLatency || c.TBFRate == 0 || c.TBFBurst == 0 {
 			t.Fatalf("annotations %v loosened %+v to %+v", m, *op, *c)
 		}

@@ -104,7 +104,7 @@ func TestKubernetesBesidePodFlags(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if c.QDisc != runscflags.QDiscTBF || c.TBFRate != tc.rate {
+			if c.QDisc != "tbf" || c.TBFRate != tc.rate {
 				t.Errorf("got %v, want tbf at %d bytes/s", c, tc.rate)
 			}
 			notices := strings.Join(c.Notices, "\n")

@@ -12,7 +12,7 @@ var shapingRows = []Flag{
 	{
 		Name: FlagQDisc, Kind: KindQDisc, field: func(c *Config) any { return &c.QDisc },
 		Default:    "fifo",
-		Usage:      "queueing discipline on the sandbox's non-loopback NICs: none, fifo, tbf, fq_codel, htb (classes: --qdisc-htb) or cake (--qdisc-cake).",
+		Usage:      "queueing discipline on the sandbox's non-loopback NICs: none, or a registered qdisc by its tc name.",
 		Annotation: Rule{Permit: Select, Choices: []Choice{{Value: "tbf"}, {Value: "fq_codel", Over: []string{"none", "fifo", "fq_codel"}}, {Value: "netem", Over: []string{"none", "fifo", "netem"}}}},
 		Linux:      Linux{Qdisc: "the root qdisc"},
 		Kube:       AnnotationKubeEgress,

@@ -188,7 +188,7 @@ func TestSameCeiling(t *testing.T) {
 		case *string:
 			*p += "x"
 		case *QueueingDiscipline:
-			*p = QDiscFQCoDel
+			*p = "fq_codel"
 		}
 		for _, d := range ceilings {
 			if got, want := sameCeiling(d, c, next), f.Ceiling != d; got != want {

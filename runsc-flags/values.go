@@ -3,7 +3,6 @@ package runscflags
 import (
 	"fmt"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -13,50 +12,33 @@ import (
 	"github.com/netqdisc/netqdisc/pkg/qdisc/rate"
 )
 
-// QueueingDiscipline is the --qdisc choice.
-type QueueingDiscipline int
+// QueueingDiscipline is the --qdisc choice: a registered kind's name
+// (qdisc.Lookup), or none, held as "" (the zero Config sends straight to
+// the link). Every kind, runsc's fifo and tbf among them, is its
+// package's registration: none is named here.
+type QueueingDiscipline string
 
-const (
-	// QDiscNone sends packets straight to the link.
-	QDiscNone QueueingDiscipline = iota
-	// QDiscFIFO queues packets first in, first out: runsc's default.
-	QDiscFIFO
-	// QDiscTBF shapes packets with a token bucket filter.
-	QDiscTBF
-	// QDiscFQCoDel queues packets per flow with CoDel (package fqcodel).
-	QDiscFQCoDel
-	// QDiscHTB shapes packets by class (package htb), as --qdisc-htb says.
-	QDiscHTB
-	// QDiscCake is Linux's CAKE (package cake), as --qdisc-cake says.
-	QDiscCake
-)
+// QDiscNone sends packets straight to the link: no qdisc.
+const QDiscNone QueueingDiscipline = ""
 
-var qdiscNames = []string{QDiscNone: "none", QDiscFIFO: "fifo", QDiscTBF: "tbf", QDiscFQCoDel: "fq_codel", QDiscHTB: "htb", QDiscCake: "cake"}
+// noneName is what --qdisc takes and prints for QDiscNone.
+const noneName = "none"
 
-// otherKinds returns the registered kinds runsc's names above do not
-// name, sorted: a QueueingDiscipline past QDiscCake is one of them, by
-// its place here (the registry is complete once the program has started,
-// so the places hold).
-func otherKinds() []string {
-	var names []string
-	for _, n := range qdisc.KindNames() {
-		if !slices.Contains(qdiscNames, n) {
-			names = append(names, n)
-		}
-	}
-	return names
-}
+// QDiscOf returns the choice of the kind k (fifo.Kind, tbf.Kind, a kind
+// another package registers).
+func QDiscOf(k qdisc.Kind) QueueingDiscipline { return QueueingDiscipline(k.Name) }
 
-// Set implements flag.Value.Set: runsc's names, or a registered kind's.
+// Is reports whether q chooses the kind k.
+func (q QueueingDiscipline) Is(k qdisc.Kind) bool { return string(q) == k.Name }
+
+// Set implements flag.Value.Set: none, or a registered kind's name.
 func (q *QueueingDiscipline) Set(v string) error {
-	for i, name := range qdiscNames {
-		if v == name {
-			*q = QueueingDiscipline(i)
-			return nil
-		}
+	if v == noneName {
+		*q = QDiscNone
+		return nil
 	}
-	if i := slices.Index(otherKinds(), v); i >= 0 {
-		*q = QDiscCake + 1 + QueueingDiscipline(i)
+	if _, ok := qdisc.Lookup(v); ok {
+		*q = QueueingDiscipline(v)
 		return nil
 	}
 	return fmt.Errorf("invalid qdisc %q: choose %s", v, orList(qdiscChoices()))
@@ -64,22 +46,20 @@ func (q *QueueingDiscipline) Set(v string) error {
 
 // String implements flag.Value.String.
 func (q QueueingDiscipline) String() string {
-	if q >= 0 && int(q) < len(qdiscNames) {
-		return qdiscNames[q]
+	if q == QDiscNone {
+		return noneName
 	}
-	if other := otherKinds(); q > QDiscCake && int(q-QDiscCake-1) < len(other) {
-		return other[q-QDiscCake-1]
-	}
-	return fmt.Sprintf("QueueingDiscipline(%d)", int(q))
+	return string(q)
 }
 
-// qdiscChoices are the names --qdisc takes: runsc's, then the other
-// registered kinds'.
-func qdiscChoices() []string { return slices.Concat(qdiscNames, otherKinds()) }
+// qdiscChoices are the names --qdisc takes: none, then every registered
+// kind's.
+func qdiscChoices() []string { return append([]string{noneName}, qdisc.KindNames()...) }
 
-// valid reports whether q is runsc's or a registered kind's.
+// valid reports whether q is none or a registered kind's.
 func (q QueueingDiscipline) valid() bool {
-	return q >= QDiscNone && int(q) < len(qdiscChoices())
+	_, ok := qdisc.Lookup(string(q))
+	return q == QDiscNone || ok
 }
 
 // Get implements flag.Getter.Get.

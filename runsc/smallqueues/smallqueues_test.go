@@ -48,7 +48,7 @@ func TestSmallQueues(t *testing.T) {
 		{125_000_000, 1_250_000, 64, 0},
 	} {
 		t.Run(fmt.Sprintf("%d Mbit/s %d streams", tc.rate*8/1e6, tc.streams), func(t *testing.T) {
-			cfg := &runscflags.Config{QDisc: runscflags.QDiscTBF, TBFRate: tc.rate, TBFBurst: tc.burst}
+			cfg := &runscflags.Config{QDisc: "tbf", TBFRate: tc.rate, TBFBurst: tc.burst}
 			res, err := benchmarks.Run(benchmarks.FromConfig(cfg), measure.Options{Streams: tc.streams, Warmup: time.Second, Window: 6 * time.Second})
 			if err != nil {
 				t.Fatal(err)

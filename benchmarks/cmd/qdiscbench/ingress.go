@@ -38,7 +38,7 @@ func ingressSettings(cfg *runscflags.Config) []ingressSetting {
 	}
 	var s []ingressSetting
 	for _, r := range []uint64{10 * benchmarks.Mbit, 100 * benchmarks.Mbit} {
-		c := &runscflags.Config{QDisc: runscflags.QDiscFIFO, IngressRate: r, IngressBurst: r / 100, IngressLatency: runscflags.KubeLatency}
+		c := &runscflags.Config{QDisc: "fifo", IngressRate: r, IngressBurst: r / 100, IngressLatency: runscflags.KubeLatency}
 		s = append(s, ingressSetting{fmt.Sprintf("%s burst %d lat 25ms", rate.FormatRate(r), r/100), c, runscflags.KubeLatency})
 	}
 	return s

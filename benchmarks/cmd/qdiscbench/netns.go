@@ -39,7 +39,7 @@ func runNetns(stdout, stderr io.Writer, cfg *runscflags.Config, upstream, compar
 			r, err := l.MeasureNetstack(lab.MakeQDisc(cand.Make), o)
 			rows = append(rows, netnsRow{setting, cand.Name(), c.TBFRate, r, err})
 		}
-		if c.QDisc == runscflags.QDiscTBF {
+		if c.QDisc == "tbf" {
 			tc := c.TBFConfig()
 			latency := c.TBFLatency
 			if latency == 0 {
@@ -52,7 +52,7 @@ func runNetns(stdout, stderr io.Writer, cfg *runscflags.Config, upstream, compar
 	if compare {
 		for _, r := range []uint64{10 * benchmarks.Mbit, 100 * benchmarks.Mbit} {
 			for _, b := range []uint64{3028, r / 100} {
-				c := &runscflags.Config{QDisc: runscflags.QDiscTBF, TBFRate: r, TBFBurst: b, TBFLatency: 50 * time.Millisecond}
+				c := &runscflags.Config{QDisc: "tbf", TBFRate: r, TBFBurst: b, TBFLatency: 50 * time.Millisecond}
 				label := fmt.Sprintf("%s burst %d lat 50ms", rate.FormatRate(r), b)
 				fmt.Fprintf(stderr, "measuring %s\n", label)
 				measure(label, c)
@@ -61,7 +61,7 @@ func runNetns(stdout, stderr io.Writer, cfg *runscflags.Config, upstream, compar
 	} else {
 		c := *cfg
 		label := c.QDisc.String()
-		if c.QDisc == runscflags.QDiscTBF {
+		if c.QDisc == "tbf" {
 			label = fmt.Sprintf("%s burst %d", rate.FormatRate(c.TBFRate), c.TBFBurst)
 		}
 		if upstream {
