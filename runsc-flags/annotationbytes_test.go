@@ -122,6 +122,11 @@ func byteAnnotations(rng *rand.Rand, kind string) map[string]string {
 			a[AnnotationPrefix+FlagTBFMTU] = fmt.Sprint(1514 + rng.IntN(3000))
 		}
 	}
+	// A pod's ceiling shapes only a tbf (unappliedCeiling): most sets
+	// that give one select tbf too; the rest are refused.
+	if _, ok := a[AnnotationPrefix+FlagQDisc]; !ok && kind != "cake" && rng.IntN(4) != 0 {
+		a[AnnotationPrefix+FlagQDisc] = "tbf"
+	}
 	return a
 }
 

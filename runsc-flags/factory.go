@@ -212,6 +212,7 @@ func flagError(err error, d Ceiling) error {
 // Warnings returns what the operator should know about a valid Config
 // that works but cannot be held as precisely as asked: for tbf, a burst
 // shorter than the platform's timer lateness (tbf.Config.CheckPrecision);
+// beside another kind, the tbf's flags, which shape no sandbox at start;
 // for fq_codel under a tbf, a target shorter than a host-GSO packet takes
 // at the rate. Each names the flag to change. The Notices of
 // ApplyAnnotations come first.
@@ -225,6 +226,9 @@ func (c *Config) Warnings() []string {
 		if err := t.CheckPrecision(); err != nil {
 			w = append(w, fmt.Sprintf("--%s: %v", FlagTBFBurst, err))
 		}
+	}
+	if c.shaped(EgressCeiling) && !c.QDisc.Is(tbf.Kind) {
+		w = append(w, fmt.Sprintf("--%s: the ceiling shapes a tbf, and --%s=%s is not one: it shapes no sandbox at start, only a pod that selects tbf (annotation %s%s=%s); use --%s=%s to shape every sandbox, or put the ceiling over a running sandbox's qdisc with `runsc qdisc change`", FlagTBFRate, FlagQDisc, c.QDisc, AnnotationPrefix, FlagQDisc, ceilingKind, FlagQDisc, ceilingKind))
 	}
 	if c.IngressRate != 0 {
 		if err := c.IngressConfig().CheckPrecision(); err != nil { // the byte bucket's

@@ -244,7 +244,15 @@ func TestApplyAnnotations(t *testing.T) {
 		{"pick tbf without rate and burst", nil, a("qdisc", "tbf"), nil, []string{"invalid configuration", "--qdisc-tbf-rate"}},
 		{"pick tbf and give rate and burst", nil, a("qdisc", "tbf", "qdisc-tbf-rate", "100mbit", "qdisc-tbf-burst", "64kb"),
 			&Config{QDisc: "tbf", TBFRate: 12_500_000, TBFBurst: 65536}, nil},
-		{"no ceiling: any valid value", []string{"--qdisc=none"}, a("qdisc-tbf-limit", "1mb"), &Config{QDisc: QDiscNone, TBFLimit: 1 << 20}, nil},
+		{"no ceiling: any valid value", []string{"--qdisc=none"}, a("qdisc", "tbf", "qdisc-tbf-rate", "1gbit", "qdisc-tbf-burst", "1mb", "qdisc-tbf-limit", "1mb"),
+			&Config{QDisc: "tbf", TBFRate: 125_000_000, TBFBurst: 1 << 20, TBFLimit: 1 << 20}, nil},
+		// At start the ceiling's flags shape only a tbf: on another kind a
+		// pod's would do nothing, and are refused.
+		{"a ceiling on fifo, not selecting tbf", []string{"--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500"}, a("qdisc-tbf-rate", "5mbit"), nil,
+			[]string{`annotation dev.gvisor.flag.qdisc-tbf-rate="5mbit"`, "qdisc is fifo", "annotate dev.gvisor.flag.qdisc=tbf as well"}},
+		{"a queue bound on none", []string{"--qdisc=none"}, a("qdisc-tbf-limit", "1mb"), nil, []string{"qdisc is none", "dev.gvisor.flag.qdisc=tbf"}},
+		{"override: a ceiling on fifo is refused too", append([]string{"--allow-flag-override"}, operatorTBF...), a("qdisc", "fifo", "qdisc-tbf-rate", "1gbit", "qdisc-tbf-burst", "1mb"), nil,
+			[]string{"qdisc is fifo"}},
 		{"limit beside operator latency", operatorTBF, a("qdisc-tbf-limit", "10kb"), nil, []string{"--qdisc-tbf-limit and --qdisc-tbf-latency"}},
 		{"one bad annotation refuses the set", operatorTBF, a("qdisc-tbf-rate", "5mbit", "qdisc-tbf-burst", "1mb"), nil, []string{"qdisc-tbf-burst"}},
 		{"bad unit", operatorTBF, a("qdisc-tbf-rate", "5 furlongs"), nil, []string{`"5 furlongs"`, "unknown unit"}},
@@ -252,8 +260,8 @@ func TestApplyAnnotations(t *testing.T) {
 			map[string]string{"qdisc": "none", "io.kubernetes.foo": "x", AnnotationPrefix + "network": "host", AnnotationPrefix + "debug": "true"},
 			&Config{QDisc: "tbf", TBFRate: 1_250_000, TBFBurst: 12500, TBFLatency: 50 * time.Millisecond}, nil},
 		{"override: raise and leave tbf", append([]string{"--allow-flag-override"}, operatorTBF...), a("qdisc", "fifo", "qdisc-tbf-rate", "1gbit", "qdisc-tbf-latency", "0s"), nil, []string{"positive duration"}},
-		{"override: anything valid", append([]string{"--allow-flag-override"}, operatorTBF...), a("qdisc", "fifo", "qdisc-tbf-rate", "1gbit", "qdisc-tbf-burst", "1mb"),
-			&Config{QDisc: "fifo", TBFRate: 125_000_000, TBFBurst: 1 << 20, TBFLatency: 50 * time.Millisecond, AllowFlagOverride: true}, nil},
+		{"override: anything valid", append([]string{"--allow-flag-override"}, operatorTBF...), a("qdisc", "tbf", "qdisc-tbf-rate", "1gbit", "qdisc-tbf-burst", "1mb"),
+			&Config{QDisc: "tbf", TBFRate: 125_000_000, TBFBurst: 1 << 20, TBFLatency: 50 * time.Millisecond, AllowFlagOverride: true}, nil},
 		{"override: still validated", append([]string{"--allow-flag-override"}, operatorTBF...), a("qdisc-tbf-rate", "0"), nil, []string{"--qdisc-tbf-rate"}},
 		// tbf.Config.Check's bounds hold for what annotations give.
 		{"pick tbf with a latency past a 32-bit limit", nil, a("qdisc", "tbf", "qdisc-tbf-rate", "100gbit", "qdisc-tbf-burst", "12500", "qdisc-tbf-latency", "1h"), nil,
@@ -396,10 +404,15 @@ func TestWarnings(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
 		warn bool
+		flag string
 	}{
-		{[]string{"--qdisc=tbf", "--qdisc-tbf-rate=100mbit", "--qdisc-tbf-burst=3028"}, true},
-		{[]string{"--qdisc=tbf", "--qdisc-tbf-rate=100mbit", "--qdisc-tbf-burst=125000"}, false},
-		{[]string{"--qdisc=fifo"}, false},
+		{[]string{"--qdisc=tbf", "--qdisc-tbf-rate=100mbit", "--qdisc-tbf-burst=3028"}, true, FlagTBFBurst},
+		{[]string{"--qdisc=tbf", "--qdisc-tbf-rate=100mbit", "--qdisc-tbf-burst=125000"}, false, ""},
+		{[]string{"--qdisc=fifo"}, false, ""},
+		// The ceiling beside another kind shapes no sandbox at start: it
+		// is the ceiling for a pod that selects tbf, and says so.
+		{[]string{"--qdisc=fifo", "--qdisc-tbf-rate=100mbit", "--qdisc-tbf-burst=125000"}, true, FlagTBFRate},
+		{[]string{"--qdisc=netem", "--qdisc-tbf-pkt-rate=1000", "--qdisc-tbf-pkt-burst=10"}, true, FlagTBFRate},
 	} {
 		c, err := parse(t, tc.args...)
 		if err != nil {
@@ -410,8 +423,8 @@ func TestWarnings(t *testing.T) {
 			t.Errorf("%q: warnings %q, want some: %v", tc.args, w, tc.warn)
 		}
 		for _, s := range w {
-			if !strings.HasPrefix(s, "--qdisc-tbf-burst: ") {
-				t.Errorf("warning %q does not name the flag", s)
+			if !strings.HasPrefix(s, "--"+tc.flag+": ") {
+				t.Errorf("warning %q does not name --%s", s, tc.flag)
 			}
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/netqdisc/netqdisc/pkg/qdisc/rate"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/tbf"
 )
 
 // AnnotationPrefix starts the OCI annotation keys that set flags.
@@ -32,12 +33,18 @@ type source struct {
 	one func(key, value string) string
 	// set names the keys applied: "annotations dev.gvisor.flag.x, ...".
 	set func(keys []string) string
+	// atStart: what is applied builds the sandbox (a pod's annotations),
+	// where the egress ceiling shapes only a tbf (unappliedCeiling); a
+	// checkpoint's changes are applied as `runsc qdisc change` applies
+	// them, which puts a ceiling over any kind that takes one.
+	atStart bool
 }
 
 // fromAnnotations names a pod's annotations.
 var fromAnnotations = source{
-	one: func(key, value string) string { return fmt.Sprintf("annotation %s=%q", key, value) },
-	set: func(keys []string) string { return "annotations " + strings.Join(keys, ", ") },
+	one:     func(key, value string) string { return fmt.Sprintf("annotation %s=%q", key, value) },
+	set:     func(keys []string) string { return "annotations " + strings.Join(keys, ", ") },
+	atStart: true,
 }
 
 // applyPolicy is ApplyAnnotations, its errors naming what it applies as
@@ -85,6 +92,11 @@ func (c *Config) applyPolicy(annotations map[string]string, src source) error {
 			return fmt.Errorf("%s: %w", src.one(key, value), err)
 		}
 		applied = append(applied, key)
+	}
+	if src.atStart {
+		if err := next.unappliedCeiling(annotations, applied); err != nil {
+			return err
+		}
 	}
 	if err := next.Validate(); err != nil {
 		return fmt.Errorf("%s give an invalid configuration: %w", src.set(applied), err)
@@ -367,4 +379,22 @@ func addSat(a, b uint64) uint64 {
 		return s
 	}
 	return ^uint64(0)
+}
+
+// unappliedCeiling refuses a pod's egress ceiling (the keys applied of
+// annotations) on a sandbox whose qdisc, c's, is not a tbf: at start the
+// ceiling's flags shape only a tbf (beside another kind they are the
+// ceilings for a pod that selects one), so it would not shape the
+// sandbox. Refused, saying what to add, rather than taken and left doing
+// nothing.
+func (c *Config) unappliedCeiling(annotations map[string]string, applied []string) error {
+	if c.QDisc.Is(tbf.Kind) {
+		return nil
+	}
+	for _, key := range applied {
+		if f := lookup(strings.TrimPrefix(key, AnnotationPrefix)); f != nil && f.Ceiling == EgressCeiling {
+			return fmt.Errorf("%s: the ceiling's flags shape a tbf, and the sandbox's qdisc is %s (--%s=%s): annotate %s%s=%s as well", fromAnnotations.one(key, annotations[key]), c.QDisc, FlagQDisc, c.QDisc, AnnotationPrefix, FlagQDisc, ceilingKind)
+		}
+	}
+	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/netqdisc/netqdisc/pkg/qdisc/qdisctest"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/tbf"
 )
 
 // maxBurst is the largest burst (and mtu) randomOperator gives.
@@ -126,8 +127,8 @@ func randomAnnotations(rng *rand.Rand, op *Config) map[string]string {
 	for _, name := range []string{FlagQDisc, FlagTBFRate, FlagTBFBurst, FlagTBFPeakRate, FlagTBFMTU, FlagTBFLimit, FlagTBFLatency,
 		FlagIngressRate, FlagIngressBurst, FlagIngressLimit, FlagIngressLatency, FlagAllowFlagOverride, "debug",
 		FlagTBFChild, FlagFQCoDelLimit, FlagFQCoDelTarget, FlagFQCoDelInterval, FlagFQCoDelMemLimit, FlagFQCoDelFlows} {
-		if rng.Intn(6) != 0 {
-			continue
+		if rng.Intn(6) != 0 || (name == FlagAllowFlagOverride || name == FlagFQCoDelFlows) && rng.Intn(2) == 0 {
+			continue // the two always refused at half the others' rate
 		}
 		var v string
 		switch name {
@@ -164,6 +165,25 @@ func randomAnnotations(rng *rand.Rand, op *Config) map[string]string {
 			v = randomValue(rng, *k.field(op), name == FlagTBFRate || name == FlagTBFPeakRate || name == FlagIngressRate)
 		}
 		m[AnnotationPrefix+name] = v
+	}
+	// A pod's ceiling shapes only a tbf (unappliedCeiling): on an
+	// operator's other qdisc, a set that gives one and no qdisc selects
+	// tbf too, with the rate and burst a tbf needs where neither the set
+	// nor the operator gives them (one that selects another is refused).
+	if _, ok := m[AnnotationPrefix+FlagQDisc]; !ok && !op.QDisc.Is(tbf.Kind) {
+		for _, f := range ceilingFlags(EgressCeiling) {
+			if _, ok := m[AnnotationPrefix+f.Name]; !ok {
+				continue
+			}
+			m[AnnotationPrefix+FlagQDisc] = "tbf"
+			if _, ok := m[AnnotationPrefix+FlagTBFRate]; !ok && op.TBFRate == 0 {
+				m[AnnotationPrefix+FlagTBFRate] = "10mbit"
+			}
+			if _, ok := m[AnnotationPrefix+FlagTBFBurst]; !ok && op.TBFBurst == 0 {
+				m[AnnotationPrefix+FlagTBFBurst] = "12500"
+			}
+			break
+		}
 	}
 	return m
 }
