@@ -8,7 +8,6 @@ import (
 
 	"github.com/netqdisc/netqdisc/pkg/qdisc"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/dispatch"
-	"github.com/netqdisc/netqdisc/pkg/qdisc/gso"
 )
 
 // Discipline is cake on a NIC: its Sched, drained by one dispatch lane,
@@ -39,12 +38,7 @@ func NewTo(out stack.LinkWriter, link stack.LinkEndpoint, clock tcpip.Clock, cfg
 	if out == nil || link == nil || clock == nil {
 		return nil, fmt.Errorf("cake: no link endpoint or clock")
 	}
-	mtu := link.MTU()
-	return start(dispatch.Config{
-		Lower:     out,
-		QueueOnly: true,
-		Size:      func(pkt *stack.PacketBuffer) uint64 { return gso.ReceivedWireSize(pkt, mtu) },
-	}, mtu+uint32(link.MaxHeaderLength()), clock, cfg)
+	return start(dispatch.Received(out, link), link.MTU()+uint32(link.MaxHeaderLength()), clock, cfg)
 }
 
 // start builds the queue and its lane as lane says, and starts it.
@@ -76,9 +70,7 @@ func (d *Discipline) Change(cfg Config) error {
 
 // Config returns the configuration in force.
 func (d *Discipline) Config() Config {
-	var c Config
-	d.Lane().Locked(func() { c = d.sched.Config() })
-	return c
+	return dispatch.Read(&d.OneLane, func() Config { return d.sched.Config() })
 }
 
 // String describes the qdisc as `tc qdisc show` does.
@@ -86,9 +78,7 @@ func (d *Discipline) String() string { return "cake " + d.Config().TCLine() }
 
 // XStats returns cake's own counters.
 func (d *Discipline) XStats() XStats {
-	var x XStats
-	d.Lane().Locked(func() { x = d.sched.XStats() })
-	return x
+	return dispatch.Read(&d.OneLane, func() XStats { return d.sched.XStats() })
 }
 
 // TCStats is what `tc -s qdisc show` prints for cake: the qdisc's

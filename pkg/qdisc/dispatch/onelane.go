@@ -66,3 +66,11 @@ func (o *OneLane) SetCeiling(gate Gate, maxPacketBytes uint32) {
 
 // Gate returns the ceiling's gate set over the lane, nil for none.
 func (o *OneLane) Gate() Gate { return o.group.Gate() }
+
+// Read returns what f reads of a kind's queue, under o's lane's lock
+// (Locked): its String, its configuration, its counters.
+func Read[T any](o *OneLane, f func() T) T {
+	var v T
+	o.Locked(func() { v = f() })
+	return v
+}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/netqdisc/netqdisc/pkg/qdisc"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/dispatch"
-	"github.com/netqdisc/netqdisc/pkg/qdisc/gso"
 )
 
 // Discipline is fq as a NIC's qdisc (`--qdisc=fq`): one lane over a
@@ -36,12 +35,7 @@ func NewTo(out stack.LinkWriter, link stack.LinkEndpoint, clock tcpip.Clock, cfg
 	if out == nil || link == nil || clock == nil {
 		return nil, fmt.Errorf("fq: no link endpoint or clock")
 	}
-	mtu := link.MTU()
-	return start(dispatch.Config{
-		Lower:     out,
-		QueueOnly: true,
-		Size:      func(pkt *stack.PacketBuffer) uint64 { return gso.ReceivedWireSize(pkt, mtu) },
-	}, link, clock, cfg)
+	return start(dispatch.Received(out, link), link, clock, cfg)
 }
 
 // start builds fq for link's packets with lane's lower link and starts
@@ -59,9 +53,7 @@ func start(lane dispatch.Config, link stack.LinkEndpoint, clock tcpip.Clock, cfg
 
 // Config returns the configuration in force.
 func (d *Discipline) Config() Config {
-	var c Config
-	d.Lane().Locked(func() { c = d.q.Config() })
-	return c
+	return dispatch.Read(&d.OneLane, func() Config { return d.q.Config() })
 }
 
 // Change puts cfg in force on the running qdisc, as fq_change does: the

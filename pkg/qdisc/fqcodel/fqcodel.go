@@ -34,7 +34,6 @@ import (
 
 	"github.com/netqdisc/netqdisc/pkg/qdisc"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/dispatch"
-	"github.com/netqdisc/netqdisc/pkg/qdisc/gso"
 )
 
 // Discipline is fq_codel as a NIC's qdisc.
@@ -62,12 +61,7 @@ func NewTo(out stack.LinkWriter, link stack.LinkEndpoint, clock tcpip.Clock, cfg
 	if out == nil || link == nil || clock == nil {
 		return nil, fmt.Errorf("fq_codel: no link endpoint or clock")
 	}
-	mtu := link.MTU()
-	return start(dispatch.Config{
-		Lower:     out,
-		QueueOnly: true,
-		Size:      func(pkt *stack.PacketBuffer) uint64 { return gso.ReceivedWireSize(pkt, mtu) },
-	}, link, clock, cfg)
+	return start(dispatch.Received(out, link), link, clock, cfg)
 }
 
 // start builds fq_codel for link's packets with lane's lower link, and
@@ -85,9 +79,7 @@ func start(lane dispatch.Config, link stack.LinkEndpoint, clock tcpip.Clock, cfg
 
 // XStats returns fq_codel's own counters.
 func (d *Discipline) XStats() XStats {
-	var x XStats
-	d.Lane().Locked(func() { x = d.child.XStats() })
-	return x
+	return dispatch.Read(&d.OneLane, func() XStats { return d.child.XStats() })
 }
 
 // TCStats is what `tc -s qdisc show` prints for the qdisc: its counters,

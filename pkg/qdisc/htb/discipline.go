@@ -10,7 +10,6 @@ import (
 	"github.com/netqdisc/netqdisc/pkg/qdisc"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/classify"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/dispatch"
-	"github.com/netqdisc/netqdisc/pkg/qdisc/gso"
 )
 
 // Discipline is an htb qdisc on a NIC: its Tree, drained by one dispatch
@@ -54,12 +53,7 @@ func NewTo(out stack.LinkWriter, link stack.LinkEndpoint, clock tcpip.Clock, cfg
 	if cfg.Direction != classify.Ingress {
 		return nil, fmt.Errorf("htb: the receive path's classes match packets by their source: Direction must be ingress")
 	}
-	mtu := link.MTU()
-	return start(dispatch.Config{
-		Lower:     out,
-		QueueOnly: true,
-		Size:      func(pkt *stack.PacketBuffer) uint64 { return gso.ReceivedWireSize(pkt, mtu) },
-	}, clock, cfg, nil)
+	return start(dispatch.Received(out, link), clock, cfg, nil)
 }
 
 // start builds the tree and its lane as lane says, and starts it.

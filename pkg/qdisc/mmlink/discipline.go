@@ -8,7 +8,6 @@ import (
 
 	"github.com/netqdisc/netqdisc/pkg/qdisc"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/dispatch"
-	"github.com/netqdisc/netqdisc/pkg/qdisc/gso"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/hrtimer"
 )
 
@@ -54,12 +53,7 @@ func NewTo(out stack.LinkWriter, link stack.LinkEndpoint, clock tcpip.Clock, cfg
 	if out == nil || link == nil || clock == nil {
 		return nil, fmt.Errorf("mmlink: no link endpoint or clock")
 	}
-	mtu := link.MTU()
-	return start(dispatch.Config{
-		Lower:     out,
-		QueueOnly: true,
-		Size:      func(pkt *stack.PacketBuffer) uint64 { return gso.ReceivedWireSize(pkt, mtu) },
-	}, mtu, clock, cfg)
+	return start(dispatch.Received(out, link), link.MTU(), clock, cfg)
 }
 
 // start builds the mmlink with lane's lower link and starts its
@@ -91,16 +85,12 @@ func (d *Discipline) Change(cfg Config) error {
 
 // Config returns the configuration in force.
 func (d *Discipline) Config() Config {
-	var c Config
-	d.Lane().Locked(func() { c = d.q.Config() })
-	return c
+	return dispatch.Read(&d.OneLane, func() Config { return d.q.Config() })
 }
 
 // String describes the qdisc as `tc qdisc show` does.
 func (d *Discipline) String() string {
-	var s string
-	d.Lane().Locked(func() { s = d.q.String() })
-	return s
+	return dispatch.Read(&d.OneLane, func() string { return d.q.String() })
 }
 
 // Show implements qdisc.Shower: the link's line, its counters and its

@@ -9,7 +9,6 @@ import (
 
 	"github.com/netqdisc/netqdisc/pkg/qdisc"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/dispatch"
-	"github.com/netqdisc/netqdisc/pkg/qdisc/gso"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/hrtimer"
 )
 
@@ -41,12 +40,7 @@ func NewTo(out stack.LinkWriter, link stack.LinkEndpoint, clock tcpip.Clock, cfg
 	if out == nil || link == nil || clock == nil {
 		return nil, fmt.Errorf("netem: no link endpoint or clock")
 	}
-	mtu := link.MTU()
-	return start(dispatch.Config{
-		Lower:     out,
-		QueueOnly: true,
-		Size:      func(pkt *stack.PacketBuffer) uint64 { return gso.ReceivedWireSize(pkt, mtu) },
-	}, clock, cfg, path{rx: true, mtu: mtu})
+	return start(dispatch.Received(out, link), clock, cfg, path{rx: true, mtu: link.MTU()})
 }
 
 // start builds netem on path with lane's lower link and starts its
@@ -96,9 +90,7 @@ func (d *Discipline) Change(cfg Config) error {
 
 // String describes the qdisc as `tc qdisc show` does.
 func (d *Discipline) String() string {
-	var s string
-	d.Lane().Locked(func() { s = d.q.String() })
-	return s
+	return dispatch.Read(&d.OneLane, func() string { return d.q.String() })
 }
 
 // Show implements qdisc.Shower: netem's line and its counters; under a
