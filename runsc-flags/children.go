@@ -49,11 +49,17 @@ func (c *Config) childOf(d Ceiling) func(kind string) (qdisc.Child, error) {
 
 // childOptions returns the options of kind k grafted as a child: those
 // of its knobs' flags where it has them (an alias: fq_codel's), else its
-// defaults.
+// words flag's on the send path where c grafts it there (wordsIn:
+// --qdisc-tbf-child=netem with --qdisc-netem), else its defaults.
 func (c *Config) childOptions(k *qdisc.Kind) (qdisc.Options, error) {
 	for i := range aliasFlags {
 		if a := aliasFlags[i].alias; a.kind == k.Name {
 			return a.options(c), nil
+		}
+	}
+	if f := lookup(kindFlagName(EgressCeiling, k.Name)); f != nil && f.words != nil {
+		if in, ok, err := c.wordsIn(f); err != nil || ok {
+			return in.opts, err
 		}
 	}
 	return k.Parse("")

@@ -16,17 +16,17 @@ import (
 
 // tightenKind applies the annotation of a kind's words flag f: the pod's
 // words held to the operator's by the kind's Tighten, where the operator
-// runs that kind in that direction; with --allow-flag-override, the
-// words as given.
+// runs that kind in that direction or grafts it as the tbf's child
+// (wordsIn); with --allow-flag-override, the words as given.
 func (f *Flag) tightenKind(op, next *Config, value string) error {
 	if op.AllowFlagOverride {
 		return f.set(next, value)
 	}
-	in, ok, err := op.kindOf(f.wordsOf)
+	in, ok, err := op.wordsIn(f)
 	if err != nil {
 		return err
 	}
-	if !ok || in.kind.Name != f.words.Name {
+	if !ok {
 		if in, err = f.podChosen(op, next); err != nil {
 			return err
 		}

@@ -160,6 +160,25 @@ func (c *Config) kindOf(d Ceiling) (kindIn, bool, error) {
 	return in, true, nil
 }
 
+// wordsIn returns the kind whose words f, a kind's words flag, holds,
+// where c puts that kind in force: the kind c runs in f's direction, or
+// on the send path the tbf's child (--qdisc-tbf-child=netem takes
+// --qdisc-netem's words, as `tc qdisc add dev D parent 1:1 netem delay
+// 50ms` under a tbf). ok is false where neither is f's kind.
+func (c *Config) wordsIn(f *Flag) (kindIn, bool, error) {
+	if c.runs(f.wordsOf) == f.words.Name {
+		return c.kindOf(f.wordsOf)
+	}
+	if f.wordsOf != EgressCeiling || !c.grafts(f.words.Name) {
+		return kindIn{}, false, nil
+	}
+	o, err := f.words.Parse(c.Words[f.Name])
+	if err != nil {
+		return kindIn{}, false, fmt.Errorf("--%s: %w", f.Name, err)
+	}
+	return kindIn{kind: f.words, opts: o, flag: f.Name, words: true}, true, nil
+}
+
 // optionsOf returns kind k's options in direction d as c's flags give
 // them: where the table has a flag of k's words there (Flag.options),
 // what that flag and the flags of k's knobs say; otherwise the words of
@@ -190,15 +209,20 @@ func (c *Config) validateKinds() error {
 		if f == nil || f.words == nil {
 			return fmt.Errorf("--%s: no such qdisc flag", name)
 		}
-		if now := c.runs(f.wordsOf); now != f.words.Name {
+		_, ok, err := c.wordsIn(f)
+		if err != nil {
+			return err
+		}
+		if !ok {
 			sel := FlagQDisc
 			if f.wordsOf == IngressCeiling {
 				sel = FlagIngressQDisc
 			}
-			return fmt.Errorf("--%s is %s's words, but --%s is %s: give --%s=%s or leave --%s unset", name, f.words.Name, sel, now, sel, f.words.Name, name)
-		}
-		if _, _, err := c.kindOf(f.wordsOf); err != nil {
-			return err
+			give := fmt.Sprintf("--%s=%s", sel, f.words.Name)
+			if f.wordsOf == EgressCeiling && f.words.Queue != nil {
+				give += fmt.Sprintf(" (or --%s=%s under --%s=%s)", FlagTBFChild, f.words.Name, FlagQDisc, ceilingKind)
+			}
+			return fmt.Errorf("--%s is %s's words, but --%s is %s: give %s or leave --%s unset", name, f.words.Name, sel, c.runs(f.wordsOf), give, name)
 		}
 	}
 	return c.validateIngressQDisc()
