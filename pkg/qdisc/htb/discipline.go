@@ -10,6 +10,7 @@ import (
 	"github.com/netqdisc/netqdisc/pkg/qdisc"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/classify"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/dispatch"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/hrtimer"
 )
 
 // Discipline is an htb qdisc on a NIC: its Tree, drained by one dispatch
@@ -63,6 +64,9 @@ func start(lane dispatch.Config, clock tcpip.Clock, cfg Config, c Classifier) (*
 		return nil, err
 	}
 	d := &Discipline{tree: t}
+	if t.shaperLeaves() {
+		clock = hrtimer.New(clock)
+	}
 	lane.MaxPackets, lane.Queue, lane.Clock = 1, t, clock
 	d.lanes.Init(1, lane)
 	d.lanes.Start()

@@ -39,3 +39,18 @@ func (t *Tree) leafActivated(cl *class) bool {
 	sh, ok := cl.leaf.(qdisc.Shaper)
 	return ok && sh.Activated() && cl.mode != CantSend
 }
+
+// shaperLeaves reports whether a leaf's qdisc holds its packets back on
+// its own (a qdisc.Shaper: netem's delay): its times are promises to the
+// microsecond, which the tree's lane keeps with precise timers (package
+// hrtimer), as Linux's netem's watchdog is an hrtimer; a tree of plain
+// leaves keeps the runtime's timers, whose lateness htb catches up
+// (dequeueCatchingUp).
+func (t *Tree) shaperLeaves() bool {
+	for _, cl := range t.classes {
+		if _, ok := cl.leaf.(qdisc.Shaper); ok {
+			return true
+		}
+	}
+	return false
+}

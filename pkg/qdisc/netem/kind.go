@@ -58,10 +58,13 @@ func init() { qdisc.Register(Kind) }
 // the root qdisc when its packet is due. mtu is not needed. It takes the
 // send path's zero path: where it corrupts a packet it takes the transport
 // checksums as complete (it does not know the link's checksum offload).
+// It orphans what it holds for a time, as netem at the root does
+// (orphan.go): its parent's lane hands it the sender's packet.
 func newChild(o Options, _ uint32) (qdisc.Queue, error) {
 	q, err := NewQueue(Config(o))
 	if err != nil {
 		return nil, err
 	}
+	q.orphanOnEnqueue = true
 	return q, nil
 }

@@ -13,7 +13,10 @@ import (
 // (runsc patch 0006 counts a packet until its release) would otherwise
 // count 100 ms of emulated transit as its own queue, and send two packets
 // per 100 ms. netem holds a clone, which shares the packet's bytes, and
-// the sender's reference goes when WritePacket returns.
+// the sender's reference goes when WritePacket returns. netem's own
+// Discipline clones before its lane (enqueue); a Queue grafted under
+// another kind's shaper (an htb leaf, a tbf's child) is handed the
+// sender's packet by that lane, and clones it itself (enqueueOrphan).
 
 // orphans reports whether the queue holds its packets for a time,
 // netem_enqueue's test: q->latency || q->jitter || q->rate.
@@ -31,4 +34,18 @@ func (d *Discipline) enqueue(pkt *stack.PacketBuffer) tcpip.Error {
 	c := pkt.Clone()
 	defer c.DecRef()
 	return d.Lane().Enqueue(c)
+}
+
+// enqueueOrphan is Enqueue with a clone of pkt queued in its place
+// (orphanOnEnqueue): pkt's reference, taken over as Enqueue takes it, is
+// released once the clone is held or lost; a refused packet's clone is
+// released, and pkt stays the caller's.
+func (q *Queue) enqueueOrphan(pkt *stack.PacketBuffer, size uint32, now int64) bool {
+	c := pkt.Clone()
+	if q.enqueue(c, size, now, false) == refused {
+		c.DecRef()
+		return false
+	}
+	pkt.DecRef()
+	return true
 }

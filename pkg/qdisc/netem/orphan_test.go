@@ -75,3 +75,61 @@ func TestOrphan(t *testing.T) {
 		})
 	}
 }
+
+// TestOrphanAsChild: netem grafted under another kind's shaper (Kind.Queue:
+// an htb leaf, a tbf's child) orphans what it holds for a time as netem
+// at the root does: the sender's packet, whose reference its parent's
+// lane hands over, is released as it is queued, while netem holds a
+// clone that leaves at its delay. A packet refused at the limit stays the
+// caller's; one that needs no holding (no delay, jitter or rate) is held
+// itself.
+func TestOrphanAsChild(t *testing.T) {
+	for _, tc := range []struct {
+		words    string
+		orphaned bool
+	}{
+		{"delay 50ms limit 1", true},
+		{"rate 1mbit limit 1", true},
+		{"loss 0% limit 1", false},
+	} {
+		t.Run(tc.words, func(t *testing.T) {
+			o, err := netem.Kind.Parse(tc.words)
+			if err != nil {
+				t.Fatal(err)
+			}
+			q, err := netem.Kind.Queue(o, 1514)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var released [2]atomic.Int32
+			pkts := make([]*stack.PacketBuffer, 2)
+			for i := range pkts {
+				pkts[i] = stack.NewPacketBuffer(stack.PacketBufferOptions{
+					Payload:   buffer.MakeWithData(make([]byte, 1000)),
+					OnRelease: func() { released[i].Add(1) },
+				})
+			}
+			if !q.Enqueue(pkts[0], 1000, 0) {
+				t.Fatal("the first packet refused")
+			}
+			if got, want := released[0].Load() == 1, tc.orphaned; got != want {
+				t.Errorf("the sender's packet released as it was queued: %v, want %v", got, want)
+			}
+			if q.Enqueue(pkts[1], 1000, 0) {
+				t.Fatal("a packet past the limit of 1 queued")
+			}
+			if released[1].Load() != 0 {
+				t.Error("a refused packet was released: it is the caller's")
+			}
+			pkts[1].DecRef()
+			pkt, _, ok := q.Dequeue(int64(time.Second))
+			if !ok {
+				t.Fatal("nothing left after a second")
+			}
+			pkt.DecRef()
+			if released[0].Load() != 1 || released[1].Load() != 1 {
+				t.Errorf("released %d and %d times, want once each", released[0].Load(), released[1].Load())
+			}
+		})
+	}
+}

@@ -38,6 +38,11 @@ type Queue struct {
 	clock func() int64
 	// plain is drawsNothing(), as of the last Change (fast.go).
 	plain bool
+	// orphanOnEnqueue: the Queue orphans what it holds itself
+	// (orphan.go), as a child under another kind's shaper, whose lane
+	// hands it the sender's packet; netem's own Discipline orphans before
+	// its lane.
+	orphanOnEnqueue bool
 
 	t tfifo
 	// ahead are the packets reorder sent ahead, each put in front of
@@ -206,6 +211,9 @@ func (q *Queue) Enqueue(pkt *stack.PacketBuffer, size uint32, now int64) bool {
 	q.activated = false
 	if q.plain && q.t.immediateOnly() {
 		return q.enqueuePlain(pkt, size, now)
+	}
+	if q.orphanOnEnqueue && q.orphans() {
+		return q.enqueueOrphan(pkt, size, now)
 	}
 	return q.enqueue(pkt, size, now, false) != refused
 }

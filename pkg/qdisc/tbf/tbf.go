@@ -70,6 +70,7 @@ import (
 	"github.com/netqdisc/netqdisc/pkg/qdisc"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/dispatch"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/gso"
+	"github.com/netqdisc/netqdisc/pkg/qdisc/hrtimer"
 )
 
 // DefaultSlack is Slack's default: the qdisc's timer wakes at most 125
@@ -266,6 +267,11 @@ func newTo(out stack.LinkWriter, link stack.LinkEndpoint, clock tcpip.Clock, cfg
 	switch {
 	case d.child != nil:
 		lanes.Queue = d.child
+		if _, ok := d.child.(qdisc.Shaper); ok {
+			// A child that holds its packets back on its own (netem's
+			// delay) is timed to the microsecond, as htb's such leaves.
+			lanes.Clock = hrtimer.New(clock)
+		}
 	case cfg.Lanes > 1:
 		lanes.Budget = dispatch.NewBudget(uint64(cfg.Limit)) // shared by the lanes
 	default:
