@@ -251,6 +251,8 @@ func TestApplyAnnotations(t *testing.T) {
 		{"a ceiling on fifo, not selecting tbf", []string{"--qdisc-tbf-rate=10mbit", "--qdisc-tbf-burst=12500"}, a("qdisc-tbf-rate", "5mbit"), nil,
 			[]string{`annotation dev.gvisor.flag.qdisc-tbf-rate="5mbit"`, "qdisc is fifo", "annotate dev.gvisor.flag.qdisc=tbf as well"}},
 		{"a queue bound on none", []string{"--qdisc=none"}, a("qdisc-tbf-limit", "1mb"), nil, []string{"qdisc is none", "dev.gvisor.flag.qdisc=tbf"}},
+		{"a ceiling on htb", []string{"--qdisc=htb", "--qdisc-htb=class root classid 1:1 rate 100mbit"}, a("qdisc-tbf-rate", "5mbit", "qdisc-tbf-burst", "5000"), nil,
+			[]string{"qdisc is htb", "or lower htb's own rates (dev.gvisor.flag.qdisc-htb)"}},
 		{"override: a ceiling on fifo is refused too", append([]string{"--allow-flag-override"}, operatorTBF...), a("qdisc", "fifo", "qdisc-tbf-rate", "1gbit", "qdisc-tbf-burst", "1mb"), nil,
 			[]string{"qdisc is fifo"}},
 		{"limit beside operator latency", operatorTBF, a("qdisc-tbf-limit", "10kb"), nil, []string{"--qdisc-tbf-limit and --qdisc-tbf-latency"}},

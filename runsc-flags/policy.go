@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/netqdisc/netqdisc/pkg/qdisc"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/rate"
 	"github.com/netqdisc/netqdisc/pkg/qdisc/tbf"
 )
@@ -393,7 +394,13 @@ func (c *Config) unappliedCeiling(annotations map[string]string, applied []strin
 	}
 	for _, key := range applied {
 		if f := lookup(strings.TrimPrefix(key, AnnotationPrefix)); f != nil && f.Ceiling == EgressCeiling {
-			return fmt.Errorf("%s: the ceiling's flags shape a tbf, and the sandbox's qdisc is %s (--%s=%s): annotate %s%s=%s as well", fromAnnotations.one(key, annotations[key]), c.QDisc, FlagQDisc, c.QDisc, AnnotationPrefix, FlagQDisc, ceilingKind)
+			other := ""
+			if k, ok := qdisc.Lookup(string(c.QDisc)); ok && k.Tighten != nil && k.Ceiling == nil {
+				// A kind with rates of its own (htb's classes, cake's
+				// bandwidth), which a pod lowers in its words.
+				other = fmt.Sprintf(", or lower %s's own rates (%s%s)", k.Name, AnnotationPrefix, kindFlagName(EgressCeiling, k.Name))
+			}
+			return fmt.Errorf("%s: the ceiling's flags shape a tbf, and the sandbox's qdisc is %s (--%s=%s): annotate %s%s=%s as well, where the operator's qdisc allows it%s", fromAnnotations.one(key, annotations[key]), c.QDisc, FlagQDisc, c.QDisc, AnnotationPrefix, FlagQDisc, ceilingKind, other)
 		}
 	}
 	return nil
