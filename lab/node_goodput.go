@@ -1,0 +1,200 @@
+package lab
+
+// This file holds what a node's test of a sandbox's own qdisc under its
+// class reads beside Measure's window: the peer's pings of one
+// sandbox, and a load whose streams' send buffers are capped (iperf -w)
+// with what the peer's TCP received of it, its goodput.
+
+import (
+	"fmt"
+	"math"
+	"net"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/netqdisc/netqdisc/lab/measure"
+)
+
+// PingSandbox pings place i's sandbox (from 0) from the peer count
+// times, interval apart, and returns the answered RTTs and how many were
+// sent. The echo replies leave through the sandbox's own qdisc and its
+// class of the node.
+func (nd *Node) PingSandbox(i, count int, interval time.Duration) ([]time.Duration, int, error) {
+	if i < 0 || i >= len(nd.Hosts) {
+		return nil, 0, fmt.Errorf("no sandbox place %d on a node of %d", i, len(nd.Hosts))
+	}
+	return ping(nd.NSP, nd.Hosts[i].Addr, count, interval)
+}
+
+// NodeGoodputResult is a window of MeasureGoodput: Measure's, without
+// samples, pings or the sandboxes' CPU, and what the peer's TCP
+// received.
+type NodeGoodputResult struct {
+	NodeResult
+	// Goodput is what the peer's TCP received per second from each
+	// place's streams, host i's at i (tcp_info's bytes_received at its
+	// peer address): their payload, below Bps by the headers.
+	Goodput []float64
+}
+
+// MeasureGoodput is Measure, each stream's send buffer o.SendBuffer
+// bytes if set (iperf -w, which gVisor doubles, as Linux does), and
+// reads the peer's goodput for each place over the window too. It takes
+// no samples and sends no pings (o.Sample and o.PingInterval must be 0).
+func (nd *Node) MeasureGoodput(sandboxes []*Sandbox, streams []int, o measure.Options) (NodeGoodputResult, error) {
+	var r NodeGoodputResult
+	if o.Sample > 0 || o.PingInterval > 0 {
+		return r, fmt.Errorf("MeasureGoodput takes no samples and sends no pings: Measure does")
+	}
+	if err := nd.waitQuiet(); err != nil {
+		return r, err
+	}
+	before, err := nd.Counters()
+	if err != nil {
+		return r, err
+	}
+	load, err := nd.startLoadBuffered(sandboxes, streams, o.SendBuffer, flowingTimeout+o.Warmup+o.Window)
+	if err != nil {
+		return r, err
+	}
+	defer load.Stop()
+	if r.Flowing, err = nd.waitFlowing(streams, before, load); err != nil {
+		return r, err
+	}
+	time.Sleep(o.Warmup)
+	// The counters are read first, in well under a millisecond, then
+	// ss, tens of milliseconds later: each over its own times.
+	read := func() (NodeCounters, []uint64, time.Time, error) {
+		c, err := nd.Counters()
+		if err != nil {
+			return c, nil, time.Time{}, err
+		}
+		g, at, err := nd.PeerReceived()
+		return c, g, at, err
+	}
+	c0, g0, at0, err := read()
+	if err != nil {
+		return r, err
+	}
+	time.Sleep(o.Window)
+	c1, g1, at1, err := read()
+	if err != nil {
+		return r, err
+	}
+	r.Elapsed = c1.At.Sub(c0.At)
+	secs := r.Elapsed.Seconds()
+	r.UplinkBps = float64(c1.Uplink-c0.Uplink) / secs
+	r.Bps = make([]float64, len(nd.Hosts))
+	r.Goodput = make([]float64, len(nd.Hosts))
+	for i := range nd.Hosts {
+		r.Bps[i] = float64(c1.Peer[i]-c0.Peer[i]) / secs
+		if g1[i] < g0[i] {
+			return r, fmt.Errorf("the peer received %d bytes from sandbox %d at the window's end, %d at its start: a stream ended in the window; iperf in it said: %s", g1[i], i+1, g0[i], load.Said(i))
+		}
+		r.Goodput[i] = float64(g1[i]-g0[i]) / at1.Sub(at0).Seconds()
+	}
+	// A busy sandbox's streams carry far more than a thousandth of the
+	// uplink; below it (a SYN or two), they did not run.
+	for i, n := range streams {
+		if n > 0 && r.Bps[i] <= r.UplinkBps/1000 {
+			return r, fmt.Errorf("next to nothing reached the peer from sandbox %d (%s): %.0f bytes/s; iperf in it said: %s", i+1, nd.Hosts[i].Addr, r.Bps[i], load.Said(i))
+		}
+	}
+	return r, nil
+}
+
+// startLoadBuffered is StartLoad with each stream's socket buffer sndbuf
+// bytes (iperf -w), or iperf's default where sndbuf is 0.
+func (nd *Node) startLoadBuffered(sandboxes []*Sandbox, streams []int, sndbuf int, d time.Duration) (_ *NodeLoad, err error) {
+	if len(sandboxes) != len(nd.Hosts) || len(streams) != len(nd.Hosts) {
+		return nil, fmt.Errorf("%d sandboxes and %d loads on a node of %d", len(sandboxes), len(streams), len(nd.Hosts))
+	}
+	stopSink, err := nd.startSink()
+	if err != nil {
+		return nil, err
+	}
+	l := &NodeLoad{outs: make([]strings.Builder, len(nd.Hosts)), stop: stopSink}
+	defer func() {
+		if err != nil {
+			l.Stop()
+		}
+	}()
+	// Stop kills the streams: their time only bounds them should a kill
+	// fail.
+	secs := int(math.Ceil(d.Seconds())) + 2
+	for i, n := range streams {
+		if n == 0 {
+			continue
+		}
+		if sandboxes[i] == nil {
+			return nil, fmt.Errorf("load %d: %d streams and no sandbox", i+1, n)
+		}
+		args := []string{"iperf", "-c", nd.Hosts[i].PeerAddr, "-p", fmt.Sprint(sinkPort), "-P", fmt.Sprint(n), "-t", fmt.Sprint(secs)}
+		if sndbuf > 0 {
+			args = append(args, "-w", fmt.Sprint(sndbuf))
+		}
+		c, kill, err := sandboxes[i].execKillable(&l.outs[i], args...)
+		if err != nil {
+			return nil, err
+		}
+		l.clients, l.kills = append(l.clients, c), append(l.kills, kill)
+	}
+	return l, nil
+}
+
+// PeerReceived reads, from the peer's kernel (`ss -tin` in the peer's
+// namespace), the payload bytes its TCP has received on the established
+// connections at each place's peer address and the sink's port, host
+// i's at i (tcp_info's bytes_received), and the time in the middle of
+// the reading.
+func (nd *Node) PeerReceived() ([]uint64, time.Time, error) {
+	t0 := time.Now()
+	out, err := exec.Command("ip", "netns", "exec", nd.NSP, "ss", "-Htin", "state", "established").Output()
+	at := t0.Add(time.Since(t0) / 2)
+	if err != nil {
+		return nil, at, fmt.Errorf("ss in the peer's namespace: %v", err)
+	}
+	got, err := parseReceived(string(out), nd.Hosts, sinkPort)
+	return got, at, err
+}
+
+// bytesReceived finds tcp_info's bytes_received in a line of `ss -i`.
+var bytesReceived = regexp.MustCompile(`\bbytes_received:(\d+)`)
+
+// parseReceived sums `ss -Htin state established`'s bytes_received by
+// local address, for each host's peer address and port: each connection
+// is a line "Recv-Q Send-Q local peer" and, indented below it, its
+// tcp_info.
+func parseReceived(ss string, hosts []NodeHost, port int) ([]uint64, error) {
+	got := make([]uint64, len(hosts))
+	host := -1
+	for _, line := range strings.Split(ss, "\n") {
+		if line == "" {
+			continue
+		}
+		if line[0] != ' ' && line[0] != '\t' {
+			host = -1
+			f := strings.Fields(line)
+			if len(f) < 4 {
+				return nil, fmt.Errorf("ss: %q", line)
+			}
+			for i, h := range hosts {
+				if f[2] == net.JoinHostPort(h.PeerAddr, strconv.Itoa(port)) {
+					host = i
+				}
+			}
+			continue
+		}
+		if m := bytesReceived.FindStringSubmatch(line); host >= 0 && m != nil {
+			n, err := strconv.ParseUint(m[1], 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("ss: %q", line)
+			}
+			got[host] += n
+		}
+	}
+	return got, nil
+}
