@@ -422,7 +422,13 @@ type NodeLoad struct {
 // socat sink at the peer) from sandboxes[i] (in place i, or nil where
 // streams[i] is 0: idle) to its peer address, for at most d: Stop ends
 // them before.
-func (nd *Node) StartLoad(sandboxes []*Sandbox, streams []int, d time.Duration) (_ *NodeLoad, err error) {
+func (nd *Node) StartLoad(sandboxes []*Sandbox, streams []int, d time.Duration) (*NodeLoad, error) {
+	return nd.startLoad(sandboxes, streams, 0, d)
+}
+
+// startLoad is StartLoad with each stream's socket buffer sndbuf bytes
+// (iperf -w), or iperf's default where sndbuf is 0.
+func (nd *Node) startLoad(sandboxes []*Sandbox, streams []int, sndbuf int, d time.Duration) (_ *NodeLoad, err error) {
 	if len(sandboxes) != len(nd.Hosts) || len(streams) != len(nd.Hosts) {
 		return nil, fmt.Errorf("%d sandboxes and %d loads on a node of %d", len(sandboxes), len(streams), len(nd.Hosts))
 	}
@@ -446,7 +452,11 @@ func (nd *Node) StartLoad(sandboxes []*Sandbox, streams []int, d time.Duration) 
 		if sandboxes[i] == nil {
 			return nil, fmt.Errorf("load %d: %d streams and no sandbox", i+1, n)
 		}
-		c, kill, err := sandboxes[i].execKillable(&l.outs[i], "iperf", "-c", nd.Hosts[i].PeerAddr, "-p", fmt.Sprint(sinkPort), "-P", fmt.Sprint(n), "-t", fmt.Sprint(secs))
+		args := []string{"iperf", "-c", nd.Hosts[i].PeerAddr, "-p", fmt.Sprint(sinkPort), "-P", fmt.Sprint(n), "-t", fmt.Sprint(secs)}
+		if sndbuf > 0 {
+			args = append(args, "-w", fmt.Sprint(sndbuf))
+		}
+		c, kill, err := sandboxes[i].execKillable(&l.outs[i], args...)
 		if err != nil {
 			return nil, err
 		}

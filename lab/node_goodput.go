@@ -7,7 +7,6 @@ package lab
 
 import (
 	"fmt"
-	"math"
 	"net"
 	"os/exec"
 	"regexp"
@@ -56,7 +55,7 @@ func (nd *Node) MeasureGoodput(sandboxes []*Sandbox, streams []int, o measure.Op
 	if err != nil {
 		return r, err
 	}
-	load, err := nd.startLoadBuffered(sandboxes, streams, o.SendBuffer, flowingTimeout+o.Warmup+o.Window)
+	load, err := nd.startLoad(sandboxes, streams, o.SendBuffer, flowingTimeout+o.Warmup+o.Window)
 	if err != nil {
 		return r, err
 	}
@@ -104,45 +103,6 @@ func (nd *Node) MeasureGoodput(sandboxes []*Sandbox, streams []int, o measure.Op
 		}
 	}
 	return r, nil
-}
-
-// startLoadBuffered is StartLoad with each stream's socket buffer sndbuf
-// bytes (iperf -w), or iperf's default where sndbuf is 0.
-func (nd *Node) startLoadBuffered(sandboxes []*Sandbox, streams []int, sndbuf int, d time.Duration) (_ *NodeLoad, err error) {
-	if len(sandboxes) != len(nd.Hosts) || len(streams) != len(nd.Hosts) {
-		return nil, fmt.Errorf("%d sandboxes and %d loads on a node of %d", len(sandboxes), len(streams), len(nd.Hosts))
-	}
-	stopSink, err := nd.startSink()
-	if err != nil {
-		return nil, err
-	}
-	l := &NodeLoad{outs: make([]strings.Builder, len(nd.Hosts)), stop: stopSink}
-	defer func() {
-		if err != nil {
-			l.Stop()
-		}
-	}()
-	// Stop kills the streams: their time only bounds them should a kill
-	// fail.
-	secs := int(math.Ceil(d.Seconds())) + 2
-	for i, n := range streams {
-		if n == 0 {
-			continue
-		}
-		if sandboxes[i] == nil {
-			return nil, fmt.Errorf("load %d: %d streams and no sandbox", i+1, n)
-		}
-		args := []string{"iperf", "-c", nd.Hosts[i].PeerAddr, "-p", fmt.Sprint(sinkPort), "-P", fmt.Sprint(n), "-t", fmt.Sprint(secs)}
-		if sndbuf > 0 {
-			args = append(args, "-w", fmt.Sprint(sndbuf))
-		}
-		c, kill, err := sandboxes[i].execKillable(&l.outs[i], args...)
-		if err != nil {
-			return nil, err
-		}
-		l.clients, l.kills = append(l.clients, c), append(l.kills, kill)
-	}
-	return l, nil
 }
 
 // PeerReceived reads, from the peer's kernel (`ss -tin` in the peer's
