@@ -18,6 +18,7 @@ import (
 // the test, everything it made must be gone, pass or fail.
 func newCRI(t *testing.T, mods ...func(*lab.CRIOptions)) *lab.CRI {
 	t.Helper()
+	skipSandboxUnderRace(t)
 	if err := lab.CheckCRI(); err != nil {
 		t.Skipf("CRI tests skipped: %v", err)
 	}

@@ -34,6 +34,7 @@ const dockerChild = `; child fq limit 10000p flow_limit 1000p quantum 3028b init
 // after the test, everything it made must be gone, pass or fail.
 func newDocker(t *testing.T, o lab.DockerOptions) *lab.Docker {
 	t.Helper()
+	skipSandboxUnderRace(t)
 	if err := lab.CheckDocker(); err != nil {
 		t.Skipf("Docker tests skipped: %v", err)
 	}

@@ -135,6 +135,7 @@ type nodeRig struct {
 // what is missing.
 func newNodeRig(t *testing.T, n int) *nodeRig {
 	t.Helper()
+	skipSandboxUnderRace(t)
 	if err := lab.Check(); err != nil {
 		t.Skipf("real-sandbox tests skipped: %v", err)
 	}

@@ -30,6 +30,7 @@ type runscRig struct {
 
 func newRunscRig(t *testing.T) *runscRig {
 	t.Helper()
+	skipSandboxUnderRace(t)
 	if err := lab.Check(); err != nil {
 		t.Skipf("real-sandbox tests skipped: %v", err)
 	}
