@@ -218,10 +218,19 @@ func TestCloseWaitsForAPassOnTheTimer(t *testing.T) {
 // departure come and runs the waiting lane's pass on its own goroutine,
 // before its Enqueue returns, with no wake-up.
 func TestArrivalServesOtherLanes(t *testing.T) {
-	r := newRig(t, 2, time.Millisecond, time.Second)
+	// The five packets are queued before the dispatcher starts, so that
+	// its first pass books them together (the lane runs dry at +4 ms, and
+	// the alarm waits for that or the Slack): a pass that raced the sends
+	// and booked three would run dry at +2 ms, and the timer would rightly
+	// fire then.
+	r := &rig{clock: qdisctest.NewStepClock()}
+	r.link = qdisctest.NewLink(r.clock)
+	r.g.Init(2, dispatch.Config{Lower: r.link, MaxPackets: 100, Clock: r.clock, Slack: time.Second, Gate: &spacedGate{gap: int64(time.Millisecond)}})
 	for range 5 {
 		r.send(t, 0) // lane 0: departures now, +1 ms, ..., +4 ms
 	}
+	r.g.Start()
+	t.Cleanup(r.g.Close)
 	qdisctest.WaitQuiescent(t, &r.g)
 	r.clock.Advance(time.Millisecond)
 	if n := r.clock.Fire(); n != 1 {
