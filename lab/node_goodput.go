@@ -7,11 +7,7 @@ package lab
 
 import (
 	"fmt"
-	"net"
-	"os/exec"
 	"regexp"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/netqdisc/netqdisc/lab/measure"
@@ -111,13 +107,11 @@ func (nd *Node) MeasureGoodput(sandboxes []*Sandbox, streams []int, o measure.Op
 // i's at i (tcp_info's bytes_received), and the time in the middle of
 // the reading.
 func (nd *Node) PeerReceived() ([]uint64, time.Time, error) {
-	t0 := time.Now()
-	out, err := exec.Command("ip", "netns", "exec", nd.NSP, "ss", "-Htin", "state", "established").Output()
-	at := t0.Add(time.Since(t0) / 2)
+	out, at, err := nd.peerSS()
 	if err != nil {
-		return nil, at, fmt.Errorf("ss in the peer's namespace: %v", err)
+		return nil, at, err
 	}
-	got, err := parseReceived(string(out), nd.Hosts, sinkPort)
+	got, err := parseReceived(out, nd.Hosts, sinkPort)
 	return got, at, err
 }
 
@@ -125,36 +119,7 @@ func (nd *Node) PeerReceived() ([]uint64, time.Time, error) {
 var bytesReceived = regexp.MustCompile(`\bbytes_received:(\d+)`)
 
 // parseReceived sums `ss -Htin state established`'s bytes_received by
-// local address, for each host's peer address and port: each connection
-// is a line "Recv-Q Send-Q local peer" and, indented below it, its
-// tcp_info.
+// local address, for each host's peer address and port (sumSS).
 func parseReceived(ss string, hosts []NodeHost, port int) ([]uint64, error) {
-	got := make([]uint64, len(hosts))
-	host := -1
-	for _, line := range strings.Split(ss, "\n") {
-		if line == "" {
-			continue
-		}
-		if line[0] != ' ' && line[0] != '\t' {
-			host = -1
-			f := strings.Fields(line)
-			if len(f) < 4 {
-				return nil, fmt.Errorf("ss: %q", line)
-			}
-			for i, h := range hosts {
-				if f[2] == net.JoinHostPort(h.PeerAddr, strconv.Itoa(port)) {
-					host = i
-				}
-			}
-			continue
-		}
-		if m := bytesReceived.FindStringSubmatch(line); host >= 0 && m != nil {
-			n, err := strconv.ParseUint(m[1], 10, 64)
-			if err != nil {
-				return nil, fmt.Errorf("ss: %q", line)
-			}
-			got[host] += n
-		}
-	}
-	return got, nil
+	return sumSS(ss, bytesReceived, ssLocal, hosts, func(h NodeHost) string { return h.PeerAddr }, port, 0)
 }

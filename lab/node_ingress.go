@@ -204,13 +204,11 @@ type NodeIngressResult struct {
 // (tcp_info's bytes_acked, less the SYN's), and the time in the middle
 // of the reading.
 func (nd *Node) PeerAcked(port int) ([]uint64, time.Time, error) {
-	t0 := time.Now()
-	out, err := exec.Command("ip", "netns", "exec", nd.NSP, "ss", "-Htin", "state", "established").Output()
-	at := t0.Add(time.Since(t0) / 2)
+	out, at, err := nd.peerSS()
 	if err != nil {
-		return nil, at, fmt.Errorf("ss in the peer's namespace: %v", err)
+		return nil, at, err
 	}
-	acked, err := parseAcked(string(out), nd.Hosts, port)
+	acked, err := parseAcked(out, nd.Hosts, port)
 	return acked, at, err
 }
 
@@ -218,10 +216,38 @@ func (nd *Node) PeerAcked(port int) ([]uint64, time.Time, error) {
 var bytesAcked = regexp.MustCompile(`\bbytes_acked:(\d+)`)
 
 // parseAcked sums `ss -Htin state established`'s bytes_acked by
-// destination, for each host's address and port: each connection is a
-// line "Recv-Q Send-Q local peer" and, indented below it, its tcp_info.
+// destination, for each host's address and port (sumSS), less the SYN's
+// one on each connection.
 func parseAcked(ss string, hosts []NodeHost, port int) ([]uint64, error) {
-	acked := make([]uint64, len(hosts))
+	return sumSS(ss, bytesAcked, ssPeer, hosts, func(h NodeHost) string { return h.Addr }, port, 1)
+}
+
+// peerSS runs `ss -Htin state established` in the peer's namespace and
+// returns its output and the time in the middle of the reading.
+func (nd *Node) peerSS() (string, time.Time, error) {
+	t0 := time.Now()
+	out, err := exec.Command("ip", "netns", "exec", nd.NSP, "ss", "-Htin", "state", "established").Output()
+	at := t0.Add(time.Since(t0) / 2)
+	if err != nil {
+		return "", at, fmt.Errorf("ss in the peer's namespace: %v", err)
+	}
+	return string(out), at, nil
+}
+
+// The columns of an `ss -H` connection line ("Recv-Q Send-Q local peer")
+// sumSS keys connections by.
+const (
+	ssLocal = 2
+	ssPeer  = 3
+)
+
+// sumSS sums, in `ss -Htin state established`'s output, the tcp_info
+// counter counter matches (less less on each connection), by the
+// connection's address in column col, for each host's address addr(h)
+// and port, host i's at i: each connection is a line "Recv-Q Send-Q
+// local peer" and, indented below it, its tcp_info.
+func sumSS(ss string, counter *regexp.Regexp, col int, hosts []NodeHost, addr func(NodeHost) string, port int, less uint64) ([]uint64, error) {
+	sums := make([]uint64, len(hosts))
 	host := -1
 	for _, line := range strings.Split(ss, "\n") {
 		if line == "" {
@@ -234,21 +260,21 @@ func parseAcked(ss string, hosts []NodeHost, port int) ([]uint64, error) {
 				return nil, fmt.Errorf("ss: %q", line)
 			}
 			for i, h := range hosts {
-				if f[3] == net.JoinHostPort(h.Addr, strconv.Itoa(port)) {
+				if f[col] == net.JoinHostPort(addr(h), strconv.Itoa(port)) {
 					host = i
 				}
 			}
 			continue
 		}
-		if m := bytesAcked.FindStringSubmatch(line); host >= 0 && m != nil {
+		if m := counter.FindStringSubmatch(line); host >= 0 && m != nil {
 			n, err := strconv.ParseUint(m[1], 10, 64)
 			if err != nil {
 				return nil, fmt.Errorf("ss: %q", line)
 			}
-			acked[host] += max(n, 1) - 1 // the SYN counts one
+			sums[host] += max(n, less) - less
 		}
 	}
-	return acked, nil
+	return sums, nil
 }
 
 // MeasureIngress runs a load from the peer (StartIngressLoad) and reads,
