@@ -73,6 +73,9 @@ type harness struct {
 
 	probe net.Conn
 	rt    rtts
+	// queue is the qdisc's backlog as a delay, sampled as each probe is
+	// sent.
+	queue rtts
 	// The UDP probe's answered echoes (urt) and every echo whose fate is
 	// known (udpSent: its RTT, 0 when lost), and the bytes each stream
 	// delivered (index: the stream's id).

@@ -98,6 +98,7 @@ func (h *harness) startProbe() error {
 	go func() {
 		defer h.wg.Done()
 		for !h.stopping.Load() {
+			h.sampleQueue()
 			d, err := h.ping()
 			if err != nil {
 				return
@@ -107,4 +108,17 @@ func (h *harness) startProbe() error {
 		}
 	}()
 	return nil
+}
+
+// sampleQueue records the qdisc's backlog over its configured rate
+// (nothing for a qdisc without Stats or a rate): the bulk flows' standing
+// queue, which small queues bound. A sparse flow such as the probe skips
+// most of it under a flow-queueing child.
+func (h *harness) sampleQueue() {
+	s, ok := h.q.(statser)
+	if !ok || h.c.Rate == 0 {
+		return
+	}
+	b := s.Stats().BacklogBytes
+	h.queue.add(time.Now(), time.Duration(float64(b)/float64(h.c.Rate)*float64(time.Second)))
 }

@@ -57,6 +57,7 @@ func (h *harness) measure() measure.Result {
 	res.GoodputBps = float64(h.received.Load()-recvAt0) / res.Elapsed.Seconds()
 	res.Drops = h.drops() - drops0
 	res.RTTs = h.rt.between(measureFrom, stopAt)
+	res.QueueDelays = h.queue.between(measureFrom, stopAt)
 	if o.Sparse {
 		for i := 1; i < len(streams0); i++ {
 			res.StreamBps = append(res.StreamBps, float64(h.streamBytes[i].Load()-streams0[i])/res.Elapsed.Seconds())

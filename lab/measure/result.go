@@ -35,6 +35,10 @@ type Result struct {
 	// sent (lab runs).
 	RTTs      []time.Duration
 	PingsSent int
+	// QueueDelays (in process) are the qdisc's backlog over its rate,
+	// sampled as each probe was sent in the window, sorted: the bulk
+	// flows' standing queue. Empty for a qdisc without Stats or a rate.
+	QueueDelays []time.Duration
 	// CPU is the CPU time spent in the window: in process, the process's;
 	// on a lab's veth a sandbox's (its cgroup), or in the receive
 	// direction the whole machine's.
