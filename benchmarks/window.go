@@ -20,7 +20,7 @@ func (h *harness) measure() measure.Result {
 	res := measure.Result{Rate: h.c.Rate, Streams: o.Streams, Pace: o.Pace, IdleRTT: h.idleRTT}
 	end := start.Add(o.Warmup + o.Window)
 	measureFrom := start.Add(o.Warmup)
-	var wireAt0, recvAt0, drops0, wakeups0 uint64
+	var wireAt0, recvAt0, drops0, wakeups0, rexmit0 uint64
 	streams0 := make([]uint64, len(h.streamBytes))
 	var cpu0 time.Duration
 	lastSec, lastBytes := start, h.wire.bytes.Load()
@@ -33,6 +33,7 @@ func (h *harness) measure() measure.Result {
 		if !measuring && !now.Before(measureFrom) {
 			measuring = true
 			wireAt0, recvAt0, drops0, wakeups0, cpu0 = b, h.received.Load(), h.drops(), h.wakeups(), cpuNow()
+			rexmit0 = h.retransmits()
 			for i := range streams0 {
 				streams0[i] = h.streamBytes[i].Load()
 			}
@@ -56,6 +57,7 @@ func (h *harness) measure() measure.Result {
 	res.WireBps = float64(res.WireBytes) / res.Elapsed.Seconds()
 	res.GoodputBps = float64(h.received.Load()-recvAt0) / res.Elapsed.Seconds()
 	res.Drops = h.drops() - drops0
+	res.Retransmits = h.retransmits() - rexmit0
 	res.RTTs = h.rt.between(measureFrom, stopAt)
 	res.QueueDelays = h.queue.between(measureFrom, stopAt)
 	if o.Sparse {
@@ -96,6 +98,10 @@ func (h *harness) measure() measure.Result {
 	}
 	return res
 }
+
+// retransmits is how many TCP segments the sending stack has
+// retransmitted.
+func (h *harness) retransmits() uint64 { return h.sa.Stats().TCP.Retransmits.Value() }
 
 // drops and wakeups read the qdisc's counters (upstream's qdiscs have
 // none: the stack's count of refused packets, and 0).

@@ -66,6 +66,9 @@ type Result struct {
 	// refused or dropped in the window (the NIC's count of
 	// ErrNoBufferSpace for qdiscs without Stats).
 	Drops uint64
+	// Retransmits counts the TCP segments the sending netstack resent in
+	// the window (in process): beyond the drops, spurious.
+	Retransmits uint64
 	// Describe is the qdisc's own description ("tbf rate 100Mbit ..."),
 	// when it has one.
 	Describe string

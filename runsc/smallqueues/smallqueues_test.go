@@ -36,11 +36,9 @@ import (
 //     wait for one: its slow samples do not coincide with the tbf's
 //     standing queue, and more Ps moved it where more TCP processors did
 //     not.
-//   - with 64 streams at 1 Gbit/s, the drops. After a stall of the whole
-//     process of some 20-30 ms, which the probe's own loop sees, the 64
-//     flows' small queues (each a millisecond of a pacing rate that
-//     cwnd/srtt overstates while the small queue, not the window, holds
-//     the flow) together pass the tbf's limit, and it drops 0.1-1%.
+//   - with 64 streams at 1 Gbit/s, the drops. In some runs (3 of about 20)
+//     the 64 flows' small queues, each a millisecond of its pacing rate,
+//     together pass the tbf's limit at once, and it drops 0.17-0.5%.
 func TestSmallQueues(t *testing.T) {
 	for _, tc := range []struct {
 		rate, burst uint64 // bytes/s, bytes
@@ -65,8 +63,8 @@ func TestSmallQueues(t *testing.T) {
 			}
 			p50, p99 := res.RTT(0.5), res.RTT(0.99)
 			q50, q99 := measure.Quantile(res.QueueDelays, 0.5), measure.Quantile(res.QueueDelays, 0.99)
-			t.Logf("on the link %.2f Mbit/s, probe RTT idle %v, p50 %v p95 %v p99 %v, the tbf's queue p50 %v p99 %v max %v (%d samples), drops %d of %d packets, CPU %.1f s/GB",
-				res.WireBps*8/1e6, res.IdleRTT, p50, res.RTT(0.95), p99, q50, q99, measure.Quantile(res.QueueDelays, 1), len(res.QueueDelays), res.Drops, res.Stats.Packets, res.CPU.Seconds()/(float64(res.WireBytes)/1e9))
+			t.Logf("on the link %.2f Mbit/s, probe RTT idle %v, p50 %v p95 %v p99 %v, the tbf's queue p50 %v p99 %v max %v (%d samples), drops %d of %d packets, %d segments resent, CPU %.1f s/GB",
+				res.WireBps*8/1e6, res.IdleRTT, p50, res.RTT(0.95), p99, q50, q99, measure.Quantile(res.QueueDelays, 1), len(res.QueueDelays), res.Drops, res.Stats.Packets, res.Retransmits, res.CPU.Seconds()/(float64(res.WireBytes)/1e9))
 			if bound := res.IdleRTT + tc.above; tc.above != 0 && p99 > bound {
 				t.Errorf("the probe's RTT under load is %v at p99 (p50 %v), want at most %v (%v above idle)", p99, p50, bound, tc.above)
 			}
