@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -125,31 +124,19 @@ func TestNodeNetem(t *testing.T) {
 }
 
 // nodePingAtOnce pings each of the node's places from the peer, all at
-// once, so that what else the machine does meanwhile falls on each
-// alike, and returns each one's RTTs, none of which may be lost. Each
-// place is first pinged nodeNetemWarmPings times, uncounted.
+// once (pingAtOnce), after nodeNetemWarmPings uncounted pings each.
 func nodePingAtOnce(t *testing.T, r *nodeRig, places ...int) [][]time.Duration {
 	t.Helper()
+	var ps []pinger
 	for _, i := range places {
-		if _, _, err := r.PingSandbox(i, nodeNetemWarmPings, nodeNetemInterval); err != nil {
-			t.Fatal(err)
-		}
+		ps = append(ps, pinger{
+			name: fmt.Sprintf("ping %s", lab.NodeSandboxAddr(i+1)),
+			warm: func() error {
+				_, _, err := r.PingSandbox(i, nodeNetemWarmPings, nodeNetemInterval)
+				return err
+			},
+			ping: func() ([]time.Duration, int, error) { return r.PingSandbox(i, nodeNetemPings, nodeNetemInterval) },
+		})
 	}
-	rtts := make([][]time.Duration, len(places))
-	sent := make([]int, len(places))
-	errs := make([]error, len(places))
-	var wg sync.WaitGroup
-	for k, i := range places {
-		wg.Go(func() { rtts[k], sent[k], errs[k] = r.PingSandbox(i, nodeNetemPings, nodeNetemInterval) })
-	}
-	wg.Wait()
-	for k, i := range places {
-		if errs[k] != nil {
-			t.Fatal(errs[k])
-		}
-		if len(rtts[k]) != sent[k] || sent[k] == 0 {
-			t.Errorf("ping %s: %d of %d answered; want every one", lab.NodeSandboxAddr(i+1), len(rtts[k]), sent[k])
-		}
-	}
-	return rtts
+	return pingAtOnce(t, ps...)
 }

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -56,35 +55,24 @@ type classPing struct {
 	from string
 }
 
-// pingAtOnce pings each of ps's sandboxes from its address, all at once,
-// so that what else the machine does meanwhile falls on each alike, and
-// returns each one's RTTs, none of which may be lost. Five pings before
-// are not counted: a sandbox's first replies to an address wait for its
-// ARP, which, not IP, goes to the default class and its netem.
-func pingAtOnce(t *testing.T, ps ...classPing) [][]time.Duration {
+// classPings pings each of ps's sandboxes from its address, all at once
+// (pingAtOnce). Five pings before are not counted: a sandbox's first
+// replies to an address wait for its ARP, which, not IP, goes to the
+// default class and its netem.
+func classPings(t *testing.T, ps ...classPing) [][]time.Duration {
 	t.Helper()
+	var pings []pinger
 	for _, p := range ps {
-		if _, _, err := p.r.PingFrom(p.from, 5, htbNetemInterval); err != nil {
-			t.Fatal(err)
-		}
+		pings = append(pings, pinger{
+			name: "ping from " + p.from,
+			warm: func() error {
+				_, _, err := p.r.PingFrom(p.from, 5, htbNetemInterval)
+				return err
+			},
+			ping: func() ([]time.Duration, int, error) { return p.r.PingFrom(p.from, htbNetemPings, htbNetemInterval) },
+		})
 	}
-	rtts := make([][]time.Duration, len(ps))
-	sent := make([]int, len(ps))
-	errs := make([]error, len(ps))
-	var wg sync.WaitGroup
-	for i, p := range ps {
-		wg.Go(func() { rtts[i], sent[i], errs[i] = p.r.PingFrom(p.from, htbNetemPings, htbNetemInterval) })
-	}
-	wg.Wait()
-	for i, p := range ps {
-		if errs[i] != nil {
-			t.Fatal(errs[i])
-		}
-		if len(rtts[i]) != sent[i] || sent[i] == 0 {
-			t.Errorf("ping from %s: %d of %d answered; want every one", p.from, len(rtts[i]), sent[i])
-		}
-	}
-	return rtts
+	return pingAtOnce(t, pings...)
 }
 
 // checkAdded checks that rtts are base's plus want, within 1 ms, at p50
@@ -138,7 +126,7 @@ func TestRunscHTBNetemLeaf(t *testing.T) {
 		checkShowsLeaf(t, r, s, "class htb 1:20 parent 1:1 leaf 8001: prio 0 rate 10Mbit")
 		r0 := netemRig(t) // the same tree without the leaf, gone with the subtest
 		startHTBNetem(t, r0, htbNetemTree, nil)
-		rtts := pingAtOnce(t, classPing{r0, lab.PeerClusterAddr}, classPing{r0, lab.PeerAddr}, classPing{r, lab.PeerClusterAddr}, classPing{r, lab.PeerAddr})
+		rtts := classPings(t, classPing{r0, lab.PeerClusterAddr}, classPing{r0, lab.PeerAddr}, classPing{r, lab.PeerClusterAddr}, classPing{r, lab.PeerAddr})
 		baseCluster, baseInternet, cluster, internet := rtts[0], rtts[1], rtts[2], rtts[3]
 		checkAdded(t, "the internet class", baseInternet, internet, htbNetemDelay)
 		checkAdded(t, "the cluster class", baseCluster, cluster, 0)
@@ -215,7 +203,7 @@ func TestRunscHTBNetemLeafPodCannotRemove(t *testing.T) {
 		pod := strings.Replace(htbNetemClasses, "classid 1:20 rate 10mbit", "classid 1:20 rate 5mbit", 1)
 		s := startHTBNetem(t, r, htbNetemScript, map[string]string{key: pod})
 		checkShowsLeaf(t, r, s, "class htb 1:20 parent 1:1 leaf 8001: prio 0 rate 5Mbit")
-		rtts := pingAtOnce(t, classPing{r, lab.PeerClusterAddr}, classPing{r, lab.PeerAddr})
+		rtts := classPings(t, classPing{r, lab.PeerClusterAddr}, classPing{r, lab.PeerAddr})
 		checkAdded(t, "the internet class over the cluster class", rtts[0], rtts[1], htbNetemDelay)
 	})
 }
