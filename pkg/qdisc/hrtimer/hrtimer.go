@@ -6,22 +6,33 @@
 // delay is a promise to the microsecond that such a wait breaks.
 //
 // A Clock from New arms, for a timer further off than Lead, the clock's
-// own timer Lead before the time, then sleeps what is left in nanosleep,
-// which the kernel ends on time, on a goroutine that lives only for that:
-// the clock's timers stay what wakes a long wait (a paused Sentry clock
-// pauses them), and no thread sleeps for longer than Lead. A timer Lead
-// or less away is the clock's own: such waits come packet after packet
-// while a qdisc is busy, when the runtime runs and checks its timers as
-// it schedules, and a nanosleep for each (thousands a second, each a
-// thread blocked in the kernel) cost a loaded sandbox more than it saved
-// (ping p99 9 ms late under a third of netem's rate). A clock a test
-// advances by hand is left as it is.
+// own timer Lead before the time, then sleeps what is left in ppoll with
+// no file (gVisor's rawfile.BlockingPoll), which the kernel ends on time,
+// on a goroutine that lives only for that: the clock's timers stay what
+// wakes a long wait (a paused Sentry clock pauses them), and no thread
+// sleeps for longer than Lead. BlockingPoll hands the goroutine's P to
+// the runtime as it enters the kernel, as a blocking syscall should;
+// nanosleep kept it, and the sandbox's other goroutines (its replies on
+// other classes) waited up to 2 ms for it now and then.
+//
+// A timer Lead or less away that follows the timer's last Reset or
+// firing by less than Lead is the clock's own: such waits come packet
+// after packet while a qdisc is busy, when the runtime runs and checks
+// its timers as it schedules, and a sleep for each (thousands a second)
+// cost a loaded sandbox more than it saved (ping p99 9 ms late under a
+// third of netem's rate). One that follows a quiet timer is slept at
+// once, as a longer one's end is: a packet that wakes an htb tree 1 ms
+// before its netem leaf's packet is due would otherwise leave that
+// packet to a runtime with nothing to run, up to 1 ms late.
+//
+// A clock a test advances by hand is left as it is.
 package hrtimer
 
 import (
-	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+	"gvisor.dev/gvisor/pkg/rawfile"
 	"gvisor.dev/gvisor/pkg/sync"
 	"gvisor.dev/gvisor/pkg/tcpip"
 )
@@ -30,8 +41,8 @@ import (
 // more than the runtime's millisecond, so that it is never late.
 const Lead = 2 * time.Millisecond
 
-// Chunk is the longest nanosleep: a Reset to an earlier time while the
-// timer sleeps is seen within it.
+// Chunk is the longest sleep in ppoll: a Reset to an earlier time while
+// the timer sleeps is seen within it.
 const Chunk = 250 * time.Microsecond
 
 // New returns c with precise timers, or c itself if a test advances it by
@@ -79,9 +90,14 @@ type timer struct {
 	// +checklocks:mu
 	sleeping bool
 	// plain says the clock's timer is set for the time itself (a timer
-	// Lead or less away), not Lead before it.
+	// Lead or less away, after another less than Lead before: see
+	// plainWait), not Lead before it.
 	// +checklocks:mu
 	plain bool
+	// last is when the timer was last Reset or fired, on the clock's
+	// monotonic time in ns.
+	// +checklocks:mu
+	last int64
 }
 
 // now reads the clock's monotonic time in ns.
@@ -93,14 +109,28 @@ func (t *timer) now() int64 {
 func (t *timer) Reset(d time.Duration) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	now := t.now()
 	t.active = true
-	t.deadline = t.now() + int64(d)
-	t.plain = d <= Lead
-	if t.plain {
+	t.deadline = now + int64(d)
+	t.plain = plainWait(d, time.Duration(now-t.last))
+	t.last = now
+	switch {
+	case t.plain:
 		t.coarse.Reset(d)
-		return
+	case d <= Lead:
+		t.coarse.Stop()
+		t.sleepLocked()
+	default:
+		t.coarse.Reset(d - Lead)
 	}
-	t.coarse.Reset(d - Lead)
+}
+
+// plainWait says whether a wait of d, since the timer's last Reset or
+// firing, is left to the clock's own timer: one Lead or less away while
+// the timer is busy (its last Reset or firing less than Lead before),
+// when the runtime, running, checks its timers as it schedules.
+func plainWait(d, since time.Duration) bool {
+	return d <= Lead && since < Lead
 }
 
 // Stop implements tcpip.Timer.Stop: it reports whether f was yet to run.
@@ -124,6 +154,7 @@ func (t *timer) coarseFired() {
 	}
 	if t.plain {
 		t.active = false
+		t.last = t.now()
 		t.mu.Unlock()
 		t.f()
 		return
@@ -152,9 +183,11 @@ func (t *timer) sleep() {
 			t.mu.Unlock()
 			return
 		}
-		left := time.Duration(t.deadline - t.now())
+		now := t.now()
+		left := time.Duration(t.deadline - now)
 		if left <= 0 {
 			t.active, t.sleeping = false, false
+			t.last = now
 			t.mu.Unlock()
 			t.f()
 			return
@@ -166,7 +199,7 @@ func (t *timer) sleep() {
 			return
 		}
 		t.mu.Unlock()
-		ts := syscall.NsecToTimespec(int64(min(left, Chunk)))
-		syscall.Nanosleep(&ts, nil) // EINTR: the loop looks again
+		ts := unix.NsecToTimespec(int64(min(left, Chunk)))
+		rawfile.BlockingPoll(nil, 0, &ts) // EINTR: the loop looks again
 	}
 }
