@@ -246,12 +246,13 @@ func TestNodeHandover(t *testing.T) {
 		// root's rate), under its rate of 30: the others share the
 		// rest.
 		spare := 100 - 30 - (15 + 100.0/256)
-		// Within 1 Mbit/s, not 0.5: the timers of one instant (the
-		// runners', the allocator's, the lanes') fire in a random
-		// order on a manual clock, and the order moves up to 0.75
-		// Mbit/s between the other two (3 to 9 runs in 80 under -race
-		// at every commit from 3395416, before issue 49, to
-		// 1e86214; staggering the runners' starts did not help).
+		// Within 1 Mbit/s, not 0.5: up to 0.75 Mbit/s moves between
+		// the other two from run to run (3 to 9 runs in 80 under
+		// -race at every commit from 3395416, before issue 49, to
+		// 1e86214), most likely from the order in which a manual
+		// clock fires the timers of one instant (the runners', the
+		// allocator's, the lanes'), which is random; staggering the
+		// runners' starts alone did not help.
 		check(t, "1:1e held to 15 Mbit/s by its own tbf", got, []float64{10 + spare*5/13, 20 + spare*8/13, 15}, 1.0)
 	})
 }
